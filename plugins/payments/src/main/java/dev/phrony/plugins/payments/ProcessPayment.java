@@ -1,0 +1,84 @@
+package dev.phrony.plugins.payments;
+
+import dev.phrony.worker.api.SideEffectClass;
+import dev.phrony.worker.api.ToolCall;
+import dev.phrony.worker.api.ToolDescriptor;
+import dev.phrony.worker.api.ToolException;
+import dev.phrony.worker.api.TypedToolHandler;
+import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.regex.Pattern;
+
+/**
+ * {@code payments.process-payment@1.0.0}: a pretend payment. The payment id is derived from the
+ * call id, so a second execution of one call would be visible as the same id twice in a ledger,
+ * and a redelivered result can be checked against the first.
+ */
+public final class ProcessPayment
+    extends TypedToolHandler<ProcessPayment.Args, ProcessPayment.Receipt> {
+
+  /** Arguments: amount in major units (e.g. 12.50), ISO 4217 currency, payee. */
+  public record Args(BigDecimal amount, String currency, String payee) {}
+
+  /** The result. */
+  public record Receipt(String payment_id, String status, BigDecimal amount, String currency,
+      String payee) {}
+
+  private static final Pattern CURRENCY = Pattern.compile("[A-Z]{3}");
+
+  public ProcessPayment() {
+    super(Args.class);
+  }
+
+  @Override
+  public ToolDescriptor descriptor() {
+    return ToolDescriptor.builder("payments.process-payment")
+        .version("1.0.0")
+        .sideEffectClass(SideEffectClass.NON_IDEMPOTENT_WRITE)
+        .maxConcurrency(16)
+        .description("Pays an amount to a payee (demo: no money moves)")
+        .inputSchema("""
+            {"type":"object","required":["amount","currency","payee"],"properties":{\
+            "amount":{"type":"number","exclusiveMinimum":0},\
+            "currency":{"type":"string","pattern":"^[A-Z]{3}$"},\
+            "payee":{"type":"string","minLength":1}}}""")
+        .build();
+  }
+
+  @Override
+  protected Receipt handle(Args args, ToolCall call) {
+    if (args == null) {
+      throw invalid("amount, currency and payee are required");
+    }
+    if (args.amount() == null || args.amount().signum() <= 0) {
+      throw invalid("amount must be greater than 0, got " + args.amount());
+    }
+    if (args.currency() == null || !CURRENCY.matcher(args.currency()).matches()) {
+      throw invalid("currency must be a three-letter ISO 4217 code such as EUR, got "
+          + args.currency());
+    }
+    if (args.payee() == null || args.payee().isBlank()) {
+      throw invalid("payee is required");
+    }
+    return new Receipt(paymentId(call.callId()), "succeeded", args.amount(), args.currency(),
+        args.payee().strip());
+  }
+
+  /** {@code pay_} + the first 16 hex digits of SHA-256(call id). */
+  static String paymentId(String callId) {
+    try {
+      byte[] digest = MessageDigest.getInstance("SHA-256")
+          .digest(callId.getBytes(StandardCharsets.UTF_8));
+      return "pay_" + HexFormat.of().formatHex(digest, 0, 8);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is always available", e);
+    }
+  }
+
+  private static ToolException invalid(String message) {
+    return new ToolException(ToolException.INVALID_ARGS, message);
+  }
+}
