@@ -1,0 +1,75 @@
+package dev.phrony.worker.plugin;
+
+import dev.phrony.worker.api.ToolDescriptor;
+import dev.phrony.worker.api.ToolHandler;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The handlers this host serves, by routing key {@code tool@version}. Immutable: built once by
+ * the plugin loader (or by a test from handlers it made) and shared by every session.
+ */
+public final class HandlerCatalog {
+
+  /**
+   * One served handler.
+   *
+   * @param descriptor what it serves, as validated at load time
+   * @param handler the instance that runs calls
+   * @param classLoader the plugin's classloader: the thread context classloader of every call
+   * @param plugin where it came from (the plugin's path, or a name for built-in handlers)
+   * @param descriptorHash {@link DescriptorHash#of(ToolDescriptor)}
+   */
+  public record Entry(ToolDescriptor descriptor, ToolHandler handler, ClassLoader classLoader,
+      String plugin, String descriptorHash) {
+
+    /** An entry for a handler created in this JVM (tests, embedded use). */
+    public static Entry of(ToolHandler handler, String plugin) {
+      ToolDescriptor d = handler.descriptor();
+      return new Entry(d, handler, handler.getClass().getClassLoader(), plugin,
+          DescriptorHash.of(d));
+    }
+
+    public String key() {
+      return descriptor.key();
+    }
+  }
+
+  private final Map<String, Entry> byKey;
+
+  private HandlerCatalog(Map<String, Entry> byKey) {
+    this.byKey = byKey;
+  }
+
+  /**
+   * @throws IllegalArgumentException when two entries share a key (the loader reports those as
+   *     problems and never passes them here)
+   */
+  public static HandlerCatalog of(Collection<Entry> entries) {
+    Map<String, Entry> map = new LinkedHashMap<>();
+    entries.stream().sorted(Comparator.comparing(Entry::key)).forEach(e -> {
+      if (map.putIfAbsent(e.key(), e) != null) {
+        throw new IllegalArgumentException("duplicate handler key " + e.key());
+      }
+    });
+    return new HandlerCatalog(map);
+  }
+
+  /** The entry for {@code tool@version}, if served. */
+  public Optional<Entry> find(String tool, String version) {
+    return Optional.ofNullable(byKey.get(tool + "@" + version));
+  }
+
+  /** All entries, sorted by key. */
+  public List<Entry> entries() {
+    return List.copyOf(byKey.values());
+  }
+
+  public int size() {
+    return byKey.size();
+  }
+}
