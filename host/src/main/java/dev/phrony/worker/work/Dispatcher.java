@@ -1,0 +1,313 @@
+package dev.phrony.worker.work;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import dev.phrony.runtime.v1.WorkInvoke;
+import dev.phrony.worker.api.ToolException;
+import dev.phrony.worker.api.ToolResult;
+import dev.phrony.worker.outbox.CallOutcome;
+import dev.phrony.worker.outbox.HeldResult;
+import dev.phrony.worker.outbox.ResultOutbox;
+import dev.phrony.worker.plugin.HandlerCatalog;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
+
+/**
+ * Admits invokes, runs handlers, and routes their outcomes (design.md "the flow of one call").
+ * Outlives streams: a call started on one stream may finish after a reconnect.
+ *
+ * <p>Owns the running calls and the slot counts. Slots are counted as the runtime counts them
+ * (protocol.md rule 6): taken by an invoke, freed when our result or nack is handed to the
+ * stream, by the runtime's cancel, or when the stream ends (the runtime then drops the
+ * registration and its counts). A cancelled handler that ignores interruption keeps running
+ * apart, without a slot, and its result is dropped.
+ */
+public final class Dispatcher {
+  private static final Logger log = LoggerFactory.getLogger(Dispatcher.class);
+
+  /** Nack codes (rule 6) and error codes this host produces. */
+  static final String UNKNOWN_TOOL = "unknown_tool";
+  static final String CAPACITY_EXHAUSTED = "capacity_exhausted";
+  static final String INVALID_ARGS = "invalid_args";
+  static final String DRAINING = "draining";
+  static final String INTERNAL = "internal";
+  static final String DEADLINE_EXCEEDED = "deadline_exceeded";
+  static final String RESULT_TOO_LARGE = "result_too_large";
+
+  private final HandlerCatalog catalog;
+  private final ResultOutbox outbox;
+  private final JsonCodec codec;
+  private final int maxResultBytes;
+  private final InstantSource clock;
+  private final ScheduledExecutorService timers;
+
+  private final ConcurrentHashMap<String, Invocation> running = new ConcurrentHashMap<>();
+  private final Map<String, AtomicInteger> busy;
+  private final AtomicInteger apart = new AtomicInteger();
+  private volatile boolean draining;
+  private volatile CallSink current;
+
+  public Dispatcher(HandlerCatalog catalog, ResultOutbox outbox, JsonCodec codec,
+      int maxResultBytes, InstantSource clock, ScheduledExecutorService timers) {
+    this.catalog = catalog;
+    this.outbox = outbox;
+    this.codec = codec;
+    this.maxResultBytes = maxResultBytes;
+    this.clock = clock;
+    this.timers = timers;
+    Map<String, AtomicInteger> b = new ConcurrentHashMap<>();
+    catalog.entries().forEach(e -> b.put(e.key(), new AtomicInteger()));
+    this.busy = b;
+  }
+
+  /** Largest number of calls the runtime may give a key at once: its advertised concurrency. */
+  static int slotsOf(HandlerCatalog.Entry e) {
+    return Math.max(1, e.descriptor().maxConcurrency());
+  }
+
+  // ---- from the stream (the session's inbound thread) ----
+
+  /** The stream that is registered now; results of older streams are judged against it. */
+  void attachSession(CallSink sink) {
+    current = sink;
+  }
+
+  void onInvoke(WorkInvoke invoke, CallSink sink) {
+    String callId = invoke.getCallId();
+    Invocation existing = running.get(callId);
+    if (existing != null && existing.attach(sink)) {
+      // Rule 5: the handler runs once; this stream now gets its result.
+      if (existing.holdSlot()) {
+        busy.get(existing.key()).incrementAndGet();
+      }
+      log.debug("invoke of running call {} attached to the current stream", callId);
+      return;
+    }
+    Optional<HeldResult> held = outbox.find(callId);
+    if (held.isPresent()) {
+      // Rule 5: answer from the held result; the runtime invoked it again, so it expects it.
+      log.debug("invoke of held call {}: resending its result", callId);
+      if (outbox.isOrphaned(callId)) {
+        outbox.hold(held.get());
+      }
+      sink.sendResult(held.get());
+      return;
+    }
+    if (draining) {
+      sink.sendNack(callId, DRAINING, "worker is draining for shutdown; retry on another worker");
+      return;
+    }
+    HandlerCatalog.Entry entry = catalog.find(invoke.getTool(), invoke.getVersion()).orElse(null);
+    if (entry == null) {
+      sink.sendNack(callId, UNKNOWN_TOOL, "this worker serves no handler for "
+          + invoke.getTool() + "@" + invoke.getVersion());
+      return;
+    }
+    if (!codec.isJson(invoke.getArgs().toByteArray())) {
+      sink.sendNack(callId, INVALID_ARGS, "arguments are not valid JSON");
+      return;
+    }
+    AtomicInteger count = busy.get(entry.key());
+    int max = slotsOf(entry);
+    if (count.incrementAndGet() > max) {
+      count.decrementAndGet();
+      sink.sendNack(callId, CAPACITY_EXHAUSTED, entry.key() + " is running its maximum of " + max
+          + " calls on this worker");
+      return;
+    }
+    Invocation inv = new Invocation(invoke, entry, codec, sink, clock.instant());
+    running.put(callId, inv);
+    // The thread is known to the invocation before it starts, so a cancel can always reach it.
+    Thread thread = Thread.ofVirtual().name("call-" + callId).unstarted(() -> run(inv));
+    inv.runningOn(thread);
+    thread.start();
+    if (invoke.getDeadlineUnixMs() > 0) {
+      long delayMs = invoke.getDeadlineUnixMs() - clock.millis();
+      timers.schedule(() -> expire(inv), Math.max(0, delayMs), TimeUnit.MILLISECONDS);
+    }
+  }
+
+  /** Rule 4: interrupt, free the slot, and send nothing for this call, ever. */
+  void onCancel(String callId, CallSink sink) {
+    Invocation inv = running.get(callId);
+    if (inv != null && inv.cancel()) {
+      running.remove(callId, inv);
+      releaseSlot(inv);
+      apart.incrementAndGet();
+      inv.interrupt();
+      log.debug("call {} cancelled by the runtime; handler interrupted", callId);
+      return;
+    }
+    // Already finished: the runtime has forgotten it, so its result must not go out now.
+    sink.unsend(callId);
+    if (outbox.find(callId).isPresent()) {
+      outbox.markOrphaned(callId);
+      log.info("call {} was cancelled after it finished; its result is kept as orphaned", callId);
+    }
+  }
+
+  void onResultAck(String callId) {
+    outbox.release(callId);
+  }
+
+  /** The stream {@code sink} ended: its calls run on apart and its slots are gone. */
+  void detach(CallSink sink) {
+    if (current == sink) {
+      current = null;
+    }
+    for (Invocation inv : running.values()) {
+      if (inv.detachFrom(sink)) {
+        releaseSlot(inv);
+      }
+    }
+  }
+
+  /** Stops taking work: every later invoke is nacked {@code draining}. */
+  void startDraining() {
+    draining = true;
+  }
+
+  /** Interrupts every running call (end of a drain). */
+  void cancelAll() {
+    for (Invocation inv : running.values()) {
+      if (inv.cancel()) {
+        running.remove(inv.callId(), inv);
+        releaseSlot(inv);
+        inv.interrupt();
+      }
+    }
+  }
+
+  /** Calls the runtime should be told about at register: running ones and held results. */
+  Set<String> inFlightIds() {
+    Set<String> ids = new HashSet<>(running.keySet());
+    ids.addAll(outbox.pendingIds());
+    return ids;
+  }
+
+  int runningCount() {
+    return running.size();
+  }
+
+  /** Slots in use for {@code key}. */
+  public int busy(String key) {
+    AtomicInteger c = busy.get(key);
+    return c == null ? 0 : c.get();
+  }
+
+  /** Handlers that were cancelled (or outlived a drain) and may still be running. */
+  int runningApart() {
+    return apart.get();
+  }
+
+  // ---- handler side ----
+
+  private void run(Invocation inv) {
+    HandlerCatalog.Entry entry = inv.entry();
+    ClassLoader previous = Thread.currentThread().getContextClassLoader();
+    Thread.currentThread().setContextClassLoader(entry.classLoader());
+    MDC.put("call_id", inv.callId());
+    MDC.put("session_id", inv.sessionId());
+    MDC.put("tool", inv.key());
+    CallOutcome outcome;
+    try {
+      log.debug("handler started");
+      outcome = toOutcome(entry.handler().handle(inv));
+    } catch (ToolException e) {
+      outcome = CallOutcome.error(e.code(), e.getMessage());
+    } catch (Throwable t) {
+      if (inv.isCancelled()) {
+        outcome = null; // cancel or deadline already decided the outcome
+      } else {
+        log.warn("handler failed with {}", t.toString(), t);
+        outcome = CallOutcome.error(INTERNAL, t.getClass().getName()
+            + (t.getMessage() == null ? "" : ": " + t.getMessage()));
+      }
+    } finally {
+      Thread.currentThread().setContextClassLoader(previous);
+    }
+    try {
+      if (outcome != null && inv.tryComplete()) {
+        finish(inv, outcome);
+      } else if (inv.state() == Invocation.State.CANCELLED) {
+        apart.decrementAndGet();
+        log.info("handler of cancelled call finished after {}; its result is dropped",
+            Duration.between(inv.startedAt(), clock.instant()));
+      }
+    } finally {
+      MDC.clear();
+    }
+  }
+
+  private CallOutcome toOutcome(ToolResult result) throws JsonProcessingException {
+    byte[] payload = switch (result) {
+      case null -> "null".getBytes(StandardCharsets.US_ASCII);
+      case ToolResult.Json j -> {
+        if (!codec.isJson(j.utf8())) {
+          throw new ToolException(INTERNAL, "handler returned a JSON result that does not parse");
+        }
+        yield j.utf8();
+      }
+      case ToolResult.Value v -> codec.encode(v.value());
+      case ToolResult.Text t -> t.text().getBytes(StandardCharsets.UTF_8);
+    };
+    if (payload.length > maxResultBytes) {
+      return CallOutcome.error(RESULT_TOO_LARGE, "result of " + payload.length
+          + " bytes exceeds the limit of " + maxResultBytes + " bytes");
+    }
+    return new CallOutcome.Payload(payload);
+  }
+
+  private void expire(Invocation inv) {
+    if (!inv.tryComplete()) {
+      return;
+    }
+    inv.interrupt();
+    Thread.ofVirtual().start(() -> finish(inv, CallOutcome.error(DEADLINE_EXCEEDED,
+        "the call's deadline passed after " + Duration.between(inv.startedAt(), clock.instant()))));
+  }
+
+  /** Holds the outcome (durably if the outbox does), then sends it on the owning stream. */
+  private void finish(Invocation inv, CallOutcome outcome) {
+    HeldResult held = new HeldResult(inv.callId(), inv.sessionId(), inv.key(),
+        inv.entry().descriptor().sideEffectClass().wireName(), clock.instant(), outcome);
+    outbox.hold(held);
+    CallSink owner = inv.done();
+    running.remove(inv.callId(), inv);
+    if (owner != null && owner.live()) {
+      // Free the slot first: once the result is out, the runtime may send the next invoke.
+      releaseSlot(inv);
+      owner.sendResult(held);
+    } else {
+      // Rule 3: from an earlier stream; kept for in_flight, never sent on another stream.
+      CallSink now = current;
+      if (now != null && now.orphanWindowClosed()) {
+        outbox.markOrphaned(inv.callId());
+      }
+      log.debug("call {} finished after its stream ended; result held", inv.callId());
+    }
+  }
+
+  private void releaseSlot(Invocation inv) {
+    if (inv.releaseSlot()) {
+      busy.get(inv.key()).decrementAndGet();
+    }
+  }
+
+  /** Instant of now, for sessions sharing the dispatcher's clock. */
+  Instant now() {
+    return clock.instant();
+  }
+}

@@ -1,0 +1,51 @@
+package dev.phrony.worker.work;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import dev.phrony.worker.api.ToolException;
+import java.io.IOException;
+
+/** The host's JSON codec for handler arguments and results (records, maps, lists). */
+public final class JsonCodec {
+  private final ObjectMapper mapper = JsonMapper.builder()
+      // Models add fields a handler does not know; refusing them would fail calls for nothing.
+      .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+      .build();
+
+  /** True if {@code bytes} hold exactly one well-formed JSON value. */
+  public boolean isJson(byte[] bytes) {
+    try (JsonParser p = mapper.getFactory().createParser(bytes)) {
+      if (p.nextToken() == null) {
+        return false;
+      }
+      p.skipChildren();
+      return p.nextToken() == null;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  /**
+   * Decodes arguments into {@code type}.
+   *
+   * @throws ToolException {@code invalid_args} naming the type and the problem
+   */
+  public <T> T decodeArgs(byte[] json, Class<T> type) {
+    try {
+      return mapper.readValue(json, type);
+    } catch (JsonProcessingException e) {
+      throw new ToolException(ToolException.INVALID_ARGS,
+          "arguments do not fit " + type.getSimpleName() + ": " + e.getOriginalMessage(), e);
+    } catch (IOException e) {
+      throw new ToolException(ToolException.INVALID_ARGS, "unreadable arguments: " + e, e);
+    }
+  }
+
+  /** Encodes a handler's value as JSON. */
+  public byte[] encode(Object value) throws JsonProcessingException {
+    return mapper.writeValueAsBytes(value);
+  }
+}

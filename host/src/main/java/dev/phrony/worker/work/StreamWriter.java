@@ -1,0 +1,85 @@
+package dev.phrony.worker.work;
+
+import dev.phrony.runtime.v1.WorkClientMsg;
+import io.grpc.stub.ClientCallStreamObserver;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The one writer of a stream's outbound side. Any thread may {@link #send}; messages are written
+ * in order, only while gRPC says the stream {@code isReady} (the rest wait for
+ * {@code onReady}), and never by two threads at once ({@code StreamObserver} is not
+ * thread-safe). A drain loop with a work-in-progress counter gives that without a lock on the
+ * hot path.
+ */
+final class StreamWriter {
+  private final ClientCallStreamObserver<WorkClientMsg> out;
+  private final ConcurrentLinkedQueue<WorkClientMsg> queue = new ConcurrentLinkedQueue<>();
+  private final AtomicInteger wip = new AtomicInteger();
+  private volatile boolean closed;
+
+  /** Queue marker for a half-close (identity compared; never written). */
+  private static final WorkClientMsg HALF_CLOSE = WorkClientMsg.newBuilder().build();
+
+  StreamWriter(ClientCallStreamObserver<WorkClientMsg> out) {
+    this.out = out;
+  }
+
+  /** Queues {@code msg}; returns false when the stream is already closed. */
+  boolean send(WorkClientMsg msg) {
+    if (closed) {
+      return false;
+    }
+    queue.add(msg);
+    drain();
+    return true;
+  }
+
+  /**
+   * Removes a queued, not yet written result or nack for {@code callId} (after a cancel the
+   * runtime has forgotten the call, and a result for it would end the stream). Returns true if
+   * one was removed.
+   */
+  boolean unsend(String callId) {
+    return queue.removeIf(m -> (m.hasResult() && m.getResult().getCallId().equals(callId))
+        || (m.hasNack() && m.getNack().getCallId().equals(callId)));
+  }
+
+  /** Called by gRPC's onReady handler and after each send. */
+  void drain() {
+    if (wip.getAndIncrement() != 0) {
+      return;
+    }
+    int missed = 1;
+    do {
+      while (!closed && out.isReady()) {
+        WorkClientMsg m = queue.poll();
+        if (m == null) {
+          break;
+        }
+        if (m == HALF_CLOSE) {
+          closed = true;
+          out.onCompleted();
+          break;
+        }
+        out.onNext(m);
+      }
+      missed = wip.addAndGet(-missed);
+    } while (missed != 0);
+  }
+
+  /** Half-closes the stream cleanly once everything queued before has been written. */
+  void complete() {
+    send(HALF_CLOSE);
+  }
+
+  /** Marks the writer closed (the stream ended); later sends are refused. */
+  void closed() {
+    closed = true;
+    queue.clear();
+  }
+
+  int queued() {
+    return queue.size();
+  }
+}

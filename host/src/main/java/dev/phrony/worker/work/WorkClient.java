@@ -1,0 +1,216 @@
+package dev.phrony.worker.work;
+
+import dev.phrony.runtime.v1.RuntimeGrpc;
+import dev.phrony.worker.outbox.ResultOutbox;
+import dev.phrony.worker.plugin.HandlerCatalog;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongUnaryOperator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Keeps one Work stream open to the runtime for the life of the worker: connect, register,
+ * serve, and after any end of the stream close it completely, back off with full jitter and
+ * reconnect with the same worker id (protocol.md rules 1, 2, 7). Owns the channel, the
+ * reconnect loop and the ticker; the {@link Dispatcher} and outbox outlive every stream.
+ */
+public final class WorkClient implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(WorkClient.class);
+  private static final Duration TICK = Duration.ofMillis(100);
+  private static final Duration CLOSE_WAIT = Duration.ofSeconds(5);
+
+  private final WorkOptions options;
+  private final HandlerCatalog catalog;
+  private final ResultOutbox outbox;
+  private final InstantSource clock;
+  private final Backoff backoff;
+  private final ManagedChannel channel;
+  private final ScheduledExecutorService ticker;
+  private final Dispatcher dispatcher;
+  private final CountDownLatch stopped = new CountDownLatch(1);
+  private final CountDownLatch loopDone = new CountDownLatch(1);
+  private final AtomicInteger reconnects = new AtomicInteger();
+  private volatile WorkSession session;
+  private volatile boolean stopping;
+  private Thread loop;
+
+  public WorkClient(WorkOptions options, HandlerCatalog catalog, ResultOutbox outbox) {
+    this(options, catalog, outbox, InstantSource.system(),
+        bound -> ThreadLocalRandom.current().nextLong(bound));
+  }
+
+  /** With an injected clock and jitter source, for tests. */
+  public WorkClient(WorkOptions options, HandlerCatalog catalog, ResultOutbox outbox,
+      InstantSource clock, LongUnaryOperator uniformBelow) {
+    this.options = options;
+    this.catalog = catalog;
+    this.outbox = outbox;
+    this.clock = clock;
+    this.backoff = new Backoff(options.backoffInitial(), options.backoffMax(), uniformBelow);
+    this.ticker = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "phrony-work-ticker");
+      t.setDaemon(true);
+      return t;
+    });
+    this.dispatcher = new Dispatcher(catalog, outbox, new JsonCodec(), options.maxResultBytes(),
+        clock, ticker);
+    this.channel = channel(options);
+  }
+
+  private static ManagedChannel channel(WorkOptions options) {
+    NettyChannelBuilder b = NettyChannelBuilder.forTarget(options.target())
+        .usePlaintext()
+        .maxInboundMessageSize(options.maxInboundBytes());
+    options.keepAlive().ifPresent(interval -> {
+      if (interval.compareTo(WorkOptions.MIN_SAFE_KEEPALIVE) < 0) {
+        log.warn("HTTP/2 keepalive every {} s is more often than the runtime's grpc-go server"
+            + " allows (5 min): it may answer GOAWAY too_many_pings and end the stream",
+            interval.toSeconds());
+      }
+      b.keepAliveTime(interval.toMillis(), TimeUnit.MILLISECONDS).keepAliveWithoutCalls(false);
+    });
+    return b.build();
+  }
+
+  /** Starts the reconnect loop and returns at once. */
+  public synchronized void start() {
+    if (loop != null) {
+      throw new IllegalStateException("already started");
+    }
+    ticker.scheduleWithFixedDelay(this::tick, TICK.toMillis(), TICK.toMillis(),
+        TimeUnit.MILLISECONDS);
+    loop = Thread.ofPlatform().name("phrony-work-loop").daemon().start(this::runLoop);
+  }
+
+  private void tick() {
+    try {
+      WorkSession s = session;
+      if (s != null) {
+        s.tick();
+      }
+    } catch (RuntimeException e) {
+      log.error("work ticker failed", e);
+    }
+  }
+
+  private void runLoop() {
+    long streamId = 0;
+    try {
+      while (!stopping) {
+        WorkSession s = new WorkSession(++streamId, catalog, dispatcher, outbox,
+            options.identity(), clock, dispatcher.inFlightIds());
+        log.info("connecting to {} (stream {})", options.target(), streamId);
+        session = s;
+        WorkSession.End end;
+        try {
+          RuntimeGrpc.newStub(channel).work(s);
+          s.register();
+          end = s.ended().join();
+        } catch (RuntimeException e) {
+          log.error("stream {} could not be used", streamId, e);
+          end = new WorkSession.End(io.grpc.Status.fromThrowable(e), e.toString(), false, false);
+        }
+        if (stopping) {
+          break;
+        }
+        if (end.healthy()) {
+          backoff.reset();
+        }
+        Duration delay = backoff.next();
+        reconnects.incrementAndGet();
+        log.info("reconnect in {} ms because {}", delay.toMillis(), end.reason());
+        if (stopped.await(delay.toMillis(), TimeUnit.MILLISECONDS)) {
+          break;
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      loopDone.countDown();
+    }
+  }
+
+  /**
+   * Graceful shutdown: stop intake ({@code nack draining}), wait up to the drain timeout for
+   * running calls to finish and their results to be acked, cancel what is left, close the
+   * stream cleanly. Blocks until done.
+   */
+  public void drain() throws InterruptedException {
+    dispatcher.startDraining();
+    log.info("draining: {} calls running, waiting up to {} s", dispatcher.runningCount(),
+        options.drainTimeout().toSeconds());
+    Instant deadline = Instant.now().plus(options.drainTimeout());
+    while (Instant.now().isBefore(deadline) && !drained()) {
+      Thread.sleep(20); // polling a condition with a deadline, not waiting for time to pass
+    }
+    int left = dispatcher.runningCount();
+    if (left > 0) {
+      log.warn("drain timeout: cancelling {} calls still running", left);
+      dispatcher.cancelAll();
+    }
+    stopping = true;
+    stopped.countDown();
+    WorkSession s = session;
+    if (s != null && s.live()) {
+      s.halfClose();
+      try {
+        s.ended().get(CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+      } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+        s.abort("shutdown: runtime did not close the stream in " + CLOSE_WAIT.toSeconds() + " s");
+      }
+    }
+    log.info("drained");
+    close();
+  }
+
+  private boolean drained() {
+    WorkSession s = session;
+    return dispatcher.runningCount() == 0 && (s == null || !s.live() || s.allAcked());
+  }
+
+  /** Stops at once: the stream is cancelled, running calls keep their held results. */
+  @Override
+  public void close() {
+    stopping = true;
+    stopped.countDown();
+    WorkSession s = session;
+    if (s != null && s.live()) {
+      s.abort("worker stopping");
+    }
+    try {
+      if (loop != null) {
+        loopDone.await(CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    ticker.shutdownNow();
+    channel.shutdownNow();
+  }
+
+  // ---- views for health, metrics and tests ----
+
+  /** True while the current stream is registered. */
+  public boolean registered() {
+    WorkSession s = session;
+    return s != null && s.registered();
+  }
+
+  public int reconnects() {
+    return reconnects.get();
+  }
+
+  public Dispatcher dispatcher() {
+    return dispatcher;
+  }
+}

@@ -1,0 +1,85 @@
+package dev.phrony.worker.work;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * How the worker talks to the runtime. Immutable; validated when built.
+ *
+ * @param target runtime address {@code host:port}
+ * @param identity what the worker registers as
+ * @param drainTimeout how long a shutdown waits for running calls and their acks
+ * @param maxInboundBytes largest {@code invoke} accepted (well above the runtime's 4 MiB, which
+ *     it does not apply to what it sends)
+ * @param maxResultBytes largest payload sent; larger ones become {@code result_too_large}
+ * @param keepAlive HTTP/2 keepalive ping interval, off when empty (liveness is the heartbeat's
+ *     job; grpc-go servers answer pings more often than every 5 minutes with GOAWAY)
+ * @param backoffInitial first reconnect delay bound
+ * @param backoffMax reconnect delay cap
+ */
+public record WorkOptions(
+    String target,
+    WorkerIdentity identity,
+    Duration drainTimeout,
+    int maxInboundBytes,
+    int maxResultBytes,
+    Optional<Duration> keepAlive,
+    Duration backoffInitial,
+    Duration backoffMax) {
+
+  /** gRPC's default receive limit, which the runtime applies to what workers send. */
+  public static final int RUNTIME_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+  /** Room for the envelope (call id, error text) around a payload. */
+  public static final int RESULT_HEADROOM_BYTES = 16 * 1024;
+  public static final int DEFAULT_MAX_RESULT_BYTES = RUNTIME_MAX_MESSAGE_BYTES - RESULT_HEADROOM_BYTES;
+  public static final int DEFAULT_MAX_INBOUND_BYTES = 64 * 1024 * 1024;
+  public static final Duration DEFAULT_DRAIN_TIMEOUT = Duration.ofSeconds(30);
+  public static final Duration MIN_SAFE_KEEPALIVE = Duration.ofMinutes(5);
+
+  public WorkOptions {
+    Objects.requireNonNull(target, "target");
+    Objects.requireNonNull(identity, "identity");
+    if (drainTimeout.isNegative()) {
+      throw new IllegalArgumentException("drain timeout must not be negative");
+    }
+    if (maxResultBytes <= 0 || maxResultBytes > DEFAULT_MAX_RESULT_BYTES) {
+      throw new IllegalArgumentException("max result size must be between 1 and "
+          + DEFAULT_MAX_RESULT_BYTES + " bytes (the runtime accepts messages up to 4 MiB)");
+    }
+    if (maxInboundBytes < RUNTIME_MAX_MESSAGE_BYTES) {
+      throw new IllegalArgumentException("max inbound size must be at least 4 MiB");
+    }
+  }
+
+  /** Options with defaults for everything but the address and identity. */
+  public static WorkOptions defaults(String target, WorkerIdentity identity) {
+    return new WorkOptions(target, identity, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_INBOUND_BYTES,
+        DEFAULT_MAX_RESULT_BYTES, Optional.empty(), Duration.ofMillis(250), Duration.ofSeconds(30));
+  }
+
+  public WorkOptions withDrainTimeout(Duration d) {
+    return new WorkOptions(target, identity, d, maxInboundBytes, maxResultBytes, keepAlive,
+        backoffInitial, backoffMax);
+  }
+
+  public WorkOptions withMaxResultBytes(int bytes) {
+    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, bytes, keepAlive,
+        backoffInitial, backoffMax);
+  }
+
+  public WorkOptions withMaxInboundBytes(int bytes) {
+    return new WorkOptions(target, identity, drainTimeout, bytes, maxResultBytes, keepAlive,
+        backoffInitial, backoffMax);
+  }
+
+  public WorkOptions withKeepAlive(Optional<Duration> interval) {
+    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
+        interval, backoffInitial, backoffMax);
+  }
+
+  public WorkOptions withBackoff(Duration initial, Duration max) {
+    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
+        keepAlive, initial, max);
+  }
+}

@@ -1,0 +1,247 @@
+package dev.phrony.worker.work;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import dev.phrony.runtime.v1.WorkInvoke;
+import dev.phrony.worker.api.ToolException;
+import dev.phrony.worker.api.ToolResult;
+import dev.phrony.worker.outbox.CallOutcome;
+import dev.phrony.worker.outbox.MemoryOutbox;
+import dev.phrony.worker.plugin.HandlerCatalog;
+import java.nio.charset.StandardCharsets;
+import java.time.InstantSource;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** The dispatcher's rules without gRPC: admission, slots, dedupe, cancel, outcomes. */
+class DispatcherTest {
+  private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor();
+  private final MemoryOutbox outbox = new MemoryOutbox();
+  private final FakeSink sink = new FakeSink();
+  private final CountDownLatch release = new CountDownLatch(1);
+
+  @AfterEach
+  void tearDown() {
+    release.countDown();
+    timers.shutdownNow();
+  }
+
+  private Dispatcher dispatcher(TestHandler... handlers) {
+    return dispatcher(100, handlers);
+  }
+
+  private Dispatcher dispatcher(int maxResultBytes, TestHandler... handlers) {
+    HandlerCatalog catalog = TestHandler.catalog(handlers);
+    Dispatcher d = new Dispatcher(catalog, outbox, new JsonCodec(), maxResultBytes,
+        InstantSource.system(), timers);
+    d.attachSession(sink);
+    return d;
+  }
+
+  private static WorkInvoke invoke(String callId, String tool, String args) {
+    return WorkInvoke.newBuilder().setCallId(callId).setSessionId("s1").setTool(tool)
+        .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8(args)).build();
+  }
+
+  private TestHandler blocking(String tool, int max) {
+    return TestHandler.of(tool, max, call -> {
+      release.await();
+      return ToolResult.json("{\"ok\":true}");
+    });
+  }
+
+  private static String payload(FakeSink.Sent s) {
+    var r = (FakeSink.Result) s;
+    return new String(((CallOutcome.Payload) r.held().outcome()).bytes(), StandardCharsets.UTF_8);
+  }
+
+  private static CallOutcome.Error error(FakeSink.Sent s) {
+    return (CallOutcome.Error) ((FakeSink.Result) s).held().outcome();
+  }
+
+  @Test
+  void an_invoke_beyond_max_concurrency_is_nacked_and_a_freed_slot_is_reused() throws Exception {
+    TestHandler h = blocking("t", 2);
+    Dispatcher d = dispatcher(h);
+    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    d.onInvoke(invoke("c2", "t", "{}"), sink);
+    d.onInvoke(invoke("c3", "t", "{}"), sink);
+    assertThat(sink.next()).isEqualTo(new FakeSink.Nack("c3", "capacity_exhausted",
+        "t@1.0.0 is running its maximum of 2 calls on this worker"));
+    assertThat(d.busy("t@1.0.0")).isEqualTo(2);
+    release.countDown();
+    assertThat(payload(sink.next())).isEqualTo("{\"ok\":true}");
+    assertThat(payload(sink.next())).isEqualTo("{\"ok\":true}");
+    assertThat(d.busy("t@1.0.0")).isZero();
+    d.onInvoke(invoke("c4", "t", "{}"), sink);
+    assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c4");
+  }
+
+  @Test
+  void unknown_tool_invalid_args_and_draining_are_nacked_with_their_codes() throws Exception {
+    Dispatcher d = dispatcher(TestHandler.of("t", 1, call -> ToolResult.json("{}")));
+    d.onInvoke(invoke("c1", "nope", "{}"), sink);
+    assertThat(((FakeSink.Nack) sink.next()).code()).isEqualTo("unknown_tool");
+    d.onInvoke(invoke("c2", "t", "{not json"), sink);
+    assertThat(((FakeSink.Nack) sink.next()).code()).isEqualTo("invalid_args");
+    d.startDraining();
+    d.onInvoke(invoke("c3", "t", "{}"), sink);
+    assertThat(((FakeSink.Nack) sink.next()).code()).isEqualTo("draining");
+  }
+
+  @Test
+  void a_duplicate_invoke_of_a_running_call_runs_the_handler_once() throws Exception {
+    TestHandler h = blocking("t", 4);
+    Dispatcher d = dispatcher(h);
+    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    release.countDown();
+    assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c1");
+    sink.assertQuiet(java.time.Duration.ofMillis(200));
+    assertThat(h.runs).hasValue(1);
+  }
+
+  @Test
+  void a_duplicate_invoke_of_a_held_call_resends_the_held_result() throws Exception {
+    TestHandler h = TestHandler.of("t", 4, call -> ToolResult.json("{\"n\":1}"));
+    Dispatcher d = dispatcher(h);
+    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    assertThat(payload(sink.next())).isEqualTo("{\"n\":1}");
+    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    assertThat(payload(sink.next())).isEqualTo("{\"n\":1}");
+    assertThat(h.runs).hasValue(1);
+    d.onResultAck("c1");
+    assertThat(outbox.find("c1")).isEmpty();
+  }
+
+  @Test
+  void cancel_interrupts_frees_the_slot_and_sends_nothing_even_if_the_handler_returns()
+      throws Exception {
+    CountDownLatch interrupted = new CountDownLatch(1);
+    TestHandler h = TestHandler.of("t", 1, call -> {
+      if (call.callId().equals("c1")) {
+        try {
+          release.await();
+        } catch (InterruptedException e) {
+          interrupted.countDown();
+        }
+        return ToolResult.json("{\"late\":true}"); // ignores the cancel on purpose
+      }
+      return ToolResult.json("{}");
+    });
+    Dispatcher d = dispatcher(h);
+    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    d.onCancel("c1", sink);
+    assertThat(interrupted.await(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(d.busy("t@1.0.0")).isZero();
+    d.onInvoke(invoke("c2", "t", "{}"), sink); // the freed slot takes a new call
+    assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c2");
+    assertThat(outbox.find("c1")).isEmpty();
+    assertThat(d.inFlightIds()).doesNotContain("c1");
+  }
+
+  @Test
+  void a_passed_deadline_interrupts_the_handler_and_answers_deadline_exceeded() throws Exception {
+    CountDownLatch interrupted = new CountDownLatch(1);
+    TestHandler h = TestHandler.of("t", 1, call -> {
+      try {
+        release.await();
+      } catch (InterruptedException e) {
+        interrupted.countDown();
+        throw e;
+      }
+      return ToolResult.json("{}");
+    });
+    Dispatcher d = dispatcher(h);
+    d.onInvoke(invoke("c1", "t", "{}").toBuilder()
+        .setDeadlineUnixMs(System.currentTimeMillis() + 50).build(), sink);
+    assertThat(error(sink.next()).code()).isEqualTo("deadline_exceeded");
+    assertThat(interrupted.await(10, TimeUnit.SECONDS)).isTrue();
+  }
+
+  @Test
+  void outcomes_map_to_results_and_errors() throws Exception {
+    record Out(String city, int n) {}
+    Dispatcher d = dispatcher(40,
+        TestHandler.of("value", 1, call -> ToolResult.of(new Out("Oslo", 3))),
+        TestHandler.of("text", 1, call -> ToolResult.text("plain words")),
+        TestHandler.of("tool-error", 1, call -> {
+          throw new ToolException("invalid_args", "city is required");
+        }),
+        TestHandler.of("crash", 1, call -> {
+          throw new IllegalStateException("boom");
+        }),
+        TestHandler.of("big", 1, call -> ToolResult.text("x".repeat(41))),
+        TestHandler.of("typed", 1, call -> ToolResult.of(call.args(Out.class).city())));
+    d.onInvoke(invoke("c1", "value", "{}"), sink);
+    assertThat(payload(sink.next())).isEqualTo("{\"city\":\"Oslo\",\"n\":3}");
+    d.onInvoke(invoke("c2", "text", "{}"), sink);
+    assertThat(payload(sink.next())).isEqualTo("plain words");
+    d.onInvoke(invoke("c3", "tool-error", "{}"), sink);
+    assertThat(error(sink.next())).isEqualTo(new CallOutcome.Error("invalid_args", "city is required"));
+    d.onInvoke(invoke("c4", "crash", "{}"), sink);
+    assertThat(error(sink.next()))
+        .isEqualTo(new CallOutcome.Error("internal", "java.lang.IllegalStateException: boom"));
+    d.onInvoke(invoke("c5", "big", "{}"), sink);
+    assertThat(error(sink.next()).code()).isEqualTo("result_too_large");
+    d.onInvoke(invoke("c6", "typed", "{\"city\":\"Bergen\",\"extra\":1}"), sink);
+    assertThat(payload(sink.next())).isEqualTo("\"Bergen\"");
+    d.onInvoke(invoke("c7", "typed", "{\"n\":\"not a number\"}"), sink);
+    assertThat(error(sink.next()).code()).isEqualTo("invalid_args");
+  }
+
+  @Test
+  void a_result_finished_after_its_stream_ended_is_held_not_sent() throws Exception {
+    TestHandler h = blocking("t", 1);
+    Dispatcher d = dispatcher(h);
+    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    sink.live = false;
+    d.detach(sink);
+    assertThat(d.busy("t@1.0.0")).isZero();
+    FakeSink next = new FakeSink();
+    d.attachSession(next);
+    release.countDown();
+    await(() -> outbox.find("c1").isPresent());
+    assertThat(next.sent).isEmpty();
+    assertThat(d.inFlightIds()).containsExactly("c1");
+    // The runtime invokes the same call again on the new stream: the held result answers it.
+    d.onInvoke(invoke("c1", "t", "{}"), next);
+    assertThat(payload(next.next())).isEqualTo("{\"ok\":true}");
+    assertThat(h.runs).hasValue(1);
+  }
+
+  @Test
+  void the_handler_runs_with_its_plugin_classloader_as_context_loader() throws Exception {
+    ClassLoader[] seen = new ClassLoader[1];
+    TestHandler h = TestHandler.of("t", 1, call -> {
+      seen[0] = Thread.currentThread().getContextClassLoader();
+      return ToolResult.json("{}");
+    });
+    ClassLoader marker = new ClassLoader(getClass().getClassLoader()) {};
+    HandlerCatalog.Entry e = HandlerCatalog.Entry.of(h, "test");
+    HandlerCatalog catalog = HandlerCatalog.of(java.util.List.of(new HandlerCatalog.Entry(
+        e.descriptor(), h, marker, "test", e.descriptorHash())));
+    Dispatcher d = new Dispatcher(catalog, outbox, new JsonCodec(), 100, InstantSource.system(),
+        timers);
+    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    sink.next();
+    assertThat(seen[0]).isSameAs(marker);
+  }
+
+  static void await(java.util.function.BooleanSupplier condition) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("condition not met within 10 s");
+      }
+      Thread.onSpinWait();
+      Thread.yield();
+    }
+  }
+
+}

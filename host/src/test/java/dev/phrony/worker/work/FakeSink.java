@@ -1,0 +1,64 @@
+package dev.phrony.worker.work;
+
+import dev.phrony.worker.outbox.HeldResult;
+import java.time.Duration;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/** A {@link CallSink} that records what the dispatcher sends, for tests without gRPC. */
+final class FakeSink implements CallSink {
+  sealed interface Sent permits Result, Nack {}
+
+  record Result(HeldResult held) implements Sent {}
+
+  record Nack(String callId, String code, String message) implements Sent {}
+
+  final LinkedBlockingQueue<Sent> sent = new LinkedBlockingQueue<>();
+  volatile boolean live = true;
+  volatile boolean orphanWindowClosed;
+
+  @Override
+  public boolean live() {
+    return live;
+  }
+
+  @Override
+  public void sendResult(HeldResult result) {
+    if (live) {
+      sent.add(new Result(result));
+    }
+  }
+
+  @Override
+  public void sendNack(String callId, String code, String message) {
+    if (live) {
+      sent.add(new Nack(callId, code, message));
+    }
+  }
+
+  @Override
+  public void unsend(String callId) {
+    sent.removeIf(s -> s instanceof Result r && r.held().callId().equals(callId));
+  }
+
+  @Override
+  public boolean orphanWindowClosed() {
+    return orphanWindowClosed;
+  }
+
+  Sent next() throws InterruptedException {
+    Sent s = sent.poll(10, TimeUnit.SECONDS);
+    if (s == null) {
+      throw new AssertionError("nothing sent within 10 s");
+    }
+    return s;
+  }
+
+  /** Asserts nothing more arrives within {@code d}. */
+  void assertQuiet(Duration d) throws InterruptedException {
+    Sent s = sent.poll(d.toMillis(), TimeUnit.MILLISECONDS);
+    if (s != null) {
+      throw new AssertionError("unexpected " + s);
+    }
+  }
+}
