@@ -1,0 +1,475 @@
+package dev.phrony.worker.plugin;
+
+import dev.phrony.worker.api.ToolDescriptor;
+import dev.phrony.worker.api.ToolHandler;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.lang.reflect.InvocationTargetException;
+import java.net.URL;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.DigestInputStream;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.ServiceConfigurationError;
+import java.util.ServiceLoader;
+import java.util.Set;
+import java.util.Spliterator;
+import java.util.jar.JarFile;
+import java.util.stream.Collectors;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Loads the plugins of a plugins directory into a {@link HandlerCatalog}.
+ *
+ * <p>Each immediate child of the directory is one plugin: a {@code .jar}, or a folder holding
+ * jars (its own, and libraries in {@code lib/}). Hidden entries and other files are ignored.
+ * Each plugin gets its own {@link PluginClassLoader}; its handlers are the {@link ToolHandler}s
+ * its jars list in {@value #SERVICES_FILE}, created with the plugin's classloader as the thread
+ * context classloader.
+ *
+ * <p>Anything wrong with a plugin is contained to it: the plugin is skipped and every problem
+ * found in it is reported as a {@link LoadProblem}, while the other plugins load. The one
+ * exception is a {@code tool@version} offered by more than one handler: that key is refused for
+ * all of them (rather than served by whichever loaded first), and their other keys are served.
+ *
+ * <p>Classloaders of loaded plugins stay open for the life of the process: the catalog's
+ * handlers run on them.
+ */
+public final class PluginLoader {
+  private static final Logger log = LoggerFactory.getLogger(PluginLoader.class);
+
+  /** Where a plugin lists its handler classes. */
+  public static final String SERVICES_FILE = "META-INF/services/dev.phrony.worker.api.ToolHandler";
+
+  private static final String API_PATH = ToolHandler.class.getPackageName().replace('.', '/') + "/";
+  private static final String MISSING_CLASS_HINT = "bundle every class and library the handler "
+      + "needs in the plugin (in its jar, or in lib/ of a plugin folder)";
+  /** Bounds a services lookup that keeps failing the same way (e.g. an unreadable jar). */
+  private static final int MAX_ERRORS_PER_PLUGIN = 50;
+
+  private final ClassLoader host;
+
+  /** A loader whose plugins share the plugin API and SLF4J of the classloader that loaded it. */
+  public PluginLoader() {
+    this(ToolHandler.class.getClassLoader());
+  }
+
+  /**
+   * @param host where plugins get the shared packages ({@code dev.phrony.worker.api},
+   *     {@code org.slf4j}) from
+   */
+  PluginLoader(ClassLoader host) {
+    this.host = host;
+  }
+
+  /**
+   * Loads every plugin in {@code pluginsDir}.
+   *
+   * @throws PluginDirectoryException when the directory is missing, not a directory or cannot be
+   *     listed
+   */
+  public LoadResult load(Path pluginsDir) {
+    List<PluginSource> sources = new ArrayList<>();
+    List<LoadProblem> problems = new ArrayList<>();
+    List<HandlerCatalog.Entry> entries = new ArrayList<>();
+    for (Path plugin : plugins(pluginsDir)) {
+      Loaded loaded = load1(plugin);
+      loaded.source().ifPresent(sources::add);
+      problems.addAll(loaded.problems());
+      entries.addAll(loaded.entries());
+    }
+    List<HandlerCatalog.Entry> served = refuseDuplicateKeys(entries, problems);
+    problems.sort(Comparator.comparing(LoadProblem::plugin)); // stable: keeps order within one
+    log.debug("plugins loaded dir={} plugins={} handlers={} problems={}",
+        pluginsDir, sources.size(), served.size(), problems.size());
+    return new LoadResult(HandlerCatalog.of(served), problems, sources);
+  }
+
+  /** The plugin candidates in {@code dir}, sorted by name. */
+  private static List<Path> plugins(Path dir) {
+    if (!Files.exists(dir)) {
+      throw new PluginDirectoryException(dir, "plugins directory " + shown(dir) + " does not "
+          + "exist: create it and put plugin jars in it, or point --plugins at the folder that "
+          + "holds them", null);
+    }
+    if (!Files.isDirectory(dir)) {
+      throw new PluginDirectoryException(dir, "plugins directory " + shown(dir) + " is not a "
+          + "directory: point --plugins at the folder that holds the plugin jars", null);
+    }
+    List<Path> out = new ArrayList<>();
+    try (DirectoryStream<Path> children = Files.newDirectoryStream(dir)) {
+      for (Path child : children) {
+        String name = child.getFileName().toString();
+        if (name.startsWith(".")) {
+          continue;
+        }
+        if (Files.isDirectory(child) || (isJarName(name) && Files.isRegularFile(child))) {
+          out.add(child);
+        }
+      }
+    } catch (IOException e) {
+      throw new PluginDirectoryException(dir, "cannot read plugins directory " + shown(dir)
+          + " (" + e + "): check that it exists and is readable by this user", e);
+    }
+    out.sort(Comparator.comparing(p -> p.getFileName().toString()));
+    return out;
+  }
+
+  private static String shown(Path dir) {
+    return dir.isAbsolute() ? dir.toString() : dir + " (" + dir.toAbsolutePath().normalize() + ")";
+  }
+
+  private static boolean isJarName(String name) {
+    return name.toLowerCase(Locale.ROOT).endsWith(".jar");
+  }
+
+  /** What loading one plugin gave: its source (when its jars were readable), problems, handlers. */
+  private record Loaded(Optional<PluginSource> source, List<LoadProblem> problems,
+      List<HandlerCatalog.Entry> entries) {}
+
+  private Loaded load1(Path plugin) {
+    String id = plugin.toString();
+    List<Path> jarPaths;
+    try {
+      jarPaths = jarsOf(plugin);
+    } catch (IOException e) {
+      return failed(null, id, "cannot list the plugin folder (" + e + "): check its permissions");
+    }
+    if (jarPaths.isEmpty()) {
+      return failed(null, id, "the plugin folder holds no jars: put the plugin's jar in it (and "
+          + "its libraries in lib/), or remove the folder");
+    }
+
+    List<String> reasons = new ArrayList<>();
+    List<PluginSource.Jar> jars = new ArrayList<>();
+    for (Path jar : jarPaths) {
+      String label = plugin.equals(jar) ? jar.getFileName().toString()
+          : plugin.relativize(jar).toString();
+      try {
+        jars.add(new PluginSource.Jar(jar, sha256(jar)));
+      } catch (IOException e) {
+        reasons.add("cannot read " + label + " (" + e + "): check that it is a readable file");
+        continue;
+      }
+      inspect(jar, label).ifPresent(reasons::add);
+    }
+    PluginSource source = jars.isEmpty() ? null : new PluginSource(plugin, jars);
+    if (!reasons.isEmpty()) {
+      return failed(source, id, reasons);
+    }
+
+    PluginClassLoader loader =
+        new PluginClassLoader(plugin.getFileName().toString(), jarPaths, host);
+    List<HandlerCatalog.Entry> entries = new ArrayList<>();
+    try (var tccl = ContextClassLoader.swap(loader)) {
+      discover(loader, id, reasons, entries);
+    }
+    if (reasons.isEmpty() && entries.isEmpty()) {
+      reasons.add("no tool handlers found: add " + SERVICES_FILE + " to the jar, listing your "
+          + "handler classes by fully qualified name, one per line");
+    }
+    if (!reasons.isEmpty()) {
+      close(loader, id);
+      return failed(source, id, reasons);
+    }
+    log.debug("plugin loaded plugin={} handlers={}", id,
+        entries.stream().map(HandlerCatalog.Entry::key).collect(Collectors.joining(",")));
+    return new Loaded(Optional.of(source), List.of(), entries);
+  }
+
+  private static Loaded failed(PluginSource source, String id, String reason) {
+    return failed(source, id, List.of(reason));
+  }
+
+  private static Loaded failed(PluginSource source, String id, List<String> reasons) {
+    return new Loaded(Optional.ofNullable(source),
+        reasons.stream().map(r -> new LoadProblem(id, r)).toList(), List.of());
+  }
+
+  /** A jar plugin is itself; a folder plugin is its own jars, then {@code lib/*.jar}. */
+  private static List<Path> jarsOf(Path plugin) throws IOException {
+    if (!Files.isDirectory(plugin)) {
+      return List.of(plugin);
+    }
+    List<Path> jars = new ArrayList<>(jarsIn(plugin));
+    Path lib = plugin.resolve("lib");
+    if (Files.isDirectory(lib)) {
+      jars.addAll(jarsIn(lib));
+    }
+    return jars;
+  }
+
+  private static List<Path> jarsIn(Path dir) throws IOException {
+    List<Path> jars = new ArrayList<>();
+    try (DirectoryStream<Path> children = Files.newDirectoryStream(dir)) {
+      for (Path child : children) {
+        String name = child.getFileName().toString();
+        if (!name.startsWith(".") && isJarName(name) && Files.isRegularFile(child)) {
+          jars.add(child);
+        }
+      }
+    }
+    jars.sort(Comparator.comparing(p -> p.getFileName().toString()));
+    return jars;
+  }
+
+  private static String sha256(Path file) throws IOException {
+    MessageDigest md = ImageDigest.sha256();
+    try (InputStream in = new DigestInputStream(Files.newInputStream(file), md)) {
+      in.transferTo(OutputStream.nullOutputStream());
+    }
+    return HexFormat.of().formatHex(md.digest());
+  }
+
+  /** Opens {@code jar} as a zip and looks for a bundled copy of the plugin API. */
+  private static Optional<String> inspect(Path jar, String label) {
+    try (JarFile jf = new JarFile(jar.toFile(), false)) {
+      return jf.stream()
+          .map(ZipEntry::getName)
+          .filter(n -> n.startsWith(API_PATH) && n.endsWith(".class"))
+          .findFirst()
+          .map(n -> "bundles its own copy of the plugin API (" + n + " in " + label + "): "
+              + "depend on phrony-plugin-api with <scope>provided</scope> so that it is not "
+              + "packaged; the host provides it");
+    } catch (ZipException e) {
+      return Optional.of(label + " is not a valid jar (" + e.getMessage() + "): rebuild it, "
+          + "or remove it from the plugins directory");
+    } catch (IOException e) {
+      return Optional.of("cannot read " + label + " as a jar (" + e + "): rebuild it, or remove "
+          + "it from the plugins directory");
+    }
+  }
+
+  /** Runs the plugin's ServiceLoader, turning every failure into a reason. */
+  private void discover(PluginClassLoader loader, String id, List<String> reasons,
+      List<HandlerCatalog.Entry> entries) {
+    Spliterator<ServiceLoader.Provider<ToolHandler>> providers =
+        ServiceLoader.load(ToolHandler.class, loader).stream().spliterator();
+    Set<String> accounted = new LinkedHashSet<>(); // listed classes already loaded or reported
+    int errors = 0;
+    while (true) {
+      List<ServiceLoader.Provider<ToolHandler>> next = new ArrayList<>(1);
+      try {
+        if (!providers.tryAdvance(next::add)) {
+          return;
+        }
+      } catch (ServiceConfigurationError | LinkageError | RuntimeException e) {
+        // The lookup iterator moves past the failing class, so the loop can go on.
+        reasons.add(classLoadReason(e, loader, accounted));
+        if (++errors >= MAX_ERRORS_PER_PLUGIN) {
+          reasons.add("stopped after " + errors + " errors");
+          return;
+        }
+        continue;
+      }
+      ServiceLoader.Provider<ToolHandler> provider = next.getFirst();
+      accounted.add(provider.type().getName());
+      entry(provider, loader, id, reasons).ifPresent(entries::add);
+    }
+  }
+
+  /** Why a class listed in the services file could not be loaded. */
+  private static String classLoadReason(Throwable e, PluginClassLoader loader,
+      Set<String> accounted) {
+    String prefix = "cannot load a handler listed in " + SERVICES_FILE + ": ";
+    if (e instanceof ServiceConfigurationError sce) {
+      String detail = stripService(sce.getMessage());
+      String hint;
+      if (detail.endsWith(" not found")) {
+        hint = "list only classes that are in the plugin, by fully qualified name";
+      } else if (detail.endsWith(" not a subtype")) {
+        hint = "the class must implement dev.phrony.worker.api.ToolHandler";
+      } else if (detail.contains("constructor") || detail.contains("not public")) {
+        hint = "the class must be public and have a public no-argument constructor";
+      } else {
+        hint = Optional.ofNullable(hint(sce)).orElse("check the classes it lists");
+      }
+      return prefix + detail + (sce.getCause() == null ? "" : " (" + describe(sce.getCause()) + ")")
+          + ": " + hint;
+    }
+    // A raw LinkageError from defining the class does not say which class; find it.
+    Optional<String> culprit = firstUnloadable(loader, accounted);
+    culprit.ifPresent(accounted::add);
+    return culprit.map(c -> "handler " + c + " cannot be loaded: ").orElse(prefix)
+        + describe(e) + ": " + Optional.ofNullable(hint(e)).orElse(MISSING_CLASS_HINT);
+  }
+
+  /** The first listed class, not yet accounted for, whose loading fails with a LinkageError. */
+  private static Optional<String> firstUnloadable(PluginClassLoader loader, Set<String> accounted) {
+    for (String name : listedClasses(loader)) {
+      if (accounted.contains(name)) {
+        continue;
+      }
+      try {
+        Class.forName(name, false, loader);
+      } catch (LinkageError e) {
+        return Optional.of(name);
+      } catch (ClassNotFoundException e) {
+        // reported by ServiceLoader on its own, with the name
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** Class names in the plugin's own services files, as ServiceLoader reads them. */
+  private static List<String> listedClasses(PluginClassLoader loader) {
+    Set<String> names = new LinkedHashSet<>();
+    try {
+      for (URL url : Collections.list(loader.findResources(SERVICES_FILE))) {
+        try (BufferedReader r = new BufferedReader(
+            new InputStreamReader(url.openStream(), StandardCharsets.UTF_8))) {
+          r.lines()
+              .map(l -> l.indexOf('#') >= 0 ? l.substring(0, l.indexOf('#')) : l)
+              .map(String::strip)
+              .filter(l -> !l.isEmpty())
+              .forEach(names::add);
+        }
+      }
+    } catch (IOException e) {
+      return List.of(); // only used to name a class in a message
+    }
+    return List.copyOf(names);
+  }
+
+  /** Instantiates, describes and validates one handler. */
+  private static Optional<HandlerCatalog.Entry> entry(ServiceLoader.Provider<ToolHandler> provider,
+      PluginClassLoader loader, String id, List<String> reasons) {
+    String cls = provider.type().getName();
+    ToolHandler handler;
+    try {
+      handler = provider.get();
+    } catch (ServiceConfigurationError | LinkageError | RuntimeException e) {
+      reasons.add("handler " + cls + " could not be created: " + describe(e) + ": "
+          + Optional.ofNullable(hint(e))
+              .orElse("its public no-argument constructor must not throw"));
+      return Optional.empty();
+    }
+
+    ToolDescriptor d;
+    try {
+      d = handler.descriptor();
+    } catch (IllegalArgumentException e) {
+      reasons.add("invalid descriptor from handler " + cls + ": " + e.getMessage());
+      return Optional.empty();
+    } catch (LinkageError | RuntimeException e) {
+      reasons.add("descriptor() of handler " + cls + " threw " + describe(e) + ": "
+          + Optional.ofNullable(hint(e)).orElse("it must return a descriptor without failing"));
+      return Optional.empty();
+    }
+    if (d == null) {
+      reasons.add("invalid descriptor from handler " + cls + ": descriptor() returned null; "
+          + "return ToolDescriptor.builder(\"tool\")...build()");
+      return Optional.empty();
+    }
+
+    List<String> violations = new ArrayList<>(DescriptorRules.violations(d));
+    String hash = null;
+    try {
+      hash = DescriptorHash.of(d);
+    } catch (IllegalArgumentException e) {
+      violations.add(e.getMessage() + ": pass JSON Schema text to inputSchema(...)");
+    }
+    if (!violations.isEmpty()) {
+      reasons.add("invalid descriptor from handler " + cls + ": " + String.join("; ", violations));
+      return Optional.empty();
+    }
+    if (d.maxConcurrency() == 0) {
+      // The runtime reads 0 as 1; say so everywhere instead of advertising a surprise.
+      d = new ToolDescriptor(d.tool(), d.version(), d.contractVersion(), 1, d.sideEffectClass(),
+          d.description(), d.inputSchema());
+    }
+    return Optional.of(new HandlerCatalog.Entry(d, handler, loader, id, hash));
+  }
+
+  /**
+   * Keeps entries whose key no other entry has; for the others, reports each with whoever else
+   * offers the key.
+   */
+  private static List<HandlerCatalog.Entry> refuseDuplicateKeys(List<HandlerCatalog.Entry> entries,
+      List<LoadProblem> problems) {
+    Map<String, List<HandlerCatalog.Entry>> byKey = new LinkedHashMap<>();
+    entries.forEach(e -> byKey.computeIfAbsent(e.key(), k -> new ArrayList<>()).add(e));
+    List<HandlerCatalog.Entry> served = new ArrayList<>();
+    byKey.forEach((key, offers) -> {
+      if (offers.size() == 1) {
+        served.add(offers.getFirst());
+        return;
+      }
+      for (HandlerCatalog.Entry e : offers) {
+        String others = offers.stream().filter(o -> o != e)
+            .map(o -> o.handler().getClass().getName() + " in "
+                + (o.plugin().equals(e.plugin()) ? "this plugin" : o.plugin()))
+            .collect(Collectors.joining(", "));
+        problems.add(new LoadProblem(e.plugin(), key + " (handler "
+            + e.handler().getClass().getName() + ") is also offered by " + others
+            + ": the key is refused for all of them; remove one, or give it another tool name "
+            + "or version"));
+      }
+    });
+    return served;
+  }
+
+  /** {@code Class: message} of a throwable and its causes, skipping reflective wrappers. */
+  static String describe(Throwable t) {
+    List<String> parts = new ArrayList<>();
+    Throwable c = t;
+    for (int depth = 0; c != null && depth < 6; depth++) {
+      if (!(c instanceof ServiceConfigurationError) && !(c instanceof InvocationTargetException)) {
+        parts.add(c.getMessage() == null ? c.getClass().getName()
+            : c.getClass().getName() + ": " + c.getMessage());
+      }
+      c = c.getCause() == c ? null : c.getCause();
+    }
+    return parts.isEmpty() ? t.toString() : String.join(", caused by ", parts);
+  }
+
+  /** A fix for the first cause that suggests one, or null. */
+  private static String hint(Throwable t) {
+    for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+      if (c instanceof ExceptionInInitializerError) {
+        return "fix its static initialization (static fields and blocks must not throw)";
+      }
+      if (c instanceof NoClassDefFoundError || c instanceof ClassNotFoundException) {
+        return MISSING_CLASS_HINT;
+      }
+      if (c instanceof LinkageError) {
+        return "a library it uses differs from the one it was compiled against: bundle the "
+            + "same versions in the plugin";
+      }
+    }
+    return null;
+  }
+
+  private static String stripService(String message) {
+    String prefix = ToolHandler.class.getName() + ": ";
+    String m = message != null && message.startsWith(prefix) ? message.substring(prefix.length())
+        : String.valueOf(message);
+    return m.startsWith("Provider ") ? "class " + m.substring("Provider ".length()) : m;
+  }
+
+  private static void close(PluginClassLoader loader, String id) {
+    try {
+      loader.close();
+    } catch (IOException e) {
+      log.debug("closing the classloader of a skipped plugin failed plugin={}", id, e);
+    }
+  }
+}
