@@ -1,5 +1,6 @@
 package dev.phrony.worker.cli;
 
+import dev.phrony.worker.UserErrorException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -9,20 +10,51 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     versionProvider = VersionCommand.Provider.class,
     description = "Hosts tool handlers as plugins for the Phrony agent runtime.",
-    subcommands = {VersionCommand.class, CommandLine.HelpCommand.class},
+    subcommands = {VersionCommand.class, ListHandlersCommand.class,
+        CommandLine.HelpCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
         "0:success",
         "1:usage error (bad flag, file or value)",
-        "3:some plugins or bindings had problems"})
+        "3:some plugins or bindings had problems",
+        "70:internal error (a bug; the stack trace is printed)"})
 public final class PhronyWorkerCommand implements Runnable {
 
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
 
-  /** A command line with the project's conventions (exit codes, error handling) applied. */
+  /**
+   * A command line with the project's conventions applied. This is the one place that maps
+   * exceptions to exit codes: usage errors (bad flags, and {@link UserErrorException} from a
+   * command) print one line on stderr and exit {@value ExitCodes#USAGE}; anything else is a bug
+   * and exits {@value ExitCodes#INTERNAL} with its stack trace. Commands return their own codes
+   * and never call {@link System#exit}.
+   */
   public static CommandLine newCommandLine() {
-    return new CommandLine(new PhronyWorkerCommand());
+    return new CommandLine(new PhronyWorkerCommand())
+        .setParameterExceptionHandler(PhronyWorkerCommand::onUsageError)
+        .setExecutionExceptionHandler(PhronyWorkerCommand::onExecutionError);
+  }
+
+  private static int onUsageError(CommandLine.ParameterException e, String[] args) {
+    CommandLine cmd = e.getCommandLine();
+    String name = cmd.getCommandSpec().qualifiedName();
+    cmd.getErr().println(name + ": " + e.getMessage() + " (see '" + name + " --help')");
+    cmd.getErr().flush();
+    return ExitCodes.USAGE;
+  }
+
+  private static int onExecutionError(Exception e, CommandLine cmd,
+      CommandLine.ParseResult parsed) {
+    if (e instanceof UserErrorException) {
+      cmd.getErr().println(cmd.getCommandSpec().qualifiedName() + ": " + e.getMessage());
+      cmd.getErr().flush();
+      return ExitCodes.USAGE;
+    }
+    cmd.getErr().println(cmd.getCommandSpec().qualifiedName() + ": internal error: " + e);
+    e.printStackTrace(cmd.getErr());
+    cmd.getErr().flush();
+    return ExitCodes.INTERNAL;
   }
 
   @Override

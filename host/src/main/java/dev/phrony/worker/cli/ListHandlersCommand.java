@@ -1,0 +1,49 @@
+package dev.phrony.worker.cli;
+
+import dev.phrony.worker.plugin.LoadReport;
+import dev.phrony.worker.plugin.LoadResult;
+import dev.phrony.worker.plugin.PluginLoader;
+import java.io.PrintWriter;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/** {@code phrony-worker list-handlers}: what this host would advertise, and every load problem. */
+@Command(name = "list-handlers", mixinStandardHelpOptions = true,
+    description = {
+        "Loads the plugins and lists the handlers this worker would advertise "
+            + "(tool@version, contract version, max concurrency, side-effect class, plugin, "
+            + "descriptor hash), every plugin that could not be loaded and why, and the image "
+            + "digest."},
+    exitCodeListHeading = "%nExit codes:%n",
+    exitCodeList = {
+        "0:every plugin loaded",
+        "1:usage error (bad flag, missing or unreadable plugins directory)",
+        "3:some plugins had problems (the handlers of the others are still listed)"})
+final class ListHandlersCommand implements Callable<Integer> {
+
+  enum Format { table, json }
+
+  @Mixin
+  private PluginsOption plugins;
+
+  @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "table",
+      description = "Output format: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
+  private Format format;
+
+  @CommandLine.Spec
+  private CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public Integer call() {
+    LoadResult result = new PluginLoader().load(plugins.pluginsDir());
+    PrintWriter out = spec.commandLine().getOut();
+    out.print(format == Format.json ? LoadReport.json(result) : LoadReport.table(result));
+    out.flush();
+    // Listing problems is this command's purpose, so --strict changes nothing here: any problem
+    // already fails it.
+    return result.hasProblems() ? ExitCodes.PROBLEMS : ExitCodes.OK;
+  }
+}

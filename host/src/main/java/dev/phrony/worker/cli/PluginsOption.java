@@ -1,0 +1,40 @@
+package dev.phrony.worker.cli;
+
+import java.nio.file.Path;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code --plugins DIR} and {@code --strict}, for every command that loads plugins
+ * ({@code @Mixin PluginsOption plugins;}). Resolves the default plugins directory in one place.
+ */
+public final class PluginsOption {
+
+  /** Set by {@code bin/phrony-worker} to the distribution's root folder. */
+  static final String HOME_PROPERTY = "phrony.home";
+
+  @Option(names = "--plugins", paramLabel = "DIR",
+      description = "Plugins directory: one jar, or one folder of jars (with lib/), per plugin. "
+          + "Default: the plugins/ folder of this distribution, or ./plugins when not run from "
+          + "one.")
+  private Path plugins;
+
+  @Option(names = "--strict",
+      description = "Treat any plugin problem as a failure (exit status 3).")
+  private boolean strict;
+
+  /** The directory given with {@code --plugins}, or the default. */
+  public Path pluginsDir() {
+    return plugins != null ? plugins : defaultPluginsDir(System.getProperty(HOME_PROPERTY));
+  }
+
+  /** Whether any plugin problem must fail the command. */
+  public boolean strict() {
+    return strict;
+  }
+
+  /** {@code <phronyHome>/plugins}, or {@code ./plugins} without a home. */
+  static Path defaultPluginsDir(String phronyHome) {
+    return phronyHome == null || phronyHome.isBlank()
+        ? Path.of("plugins") : Path.of(phronyHome, "plugins");
+  }
+}

@@ -1,0 +1,190 @@
+package dev.phrony.worker.cli;
+
+import static dev.phrony.worker.plugin.TestPlugins.descriptor;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.phrony.worker.plugin.DescriptorHash;
+import dev.phrony.worker.plugin.PluginLoader;
+import dev.phrony.worker.plugin.TestPlugins;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Path;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/** {@code phrony-worker list-handlers} through picocli, with captured output. */
+class ListHandlersCommandTest {
+
+  @TempDir
+  static Path tmp;
+  static Path good;
+  static Path mixed;
+
+  @BeforeAll
+  static void plugins() throws IOException {
+    TestPlugins build = new TestPlugins(tmp.resolve("build"));
+    good = tmp.resolve("good");
+    build.jar()
+        .handler("w.Forecast", "ToolDescriptor.builder(\"weather.get-forecast\").version(\"1.0.0\")"
+            + ".contractVersion(\"2\").maxConcurrency(32)"
+            + ".sideEffectClass(SideEffectClass.READ_ONLY).build()")
+        .writeTo(good.resolve("weather.jar"));
+    build.jar()
+        .handler("e.Echo", "ToolDescriptor.builder(\"echo\").maxConcurrency(64)"
+            + ".sideEffectClass(SideEffectClass.READ_ONLY).build()")
+        .writeTo(good.resolve("echo/echo.jar"));
+
+    mixed = tmp.resolve("mixed");
+    build.jar()
+        .handler("p.Pay", descriptor("payments.process-payment", "1.0.0", "non_idempotent_write"))
+        .writeTo(mixed.resolve("payments.jar"));
+    TestPlugins.corruptJar(mixed.resolve("broken.jar"));
+  }
+
+  record Run(int exit, String out, String err) {}
+
+  static Run run(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine cmd = PhronyWorkerCommand.newCommandLine();
+    cmd.setOut(new PrintWriter(out, true));
+    cmd.setErr(new PrintWriter(err, true));
+    int exit = cmd.execute(args);
+    return new Run(exit, out.toString(), err.toString());
+  }
+
+  @Test
+  void table_lists_handlers_and_the_image_digest() {
+    Run r = run("list-handlers", "--plugins", good.toString());
+
+    assertThat(r.exit()).isZero();
+    assertThat(r.err()).isEmpty();
+    var loaded = new PluginLoader().load(good);
+    String echoHash = loaded.catalog().find("echo", "default").orElseThrow().descriptorHash();
+    String weatherHash = loaded.catalog().find("weather.get-forecast", "1.0.0").orElseThrow()
+        .descriptorHash();
+    assertThat(r.out().lines().toList()).containsExactly(
+        row("KEY", "CONTRACT", "CONCURRENCY", "SIDE EFFECT", "PLUGIN", "HASH"),
+        row("echo@default", "1", "64", "read_only", good.resolve("echo").toString(),
+            echoHash.substring(7, 19)),
+        row("weather.get-forecast@1.0.0", "2", "32", "read_only",
+            good.resolve("weather.jar").toString(), weatherHash.substring(7, 19)),
+        "",
+        "image digest: " + loaded.imageDigest());
+  }
+
+  /** Columns as wide as their widest cell (key, plugin) or header, two spaces apart. */
+  private static String row(String key, String contract, String max, String sideEffect,
+      String plugin, String hash) {
+    int pluginWidth = good.resolve("weather.jar").toString().length();
+    return String.format("%-26s  %-8s  %-11s  %-11s  %-" + pluginWidth + "s  %s", key, contract,
+        max, sideEffect, plugin, hash);
+  }
+
+  @Test
+  void json_has_the_documented_fields() throws Exception {
+    Run r = run("list-handlers", "--plugins", good.toString(), "--format", "json");
+
+    assertThat(r.exit()).isZero();
+    JsonNode json = new ObjectMapper().readTree(r.out());
+    assertThat(json.properties()).extracting(e -> e.getKey())
+        .containsExactly("handlers", "problems", "image_digest");
+    JsonNode weather = json.get("handlers").get(1);
+    assertThat(weather.properties()).extracting(e -> e.getKey()).containsExactly("key", "tool",
+        "version", "contract_version", "max_concurrency", "side_effect_class", "descriptor_hash",
+        "plugin");
+    assertThat(weather.get("key").asText()).isEqualTo("weather.get-forecast@1.0.0");
+    assertThat(weather.get("tool").asText()).isEqualTo("weather.get-forecast");
+    assertThat(weather.get("version").asText()).isEqualTo("1.0.0");
+    assertThat(weather.get("contract_version").asText()).isEqualTo("2");
+    assertThat(weather.get("max_concurrency").asInt()).isEqualTo(32);
+    assertThat(weather.get("side_effect_class").asText()).isEqualTo("read_only");
+    assertThat(weather.get("descriptor_hash").asText()).isEqualTo(DescriptorHash.of(
+        new PluginLoader().load(good).catalog().find("weather.get-forecast", "1.0.0")
+            .orElseThrow().descriptor()));
+    assertThat(weather.get("plugin").asText()).isEqualTo(good.resolve("weather.jar").toString());
+    assertThat(json.get("handlers").get(0).get("key").asText()).isEqualTo("echo@default");
+    assertThat(json.get("problems").size()).isZero();
+    assertThat(json.get("image_digest").asText()).matches("sha256:[0-9a-f]{64}");
+  }
+
+  @Test
+  void problems_exit_3_and_the_other_handlers_are_still_listed() throws Exception {
+    Run table = run("list-handlers", "--plugins", mixed.toString());
+    assertThat(table.exit()).isEqualTo(3);
+    assertThat(table.out())
+        .contains("payments.process-payment@1.0.0")
+        .contains("non_idempotent_write")
+        .contains("1 problem:\n  " + mixed.resolve("broken.jar") + ": broken.jar is not a valid jar")
+        .contains("image digest: sha256:");
+
+    Run json = run("list-handlers", "--plugins", mixed.toString(), "--format", "json");
+    assertThat(json.exit()).isEqualTo(3);
+    JsonNode problems = new ObjectMapper().readTree(json.out()).get("problems");
+    assertThat(problems.size()).isEqualTo(1);
+    assertThat(problems.get(0).get("plugin").asText())
+        .isEqualTo(mixed.resolve("broken.jar").toString());
+    assertThat(problems.get(0).get("reason").asText()).contains("is not a valid jar");
+  }
+
+  @Test
+  void strict_fails_on_problems_only() {
+    assertThat(run("list-handlers", "--strict", "--plugins", mixed.toString()).exit())
+        .isEqualTo(3);
+    assertThat(run("list-handlers", "--strict", "--plugins", good.toString()).exit()).isZero();
+  }
+
+  @Test
+  void missing_plugins_dir_is_a_one_line_usage_error() {
+    Path missing = tmp.resolve("nowhere");
+    Run r = run("list-handlers", "--plugins", missing.toString());
+
+    assertThat(r.exit()).isEqualTo(1);
+    assertThat(r.out()).isEmpty();
+    assertThat(r.err()).isEqualTo("phrony-worker list-handlers: plugins directory " + missing
+        + " does not exist: create it and put plugin jars in it, or point --plugins at the "
+        + "folder that holds them\n");
+  }
+
+  @Test
+  void bad_flags_are_one_line_usage_errors() {
+    Run unknown = run("list-handlers", "--plugins", good.toString(), "--colour");
+    assertThat(unknown.exit()).isEqualTo(1);
+    assertThat(unknown.err()).isEqualTo("phrony-worker list-handlers: Unknown option: "
+        + "'--colour' (see 'phrony-worker list-handlers --help')\n");
+
+    Run format = run("list-handlers", "--plugins", good.toString(), "--format", "yaml");
+    assertThat(format.exit()).isEqualTo(1);
+    assertThat(format.err()).contains("--format").contains("yaml").hasLineCount(1);
+
+    Run none = run();
+    assertThat(none.exit()).isEqualTo(1);
+    assertThat(none.err()).isEqualTo("phrony-worker: a command is required "
+        + "(see 'phrony-worker --help')\n");
+  }
+
+  @Test
+  void help_documents_options_and_exit_codes() {
+    Run r = run("list-handlers", "--help");
+    assertThat(r.exit()).isZero();
+    assertThat(r.out())
+        .contains("--plugins=DIR", "--strict", "--format=FORMAT", "table, json")
+        .contains("Exit codes:")
+        .containsPattern("0\\s+every plugin loaded")
+        .containsPattern("1\\s+usage error")
+        .containsPattern("3\\s+some plugins had problems");
+  }
+
+  @Test
+  void default_plugins_dir_is_the_distributions_plugins_folder() {
+    assertThat(PluginsOption.defaultPluginsDir("/opt/phrony-worker"))
+        .isEqualTo(Path.of("/opt/phrony-worker/plugins"));
+    assertThat(PluginsOption.defaultPluginsDir(null)).isEqualTo(Path.of("plugins"));
+    assertThat(PluginsOption.defaultPluginsDir("")).isEqualTo(Path.of("plugins"));
+  }
+}
