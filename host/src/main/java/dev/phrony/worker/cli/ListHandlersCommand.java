@@ -13,10 +13,11 @@ import picocli.CommandLine.Option;
 /** {@code phrony-worker list-handlers}: what this host would advertise, and every load problem. */
 @Command(name = "list-handlers", mixinStandardHelpOptions = true,
     description = {
-        "Loads the plugins and lists the handlers this worker would advertise "
-            + "(tool@version, contract version, max concurrency, side-effect class, plugin, "
-            + "descriptor hash), every plugin that could not be loaded and why, and the image "
-            + "digest."},
+        "Lists the handlers this worker would advertise, and every plugin load problem.",
+        "",
+        "Loads the plugins as 'run' would and prints one row per tool@version (contract "
+            + "version, max concurrency, side-effect class, plugin, descriptor hash), then each "
+            + "plugin that could not be loaded with the reason, then the image digest."},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
         "0:every plugin loaded",
