@@ -9,6 +9,9 @@ package dev.phrony.worker.plugin;
  * }
  * }</pre>
  *
+ * <p>With {@code -Xlint:all}, the unreferenced resource variable draws a {@code try} warning on
+ * Java 21; annotate the method with {@code @SuppressWarnings("try")}.
+ *
  * <p>Plugin code (and the libraries it bundles) often looks classes and resources up through the
  * context classloader; it must see the plugin's own, not the host's.
  */

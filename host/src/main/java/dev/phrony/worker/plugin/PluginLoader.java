@@ -145,6 +145,7 @@ public final class PluginLoader {
   private record Loaded(Optional<PluginSource> source, List<LoadProblem> problems,
       List<HandlerCatalog.Entry> entries) {}
 
+  @SuppressWarnings("try") // the context classloader swap is used only for its scope
   private Loaded load1(Path plugin) {
     String id = plugin.toString();
     List<Path> jarPaths;
@@ -259,7 +260,7 @@ public final class PluginLoader {
   }
 
   /** Runs the plugin's ServiceLoader, turning every failure into a reason. */
-  private void discover(PluginClassLoader loader, String id, List<String> reasons,
+  private static void discover(PluginClassLoader loader, String id, List<String> reasons,
       List<HandlerCatalog.Entry> entries) {
     Spliterator<ServiceLoader.Provider<ToolHandler>> providers =
         ServiceLoader.load(ToolHandler.class, loader).stream().spliterator();

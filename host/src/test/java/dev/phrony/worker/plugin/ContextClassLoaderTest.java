@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Test;
 class ContextClassLoaderTest {
 
   @Test
+  @SuppressWarnings("try")
   void swaps_and_restores_even_when_the_body_throws() throws Exception {
     ClassLoader before = Thread.currentThread().getContextClassLoader();
     try (URLClassLoader other = new URLClassLoader(new URL[0], null)) {

@@ -63,6 +63,7 @@ class PluginIsolationTest {
   }
 
   @Test
+  @SuppressWarnings("try")
   void plugin_cannot_load_host_classes_by_its_own_loader_or_the_context_loader()
       throws Exception {
     Path dir = tmp.resolve("plugins");
@@ -84,6 +85,7 @@ class PluginIsolationTest {
   }
 
   @Test
+  @SuppressWarnings("try")
   void plugin_shares_the_api_and_slf4j_and_logs_reach_the_host_logback() throws Exception {
     Path dir = tmp.resolve("plugins");
     probePlugin(dir.resolve("probe.jar"));
