@@ -7,6 +7,7 @@ import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.CallOutcome;
 import dev.phrony.worker.outbox.HeldResult;
 import dev.phrony.worker.outbox.ResultOutbox;
+import dev.phrony.worker.plugin.ContextClassLoader;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -214,15 +215,14 @@ public final class Dispatcher {
 
   // ---- handler side ----
 
+  @SuppressWarnings("try")
   private void run(Invocation inv) {
     HandlerCatalog.Entry entry = inv.entry();
-    ClassLoader previous = Thread.currentThread().getContextClassLoader();
-    Thread.currentThread().setContextClassLoader(entry.classLoader());
     MDC.put("call_id", inv.callId());
     MDC.put("session_id", inv.sessionId());
     MDC.put("tool", inv.key());
     CallOutcome outcome;
-    try {
+    try (var tccl = ContextClassLoader.swap(entry.classLoader())) {
       log.debug("handler started");
       outcome = toOutcome(entry.handler().handle(inv));
     } catch (ToolException e) {
@@ -235,8 +235,6 @@ public final class Dispatcher {
         outcome = CallOutcome.error(INTERNAL, t.getClass().getName()
             + (t.getMessage() == null ? "" : ": " + t.getMessage()));
       }
-    } finally {
-      Thread.currentThread().setContextClassLoader(previous);
     }
     try {
       if (outcome != null && inv.tryComplete()) {
