@@ -110,6 +110,8 @@ public final class WorkClient implements AutoCloseable {
         WorkSession s = new WorkSession(++streamId, catalog, dispatcher, outbox,
             options.identity(), clock, dispatcher.inFlightIds());
         log.info("connecting to {} (stream {})", options.target(), streamId);
+        // Our backoff paces reconnects; the channel's own (1 s and up) would only add to it.
+        channel.resetConnectBackoff();
         session = s;
         WorkSession.End end;
         try {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
 import dev.phrony.runtime.v1.WorkInvoke;
+import dev.phrony.worker.Await;
 import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.CallOutcome;
@@ -206,7 +207,7 @@ class DispatcherTest {
     FakeSink next = new FakeSink();
     d.attachSession(next);
     release.countDown();
-    await(() -> outbox.find("c1").isPresent());
+    Await.until("c1 held", () -> outbox.find("c1").isPresent());
     assertThat(next.sent).isEmpty();
     assertThat(d.inFlightIds()).containsExactly("c1");
     // The runtime invokes the same call again on the new stream: the held result answers it.
@@ -232,16 +233,4 @@ class DispatcherTest {
     sink.next();
     assertThat(seen[0]).isSameAs(marker);
   }
-
-  static void await(java.util.function.BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("condition not met within 10 s");
-      }
-      Thread.onSpinWait();
-      Thread.yield();
-    }
-  }
-
 }
