@@ -1,0 +1,64 @@
+package dev.phrony.worker.dist;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.phrony.worker.Await;
+import dev.phrony.worker.testkit.Call;
+import dev.phrony.worker.testkit.LocalRuntime;
+import dev.phrony.worker.testkit.Outcome;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code bin/phrony-worker run} as a child process against a {@link LocalRuntime}: it serves the
+ * bundled plugins, and on SIGTERM drains (refusing new calls, finishing running ones) and exits 0.
+ */
+class RunIT {
+  @TempDir
+  Path tmp;
+
+  private static Outcome await(CompletableFuture<Outcome> f) throws Exception {
+    return f.get(30, TimeUnit.SECONDS);
+  }
+
+  @Test
+  void serves_the_bundled_plugins_then_drains_on_sigterm_and_exits_0() throws Exception {
+    try (LocalRuntime rt = LocalRuntime.builder().port(0).start();
+        DistProcess worker = DistProcess.start(tmp, Map.of("PHRONY_RUNTIME_ADDR", rt.target()),
+            "run", "--worker-id", "proc-1", "--drain-timeout", "PT30S")) {
+      Await.until("worker registered", () -> rt.worker("proc-1")
+          .filter(w -> w.connected()).isPresent(), DistProcess.DEADLINE);
+
+      Outcome forecast = await(rt.dispatch(
+          Call.of("weather.get-forecast", "1.0.0", "{\"city\":\"Oslo\"}")));
+      assertThat(forecast).isInstanceOf(Outcome.Result.class);
+      assertThat(forecast.text()).contains("\"city\":\"Oslo\"");
+      Outcome noCity = await(rt.dispatch(Call.of("weather.get-forecast", "1.0.0", "{}")));
+      assertThat(noCity).isInstanceOfSatisfying(Outcome.ToolError.class,
+          e -> assertThat(e.code()).isEqualTo("invalid_args"));
+      Outcome paid = await(rt.dispatch(Call.of("payments.process-payment", "1.0.0",
+          "{\"amount\":12.5,\"currency\":\"EUR\",\"payee\":\"ACME\"}")));
+      assertThat(paid.text()).contains("\"payment_id\":\"pay_").contains("succeeded");
+
+      CompletableFuture<Outcome> running = rt.dispatch(
+          Call.of("echo", "default", "{\"sleep_ms\":3000}"));
+      Await.until("echo running", () -> rt.worker("proc-1").orElseThrow()
+          .busy("echo@default") == 1, Duration.ofSeconds(30));
+      worker.terminate();
+      worker.awaitStderr("draining", Duration.ofSeconds(30));
+      Outcome refused = await(rt.dispatch(Call.of("echo", "default", "{}")));
+      assertThat(refused).isInstanceOfSatisfying(Outcome.ToolError.class,
+          e -> assertThat(e.code()).isEqualTo("draining"));
+      assertThat(await(running).text()).isEqualTo("{\"sleep_ms\":3000}");
+
+      DistProcess.Result exit = worker.awaitExit(Duration.ofSeconds(60));
+      assertThat(exit.exit()).as("exit status; stderr:%n%s", exit.err()).isZero();
+      assertThat(exit.err()).contains("drained").doesNotContain("Exception");
+    }
+  }
+}
