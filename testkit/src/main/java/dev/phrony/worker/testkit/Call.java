@@ -43,6 +43,7 @@ public record Call(
     /** Agent version id used by the convenience factories. */
     public static final String LOCAL_AGENT_VERSION = "av-local";
 
+    /** Validates the id and tool, and normalizes null strings to empty and missing args to {@code {}}. */
     public Call {
         requireText(callId, "callId");
         requireText(tool, "tool");
@@ -87,18 +88,22 @@ public record Call(
         return new String(args, StandardCharsets.UTF_8);
     }
 
+    /** This call with another id. */
     public Call withCallId(String newCallId) {
         return new Call(newCallId, sessionId, agentVersionId, turn, tool, version, args, sideEffectClass, deadlineUnixMs);
     }
 
+    /** This call in another session (the id is kept). */
     public Call withSessionId(String newSessionId) {
         return new Call(callId, newSessionId, agentVersionId, turn, tool, version, args, sideEffectClass, deadlineUnixMs);
     }
 
+    /** This call with other JSON arguments. */
     public Call withArgs(String argsJson) {
         return new Call(callId, sessionId, agentVersionId, turn, tool, version, utf8(argsJson), sideEffectClass, deadlineUnixMs);
     }
 
+    /** This call with a side-effect class ({@code read_only}, {@code idempotent_write}, ...). */
     public Call withSideEffectClass(String newSideEffectClass) {
         return new Call(callId, sessionId, agentVersionId, turn, tool, version, args, newSideEffectClass, deadlineUnixMs);
     }
@@ -157,6 +162,7 @@ public record Call(
             return this;
         }
 
+        /** The session these calls belong to. */
         public String sessionId() {
             return sessionId;
         }

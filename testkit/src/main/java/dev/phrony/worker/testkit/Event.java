@@ -26,8 +26,16 @@ import java.util.function.Predicate;
 public record Event(long seq, Instant at, long streamId, String workerId, Direction direction, Object message) {
 
     /** Which way an event went. */
-    public enum Direction { IN, OUT, END }
+    public enum Direction {
+        /** A client message the runtime read. */
+        IN,
+        /** A server message the runtime wrote. */
+        OUT,
+        /** The stream ended. */
+        END
+    }
 
+    /** Validates the components. */
     public Event {
         Objects.requireNonNull(at, "at");
         Objects.requireNonNull(direction, "direction");

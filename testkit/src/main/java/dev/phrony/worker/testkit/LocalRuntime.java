@@ -306,18 +306,22 @@ public final class LocalRuntime implements AutoCloseable {
         log.info("LocalRuntime result_ack {}", withhold ? "withheld" : "sent");
     }
 
+    /** Whether result acks are being withheld. */
     public boolean withholdingResultAcks() {
         return withholdResultAcks.get();
     }
 
+    /** The lease TTL sent in {@code registered}. */
     public Duration leaseTtl() {
         return settings.leaseTtl();
     }
 
+    /** How long a call may wait for a slot. */
     public Duration queueWait() {
         return settings.queueWait();
     }
 
+    /** The bound on a whole dispatch, after which a running call is cancelled. */
     public Duration executionTimeout() {
         return settings.executionTimeout();
     }

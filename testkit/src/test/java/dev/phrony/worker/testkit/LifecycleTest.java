@@ -185,4 +185,18 @@ class LifecycleTest extends RuntimeTestSupport {
         assertThat(HealthGrpc.newBlockingStub(fresh).check(HealthCheckRequest.getDefaultInstance()).getStatus())
                 .isEqualTo(ServingStatus.SERVING);
     }
+
+    @Test
+    void listensOnAGivenLoopbackPort() throws Exception {
+        int free;
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
+            free = probe.getLocalPort();
+        }
+
+        start(b -> b.port(free));
+
+        assertThat(runtime.port()).isEqualTo(free);
+        assertThat(runtime.target()).isEqualTo("127.0.0.1:" + free);
+        worker().registered("w1", "echo", "1", 1);
+    }
 }

@@ -205,4 +205,22 @@ class ResultTest extends RuntimeTestSupport {
         w.result("c1", "{\"kept\":true}");
         assertThat(w.expect(BodyCase.RESULT_ACK).getResultAck().getCallId()).isEqualTo("c1");
     }
+
+    @Test
+    void aWorkerRegisteringWithACallInFlightElsewhereInItsInFlightListTakesTheCallOver() {
+        start();
+        ScriptedWorker w1 = worker().registered("w1", "echo", "1", 1);
+        CompletableFuture<Outcome> future = runtime.dispatch(Call.of("c1", "s", "echo", "1", "{}"));
+        w1.expectInvoke();
+        ScriptedWorker w2 = worker().register("w2", java.util.List.of(ScriptedWorker.handler("echo", "1", 1)), "c1");
+        w2.expect(BodyCase.REGISTERED);
+
+        Status status = w1.result("c1", "{\"from\":\"w1\"}").awaitEnd();
+        w2.result("c1", "{\"from\":\"w2\"}");
+
+        assertThat(status.getCode()).isEqualTo(Status.Code.NOT_FOUND);
+        assertThat(status.getDescription()).isEqualTo("call_id \"c1\" owned by worker \"w2\", not \"w1\"");
+        w2.expect(BodyCase.RESULT_ACK);
+        assertThat(await(future).text()).isEqualTo("{\"from\":\"w2\"}");
+    }
 }
