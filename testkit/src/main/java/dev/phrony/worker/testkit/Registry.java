@@ -582,7 +582,13 @@ final class Registry {
     }
 
     private void scheduleLocked(Pending p, long delayNanos) {
-        p.timer = timers.schedule(() -> onTimer(p), delayNanos, TimeUnit.NANOSECONDS);
+        p.timer = timers.schedule(() -> {
+            try {
+                onTimer(p);
+            } catch (RuntimeException e) { // the executor would swallow it and leave the call hanging
+                log.error("call_id={} timeout handling failed", p.call.callId(), e);
+            }
+        }, delayNanos, TimeUnit.NANOSECONDS);
     }
 
     private void trackSessionLocked(Pending p) {

@@ -57,6 +57,17 @@ final class WorkStream implements StreamObserver<WorkClientMsg> {
         if (wire.isDebugEnabled()) {
             wire.debug("stream={} worker_id={} IN {}", out.streamId(), workerId, Wire.describe(msg));
         }
+        try {
+            handle(msg);
+        } catch (RuntimeException e) { // a LocalRuntime bug must not leave the stream half-handled
+            log.error("stream={} worker_id={} failed handling {}", out.streamId(), workerId, Wire.describe(msg), e);
+            lose(Status.INTERNAL.withDescription("LocalRuntime failed: " + e), true);
+        }
+        out.consumed();
+        out.flush();
+    }
+
+    private void handle(WorkClientMsg msg) {
         switch (msg.getBodyCase()) {
             case REGISTER -> onRegister(msg.getRegister());
             case HEARTBEAT -> onHeartbeat();
@@ -72,8 +83,6 @@ final class WorkStream implements StreamObserver<WorkClientMsg> {
             }
             case BODY_NOT_SET -> end(Status.INVALID_ARGUMENT.withDescription(Wire.UNKNOWN_MESSAGE));
         }
-        out.consumed();
-        out.flush();
     }
 
     private void onRegister(WorkRegister reg) {
