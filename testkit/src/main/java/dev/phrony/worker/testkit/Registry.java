@@ -131,7 +131,7 @@ final class Registry {
         @Override
         public boolean cancel(boolean mayInterruptIfRunning) {
             boolean cancelled = super.cancel(mayInterruptIfRunning);
-            if (cancelled && pending != null) {
+            if (cancelled) {
                 cancelCall(pending);
             }
             return cancelled;
