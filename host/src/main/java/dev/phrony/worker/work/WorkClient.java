@@ -3,6 +3,7 @@ package dev.phrony.worker.work;
 import dev.phrony.runtime.v1.RuntimeGrpc;
 import dev.phrony.worker.outbox.ResultOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
+import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import java.time.Duration;
@@ -117,6 +118,7 @@ public final class WorkClient implements AutoCloseable {
         try {
           RuntimeGrpc.newStub(channel).work(s);
           s.register();
+          s.registration().thenRun(() -> watchConnection(s));
           end = s.ended().join();
         } catch (RuntimeException e) {
           log.error("stream {} could not be used", streamId, e);
@@ -140,6 +142,27 @@ public final class WorkClient implements AutoCloseable {
     } finally {
       loopDone.countDown();
     }
+  }
+
+  /**
+   * A runtime shutting down sends GOAWAY and drops its registry before the stream ends; a
+   * result sent in that window is for a call it no longer knows and would end the stream with
+   * NOT_FOUND. So once the connection leaves READY, the stream is ended from our side and its
+   * unsent results stay held for the next registration.
+   */
+  private void watchConnection(WorkSession s) {
+    ConnectivityState state = channel.getState(false);
+    if (state != ConnectivityState.READY) {
+      if (s.live()) {
+        s.abort("connection to the runtime is going away (" + state + ")");
+      }
+      return;
+    }
+    channel.notifyWhenStateChanged(ConnectivityState.READY, () -> {
+      if (s.live()) {
+        watchConnection(s);
+      }
+    });
   }
 
   /**

@@ -50,6 +50,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   private final Set<String> advertised;
   private final Heartbeat heartbeat;
   private final CompletableFuture<End> ended = new CompletableFuture<>();
+  private final CompletableFuture<Void> registration = new CompletableFuture<>();
   /** Results sent on this stream and not yet acked. */
   private final Set<String> unacked = ConcurrentHashMap.newKeySet();
 
@@ -79,6 +80,11 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
 
   CompletableFuture<End> ended() {
     return ended;
+  }
+
+  /** Completes when the runtime answers {@code registered}. */
+  CompletableFuture<Void> registration() {
+    return registration;
   }
 
   boolean registered() {
@@ -124,6 +130,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
         heartbeat.onRegistered(msg.getRegistered().getLeaseTtlMs());
         registeredAt = clock.instant();
         dispatcher.attachSession(this);
+        registration.complete(null);
         log.info("registered as {}: {} handlers, lease TTL {} ms", identity.workerId(),
             catalog.size(), heartbeat.ttl().toMillis());
       }
