@@ -65,8 +65,12 @@ final class OutboxLog implements AutoCloseable {
       DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'").withZone(ZoneOffset.UTC);
 
   /** When the writer compacts and how long lazy records wait. */
-  record Tuning(int minFilesToCompact, int maxFiles, long lingerNanos) {
-    static final Tuning DEFAULT = new Tuning(32, 1024, TimeUnit.MILLISECONDS.toNanos(50));
+  record Tuning(int minFilesToCompact, int maxFiles, long lingerNanos, boolean compactOnClose) {
+    static final Tuning DEFAULT = new Tuning(32, 1024, TimeUnit.MILLISECONDS.toNanos(50), true);
+
+    Tuning(int minFilesToCompact, int maxFiles, long lingerNanos) {
+      this(minFilesToCompact, maxFiles, lingerNanos, true);
+    }
   }
 
   /** A published file of the log. */
@@ -483,7 +487,8 @@ final class OutboxLog implements AutoCloseable {
 
   private void finalCompaction() {
     try {
-      if (files.size() > 1 || (state.isEmpty() && !files.isEmpty())) {
+      if (tuning.compactOnClose()
+          && (files.size() > 1 || (state.isEmpty() && !files.isEmpty()))) {
         compact();
       }
     } catch (IOException e) {
