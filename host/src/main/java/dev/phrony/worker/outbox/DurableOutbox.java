@@ -91,6 +91,8 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private final OutboxLog journal;
   private final List<String> problems;
   private final AtomicLong durabilityFailures = new AtomicLong();
+  /** Serialises pruning and purging with re-holds of known calls. */
+  private final Object removals = new Object();
 
   private DurableOutbox(Path dir, Options options, OutboxLog outboxLog, List<String> problems) {
     this.dir = dir;
@@ -163,6 +165,16 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
 
   @Override
   public void hold(HeldResult result) {
+    if (memory.find(result.callId()).isPresent()) {
+      synchronized (removals) { // a re-hold (re-invoke of an orphan) must not race a prune
+        doHold(result);
+      }
+    } else {
+      doHold(result);
+    }
+  }
+
+  private void doHold(HeldResult result) {
     String callId = result.callId();
     boolean durable = options.durability().isDurable(result.sideEffectClass())
         || onDisk.contains(callId); // keep the disk copy in step with memory
@@ -178,7 +190,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     }
     memory.hold(result);
     if (intents.remove(callId) != null && !onDisk.contains(callId)) {
-      journal.appendLater(new LogRecord.DropIntent(callId)); // not superseded on disk: drop it there
+      journal.appendLater(new LogRecord.DropIntent(callId)); // not superseded on disk: drop it
     }
   }
 
@@ -265,12 +277,28 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     }
     Instant cutoff = now.minus(retention);
     List<String> pruned = new ArrayList<>();
-    for (OutboxEntry e : entries()) {
-      if ((e.state() == OutboxEntry.State.ORPHANED || e.state() == OutboxEntry.State.INTERRUPTED)
-          && !e.since().isAfter(cutoff) && remove(e.callId())) {
-        pruned.add(e.callId());
-        log.info("pruned {} call {} ({}, session {}) after {} (retention {})", e.state().label(),
-            e.callId(), e.toolKey(), e.sessionId(), e.age(now), retention);
+    synchronized (removals) {
+      for (MemoryOutbox.Entry e : memory.entries()) {
+        String id = e.result().callId();
+        if (e.orphaned() && !e.orphanedAt().isAfter(cutoff) && memory.release(id, e)) {
+          if (onDisk.remove(id)) {
+            journal.appendLater(new LogRecord.Release(id));
+          }
+          pruned.add(id);
+          log.info("pruned orphaned call {} ({}, session {}), orphaned since {} (retention {})",
+              id, e.result().toolKey(), e.result().sessionId(), e.orphanedAt(), retention);
+        }
+      }
+      for (IntentState s : intents.values()) {
+        IntentRecord i = s.intent();
+        if (s.interruptedAt() != null && !s.interruptedAt().isAfter(cutoff)
+            && intents.remove(i.callId(), s)) {
+          journal.appendLater(new LogRecord.DropIntent(i.callId()));
+          pruned.add(i.callId());
+          log.info("pruned interrupted call {} ({}, session {}), interrupted since {} "
+              + "(retention {})", i.callId(), i.toolKey(), i.sessionId(), s.interruptedAt(),
+              retention);
+        }
       }
     }
     return pruned;
@@ -278,13 +306,15 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
 
   /** Forgets {@code callId} whatever its state (operator purge). True if it was known. */
   public boolean remove(String callId) {
-    boolean known = memory.find(callId).isPresent();
-    release(callId);
-    if (intents.containsKey(callId)) {
-      dropIntent(callId);
-      known = true;
+    synchronized (removals) {
+      boolean known = memory.find(callId).isPresent();
+      release(callId);
+      if (intents.containsKey(callId)) {
+        dropIntent(callId);
+        known = true;
+      }
+      return known;
     }
-    return known;
   }
 
   /** Every held, orphaned, interrupted and running call, oldest first. */
