@@ -111,6 +111,7 @@ class OutboxCommandTest {
   }
 
   @Test
+  @SuppressWarnings("try") // held for its lock only
   void list_works_while_the_worker_holds_the_dir() throws IOException {
     try (StateDir sd = StateDir.open(dir)) {
       Run r = run("list", "--state-dir", dir.toString(), "--format", "json");
@@ -215,6 +216,7 @@ class OutboxCommandTest {
   }
 
   @Test
+  @SuppressWarnings("try") // held for its lock only
   void purge_while_the_worker_runs_says_stop_it_first_naming_the_pid() throws IOException {
     try (StateDir running = StateDir.open(dir)) {
       Run r = run("purge", "--all", "--state-dir", dir.toString());

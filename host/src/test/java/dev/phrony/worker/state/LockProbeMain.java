@@ -6,6 +6,7 @@ import java.nio.file.Path;
 public final class LockProbeMain {
   private LockProbeMain() {}
 
+  @SuppressWarnings("try") // held for its lock only
   public static void main(String[] args) throws Exception {
     try (StateDir sd = StateDir.open(Path.of(args[0]))) {
       System.out.println("LOCKED by " + ProcessHandle.current().pid());

@@ -37,6 +37,7 @@ class StateDirTest {
   }
 
   @Test
+  @SuppressWarnings("try") // held for its lock only
   void an_existing_dir_with_wider_permissions_is_tightened() throws IOException {
     Path dir = Files.createDirectory(tmp.resolve("state"),
         PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwxr-xr-x")));
@@ -47,6 +48,7 @@ class StateDirTest {
   }
 
   @Test
+  @SuppressWarnings("try") // held for its lock only
   void a_second_open_in_this_jvm_fails_naming_the_dir_and_pid_and_keeps_the_lock()
       throws Exception {
     Path dir = tmp.resolve("state");
@@ -70,6 +72,7 @@ class StateDirTest {
   }
 
   @Test
+  @SuppressWarnings("try") // held for its lock only
   void another_process_is_refused_with_the_dir_and_our_pid_and_gets_it_once_we_close()
       throws Exception {
     Path dir = tmp.resolve("state");
