@@ -318,15 +318,16 @@ public final class OutboxCommand implements Runnable {
     int run() throws Exception;
   }
 
-  /** Runs a subcommand body, mapping failures to a message on stderr and exit code 1. */
+  /**
+   * Runs a subcommand body; a user error or I/O failure prints {@code <command>: <message>} on
+   * stderr (the house style) and exits 1, standalone or under {@code phrony-worker}.
+   */
   int guard(CommandLine.Model.CommandSpec spec, Body body) {
     try {
       return body.run();
-    } catch (UserError e) {
-      spec.commandLine().getErr().println("error: " + e.getMessage());
-      return 1;
-    } catch (IOException e) {
-      spec.commandLine().getErr().println("error: " + e.getMessage());
+    } catch (UserError | IOException e) {
+      spec.commandLine().getErr().println(spec.qualifiedName() + ": " + e.getMessage());
+      spec.commandLine().getErr().flush();
       return 1;
     } catch (RuntimeException e) {
       throw e;

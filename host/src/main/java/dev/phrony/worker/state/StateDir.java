@@ -49,7 +49,8 @@ public final class StateDir implements AutoCloseable {
 
   static final Set<PosixFilePermission> DIR_PERMS = PosixFilePermissions.fromString("rwx------");
   static final Set<PosixFilePermission> FILE_PERMS = PosixFilePermissions.fromString("rw-------");
-  private static final Pattern WORKER_ID = Pattern.compile("[A-Za-z0-9._:@-]{1,200}");
+  /** One printable token: all a one-line file needs; the runtime only requires non-empty. */
+  private static final Pattern WORKER_ID = Pattern.compile("[^\\s\\p{Cntrl}]{1,255}");
 
   /**
    * Dirs locked by this JVM (real paths). Process-wide by nature: the OS lock is per process, and

@@ -158,7 +158,7 @@ class OutboxCommandTest {
   void show_of_an_unknown_call_id_says_so_and_exits_1() {
     Run r = run("show", "nope", "--state-dir", dir.toString());
     assertThat(r.exit()).isEqualTo(1);
-    assertThat(r.err()).contains("no call 'nope' in the outbox of " + dir);
+    assertThat(r.err()).startsWith("outbox show: no call 'nope' in the outbox of " + dir);
     assertThat(r.out()).isEmpty();
   }
 

@@ -114,9 +114,9 @@ class StateDirTest {
     Files.createDirectories(dir);
     Files.writeString(dir.resolve("worker-id"), "bad id with spaces\n", StandardCharsets.UTF_8);
     try (StateDir sd = StateDir.open(dir)) {
-      assertThat(sd.workerId(() -> "host-0badc0de")).isEqualTo("host-0badc0de");
+      assertThat(sd.workerId(() -> "my_host-0badc0de")).isEqualTo("my_host-0badc0de");
     }
-    assertThat(Files.readString(dir.resolve("worker-id"))).isEqualTo("host-0badc0de\n");
+    assertThat(Files.readString(dir.resolve("worker-id"))).isEqualTo("my_host-0badc0de\n");
   }
 
   @Test
