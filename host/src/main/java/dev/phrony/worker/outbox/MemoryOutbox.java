@@ -1,20 +1,46 @@
 package dev.phrony.worker.outbox;
 
+import java.time.Instant;
+import java.time.InstantSource;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
-/** A {@link ResultOutbox} in memory: results survive reconnects, not a process crash. */
+/**
+ * A {@link ResultOutbox} in memory: results survive reconnects, not a process crash. Also the
+ * in-memory index (and fast path for non-durable results) of {@link DurableOutbox}.
+ */
 public final class MemoryOutbox implements ResultOutbox {
 
-  private record Entry(HeldResult result, boolean orphaned) {}
+  /** A held result; {@code orphanedAt} is null while it is not orphaned. */
+  record Entry(HeldResult result, Instant orphanedAt) {
+    boolean orphaned() {
+      return orphanedAt != null;
+    }
+  }
 
   private final ConcurrentHashMap<String, Entry> entries = new ConcurrentHashMap<>();
+  private final InstantSource clock;
+
+  public MemoryOutbox() {
+    this(InstantSource.system());
+  }
+
+  /** {@code clock} stamps the time a result is orphaned (for retention). */
+  public MemoryOutbox(InstantSource clock) {
+    this.clock = clock;
+  }
 
   @Override
   public void hold(HeldResult result) {
-    entries.put(result.callId(), new Entry(result, false));
+    entries.put(result.callId(), new Entry(result, null));
+  }
+
+  /** Puts back a result loaded from disk, orphaned since {@code orphanedAt} (null: held). */
+  void restore(HeldResult result, Instant orphanedAt) {
+    entries.put(result.callId(), new Entry(result, orphanedAt));
   }
 
   @Override
@@ -23,14 +49,30 @@ public final class MemoryOutbox implements ResultOutbox {
     return e == null ? Optional.empty() : Optional.of(e.result());
   }
 
+  /** The entry of {@code callId}, or null. */
+  Entry entry(String callId) {
+    return entries.get(callId);
+  }
+
   @Override
   public void release(String callId) {
     entries.remove(callId);
   }
 
+  /** Removes {@code callId} if it is still {@code expected}; true if it did. */
+  boolean release(String callId, Entry expected) {
+    return entries.remove(callId, expected);
+  }
+
   @Override
   public void markOrphaned(String callId) {
-    entries.computeIfPresent(callId, (id, e) -> new Entry(e.result(), true));
+    markOrphaned(callId, clock.instant());
+  }
+
+  /** Marks {@code callId} orphaned at {@code at}; returns the orphaned entry, or null if unknown. */
+  Entry markOrphaned(String callId, Instant at) {
+    return entries.computeIfPresent(callId,
+        (id, e) -> e.orphaned() ? e : new Entry(e.result(), at));
   }
 
   @Override
@@ -42,7 +84,7 @@ public final class MemoryOutbox implements ResultOutbox {
   @Override
   public Collection<String> pendingIds() {
     return entries.entrySet().stream().filter(e -> !e.getValue().orphaned())
-        .map(java.util.Map.Entry::getKey).toList();
+        .map(Map.Entry::getKey).toList();
   }
 
   @Override
@@ -53,5 +95,22 @@ public final class MemoryOutbox implements ResultOutbox {
   /** Snapshot of orphaned results, for operators and tests. */
   public List<HeldResult> orphaned() {
     return entries.values().stream().filter(Entry::orphaned).map(Entry::result).toList();
+  }
+
+  /** Snapshot of all entries. */
+  Collection<Entry> entries() {
+    return List.copyOf(entries.values());
+  }
+
+  /** Drops results orphaned at or before {@code cutoff}; returns their ids. */
+  public List<String> pruneOrphans(Instant cutoff) {
+    List<String> pruned = new java.util.ArrayList<>();
+    for (Entry e : entries.values()) {
+      if (e.orphaned() && !e.orphanedAt().isAfter(cutoff)
+          && entries.remove(e.result().callId(), e)) {
+        pruned.add(e.result().callId());
+      }
+    }
+    return pruned;
   }
 }

@@ -1,6 +1,7 @@
 package dev.phrony.worker.outbox;
 
 import java.util.Collection;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -38,4 +39,35 @@ public interface ResultOutbox {
 
   /** How many results are held (orphaned included). */
   int size();
+
+  /**
+   * Records, before the handler of a {@code non_idempotent_write} or {@code irreversible_action}
+   * call runs, that it is about to run; returns once that is as safe as this outbox makes it. A
+   * later {@link #hold} for the call supersedes the intent. Calls of other classes are ignored.
+   * Called on the handler's thread, never the stream's: a durable outbox flushes to disk here.
+   *
+   * @throws java.io.UncheckedIOException if a durable outbox could not record it; the handler
+   *     must then not run (nack the call)
+   */
+  default void recordIntent(IntentRecord intent) {}
+
+  /**
+   * Forgets the intent of a call that ends without a held result (cancelled, or dropped after a
+   * cancel), or of an interrupted call an operator or retention cleared. Unknown ids are ignored.
+   */
+  default void dropIntent(String callId) {}
+
+  /**
+   * True if {@code callId} had an intent and no result when this outbox was opened: its handler
+   * may or may not have acted before the process died. A re-invoke must not run it again (nack
+   * {@code previous_attempt_interrupted}).
+   */
+  default boolean wasInterrupted(String callId) {
+    return false;
+  }
+
+  /** Interrupted calls: advertised in {@code register.in_flight} alongside {@link #pendingIds}. */
+  default Collection<String> interruptedIds() {
+    return List.of();
+  }
 }

@@ -1,0 +1,77 @@
+package dev.phrony.worker.cli;
+
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import picocli.CommandLine;
+
+/**
+ * Converts flag values like {@code 7d}, {@code 12h}, {@code 30m}, {@code 45s}, {@code 500ms},
+ * {@code 1h30m} or ISO-8601 {@code PT30S} to a non-negative {@link Duration}. Use it as
+ * {@code @Option(converter = DurationParser.class)}; picocli names the flag in the error.
+ */
+public final class DurationParser implements CommandLine.ITypeConverter<Duration> {
+  private static final Pattern PART = Pattern.compile("(\\d+)(ms|d|h|m|s)");
+  private static final String EXAMPLES =
+      "use a number and a unit (d, h, m, s, ms), e.g. 7d, 12h, 30m, 45s, 500ms or 1h30m, "
+          + "or ISO-8601 like PT30S";
+
+  @Override
+  public Duration convert(String value) {
+    try {
+      return parse(value);
+    } catch (IllegalArgumentException e) {
+      throw new CommandLine.TypeConversionException(e.getMessage());
+    }
+  }
+
+  /**
+   * Parses a duration.
+   *
+   * @throws IllegalArgumentException saying what is wrong and giving examples
+   */
+  public static Duration parse(String text) {
+    String s = text == null ? "" : text.strip().toLowerCase(Locale.ROOT);
+    if (s.isEmpty()) {
+      throw new IllegalArgumentException("a duration is required: " + EXAMPLES);
+    }
+    Duration d;
+    if (s.startsWith("p") || s.startsWith("-p")) {
+      try {
+        d = Duration.parse(s.toUpperCase(Locale.ROOT));
+      } catch (DateTimeParseException e) {
+        throw new IllegalArgumentException("'" + text + "' is not an ISO-8601 duration: "
+            + EXAMPLES);
+      }
+    } else {
+      d = Duration.ZERO;
+      Matcher m = PART.matcher(s);
+      int at = 0;
+      while (at < s.length()) {
+        if (!m.find(at) || m.start() != at) {
+          throw new IllegalArgumentException("'" + text + "' is not a duration"
+              + (s.matches("\\d+") ? " (it has no unit)" : "") + ": " + EXAMPLES);
+        }
+        try {
+          long n = Long.parseLong(m.group(1));
+          d = d.plus(switch (m.group(2)) {
+            case "d" -> Duration.ofDays(n);
+            case "h" -> Duration.ofHours(n);
+            case "m" -> Duration.ofMinutes(n);
+            case "s" -> Duration.ofSeconds(n);
+            default -> Duration.ofMillis(n);
+          });
+        } catch (ArithmeticException | NumberFormatException e) {
+          throw new IllegalArgumentException("'" + text + "' is too long a duration");
+        }
+        at = m.end();
+      }
+    }
+    if (d.isNegative()) {
+      throw new IllegalArgumentException("'" + text + "' is negative: " + EXAMPLES);
+    }
+    return d;
+  }
+}

@@ -1,0 +1,383 @@
+package dev.phrony.worker.outbox;
+
+import dev.phrony.worker.state.StateDir;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A {@link ResultOutbox} that keeps results of the calls its {@link Durability} selects on disk
+ * in the state dir's {@code outbox/}, so they survive a crash of the worker, and records intents
+ * of calls that must not run twice.
+ *
+ * <p>All results live in a {@link MemoryOutbox} (the index, and the whole story for non-durable
+ * results); a durable result is also in the {@link OutboxLog}, written and flushed before
+ * {@link #hold} returns. Concurrent holds are group-committed: they share one batch file and its
+ * two flushes. Releases, orphan marks and dropped intents are written lazily with the next batch.
+ *
+ * <p>At open it loads held and orphaned results and intents. An intent without a result is
+ * <em>interrupted</em> (the process died while its handler ran): it is logged, listed, advertised
+ * in {@code in_flight} and refused on re-invoke. Orphaned and interrupted records are pruned after
+ * the orphan retention. Damaged files are copied into {@code corrupt/} and reported in
+ * {@link #problems}; what could be read from them is kept.
+ *
+ * <p>If a batch cannot be written (disk full, I/O error), a hold keeps the result in memory only,
+ * logs an error and counts a {@linkplain #durabilityFailures failure}: the result is still sent,
+ * which beats losing an effect that already happened. A failed intent throws instead, so the
+ * handler does not run.
+ */
+public final class DurableOutbox implements ResultOutbox, AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(DurableOutbox.class);
+
+  public static final String OUTBOX_DIR = "outbox";
+  public static final String CORRUPT_DIR = "corrupt";
+  public static final Duration DEFAULT_ORPHAN_RETENTION = Duration.ofDays(7);
+
+  /**
+   * How the outbox behaves.
+   *
+   * @param durability which results go to disk
+   * @param orphanRetention how long orphaned and interrupted records are kept; null: forever
+   * @param clock time of completions, orphan marks and pruning
+   */
+  public record Options(Durability durability, Duration orphanRetention, InstantSource clock) {
+    public Options {
+      Objects.requireNonNull(durability, "durability");
+      Objects.requireNonNull(clock, "clock");
+      if (orphanRetention != null && orphanRetention.isNegative()) {
+        throw new IllegalArgumentException("orphan retention must not be negative");
+      }
+    }
+
+    /** {@code writes}, 7 days, the system clock. */
+    public static Options defaults() {
+      return new Options(Durability.WRITES, DEFAULT_ORPHAN_RETENTION, InstantSource.system());
+    }
+
+    public Options withDurability(Durability d) {
+      return new Options(d, orphanRetention, clock);
+    }
+
+    public Options withOrphanRetention(Duration r) {
+      return new Options(durability, r, clock);
+    }
+
+    public Options withClock(InstantSource c) {
+      return new Options(durability, orphanRetention, c);
+    }
+  }
+
+  private record IntentState(IntentRecord intent, Instant interruptedAt) {}
+
+  private final Path dir;
+  private final Options options;
+  private final MemoryOutbox memory;
+  private final Set<String> onDisk = ConcurrentHashMap.newKeySet();
+  private final ConcurrentHashMap<String, IntentState> intents = new ConcurrentHashMap<>();
+  private final OutboxLog journal;
+  private final List<String> problems;
+  private final AtomicLong durabilityFailures = new AtomicLong();
+  /** Serialises pruning and purging with re-holds of known calls. */
+  private final Object removals = new Object();
+
+  private DurableOutbox(Path dir, Options options, OutboxLog outboxLog, List<String> problems) {
+    this.dir = dir;
+    this.options = options;
+    this.memory = new MemoryOutbox(options.clock());
+    this.journal = outboxLog;
+    this.problems = problems;
+  }
+
+  /** Opens the outbox in {@code stateDir} (which this process has locked). */
+  public static DurableOutbox open(StateDir stateDir, Options options) throws IOException {
+    return open(stateDir, options, OutboxLog.Tuning.DEFAULT);
+  }
+
+  static DurableOutbox open(StateDir stateDir, Options options, OutboxLog.Tuning tuning)
+      throws IOException {
+    Path dir = stateDir.subdir(OUTBOX_DIR);
+    OutboxLog.Loaded loaded = OutboxLog.read(dir, true);
+    List<String> problems = loaded.problems();
+    for (String p : problems) {
+      log.warn("outbox damage found at start: {}", p);
+    }
+    OutboxLog outboxLog = OutboxLog.start(dir, stateDir.path().resolve(CORRUPT_DIR), loaded,
+        options.clock(), tuning);
+    DurableOutbox o = new DurableOutbox(dir, options, outboxLog, problems);
+    try {
+      o.load(loaded.state());
+    } catch (RuntimeException e) {
+      outboxLog.close();
+      throw e;
+    }
+    return o;
+  }
+
+  private void load(LogState state) {
+    Instant now = options.clock().instant();
+    int orphaned = 0;
+    for (LogRecord.Result r : state.results()) {
+      memory.restore(r.result(), r.orphanedAt());
+      onDisk.add(r.callId());
+      orphaned += r.orphanedAt() == null ? 0 : 1;
+    }
+    List<LogRecord> newlyInterrupted = new ArrayList<>();
+    for (LogRecord.Intent i : state.intents()) {
+      IntentRecord in = i.intent();
+      Instant at = i.interruptedAt();
+      if (at == null) {
+        at = now;
+        newlyInterrupted.add(new LogRecord.Interrupted(in.callId(), now));
+        log.warn("call {} was interrupted: its {} handler {} (session {}) started at {} and the "
+            + "worker stopped before its result was held; it may or may not have acted, and a "
+            + "re-invoke will be refused", in.callId(), in.sideEffectClass(), in.toolKey(),
+            in.sessionId(), in.startedAt());
+      }
+      intents.put(in.callId(), new IntentState(in, at));
+    }
+    if (!newlyInterrupted.isEmpty()) {
+      journal.append(newlyInterrupted);
+    }
+    int interrupted = intents.size();
+    log.info("outbox {} opened: {} held, {} orphaned, {} interrupted; durability={}, orphan "
+        + "retention={}{}", dir, memory.size() - orphaned, orphaned, interrupted,
+        options.durability(), options.orphanRetention() == null ? "forever"
+            : options.orphanRetention(),
+        problems.isEmpty() ? "" : "; " + problems.size() + " problems (see corrupt/)");
+    prune(now);
+  }
+
+  // ---- ResultOutbox ----
+
+  @Override
+  public void hold(HeldResult result) {
+    if (memory.find(result.callId()).isPresent()) {
+      synchronized (removals) { // a re-hold (re-invoke of an orphan) must not race a prune
+        doHold(result);
+      }
+    } else {
+      doHold(result);
+    }
+  }
+
+  private void doHold(HeldResult result) {
+    String callId = result.callId();
+    boolean durable = options.durability().isDurable(result.sideEffectClass())
+        || onDisk.contains(callId); // keep the disk copy in step with memory
+    if (durable) {
+      try {
+        journal.append(new LogRecord.Result(result, null));
+        onDisk.add(callId);
+      } catch (UncheckedIOException e) {
+        durabilityFailures.incrementAndGet();
+        log.error("could not make the result of call {} durable ({}); holding it in memory only",
+            callId, e.getMessage());
+      }
+    }
+    memory.hold(result);
+    if (intents.remove(callId) != null && !onDisk.contains(callId)) {
+      journal.appendLater(new LogRecord.DropIntent(callId)); // not superseded on disk: drop it
+    }
+  }
+
+  @Override
+  public Optional<HeldResult> find(String callId) {
+    return memory.find(callId);
+  }
+
+  @Override
+  public void release(String callId) {
+    memory.release(callId);
+    if (onDisk.remove(callId)) {
+      journal.appendLater(new LogRecord.Release(callId));
+    }
+  }
+
+  @Override
+  public void markOrphaned(String callId) {
+    if (memory.isOrphaned(callId)) {
+      return;
+    }
+    Instant now = options.clock().instant();
+    MemoryOutbox.Entry e = memory.markOrphaned(callId, now);
+    if (e != null && onDisk.contains(callId)) {
+      journal.appendLater(new LogRecord.Orphan(callId, e.orphanedAt()));
+    }
+  }
+
+  @Override
+  public boolean isOrphaned(String callId) {
+    return memory.isOrphaned(callId);
+  }
+
+  @Override
+  public Collection<String> pendingIds() {
+    return memory.pendingIds();
+  }
+
+  @Override
+  public int size() {
+    return memory.size();
+  }
+
+  @Override
+  public void recordIntent(IntentRecord intent) {
+    if (!options.durability().needsIntent(intent.sideEffectClass())) {
+      return;
+    }
+    journal.append(new LogRecord.Intent(intent, null)); // throws: the handler must not run
+    intents.put(intent.callId(), new IntentState(intent, null));
+  }
+
+  @Override
+  public void dropIntent(String callId) {
+    if (intents.remove(callId) != null) {
+      journal.appendLater(new LogRecord.DropIntent(callId));
+    }
+  }
+
+  @Override
+  public boolean wasInterrupted(String callId) {
+    IntentState s = intents.get(callId);
+    return s != null && s.interruptedAt() != null;
+  }
+
+  @Override
+  public Collection<String> interruptedIds() {
+    return intents.values().stream().filter(s -> s.interruptedAt() != null)
+        .map(s -> s.intent().callId()).toList();
+  }
+
+  // ---- operations ----
+
+  /**
+   * Drops orphaned results orphaned, and interrupted calls interrupted, at least the orphan
+   * retention before {@code now}. Called at open; call it periodically (hourly is plenty).
+   *
+   * @return the pruned call ids
+   */
+  public List<String> prune(Instant now) {
+    Duration retention = options.orphanRetention();
+    if (retention == null) {
+      return List.of();
+    }
+    Instant cutoff = now.minus(retention);
+    List<String> pruned = new ArrayList<>();
+    synchronized (removals) {
+      for (MemoryOutbox.Entry e : memory.entries()) {
+        String id = e.result().callId();
+        if (e.orphaned() && !e.orphanedAt().isAfter(cutoff) && memory.release(id, e)) {
+          if (onDisk.remove(id)) {
+            journal.appendLater(new LogRecord.Release(id));
+          }
+          pruned.add(id);
+          log.info("pruned orphaned call {} ({}, session {}), orphaned since {} (retention {})",
+              id, e.result().toolKey(), e.result().sessionId(), e.orphanedAt(), retention);
+        }
+      }
+      for (IntentState s : intents.values()) {
+        IntentRecord i = s.intent();
+        if (s.interruptedAt() != null && !s.interruptedAt().isAfter(cutoff)
+            && intents.remove(i.callId(), s)) {
+          journal.appendLater(new LogRecord.DropIntent(i.callId()));
+          pruned.add(i.callId());
+          log.info("pruned interrupted call {} ({}, session {}), interrupted since {} "
+              + "(retention {})", i.callId(), i.toolKey(), i.sessionId(), s.interruptedAt(),
+              retention);
+        }
+      }
+    }
+    return pruned;
+  }
+
+  /** Forgets {@code callId} whatever its state (operator purge). True if it was known. */
+  public boolean remove(String callId) {
+    synchronized (removals) {
+      boolean known = memory.find(callId).isPresent();
+      release(callId);
+      if (intents.containsKey(callId)) {
+        dropIntent(callId);
+        known = true;
+      }
+      return known;
+    }
+  }
+
+  /** Every held, orphaned, interrupted and running call, oldest first. */
+  public List<OutboxEntry> entries() {
+    List<OutboxEntry> out = new ArrayList<>();
+    for (MemoryOutbox.Entry e : memory.entries()) {
+      HeldResult r = e.result();
+      out.add(new OutboxEntry(r.callId(), e.orphaned() ? OutboxEntry.State.ORPHANED
+          : OutboxEntry.State.HELD, r.toolKey(), r.sessionId(), r.sideEffectClass(), null,
+          r.completedAt(), e.orphaned() ? e.orphanedAt() : completedOrEpoch(r),
+          onDisk.contains(r.callId()), r.outcome()));
+    }
+    for (IntentState s : intents.values()) {
+      IntentRecord i = s.intent();
+      out.add(new OutboxEntry(i.callId(), s.interruptedAt() == null ? OutboxEntry.State.RUNNING
+          : OutboxEntry.State.INTERRUPTED, i.toolKey(), i.sessionId(), i.sideEffectClass(),
+          i.startedAt(), null, s.interruptedAt() == null ? i.startedAt() : s.interruptedAt(), true,
+          null));
+    }
+    out.sort(Comparator.comparing(OutboxEntry::since).thenComparing(OutboxEntry::callId));
+    return out;
+  }
+
+  static Instant completedOrEpoch(HeldResult r) {
+    return r.completedAt() == null ? Instant.EPOCH : r.completedAt();
+  }
+
+  /** Damage found at open: one line per problem; the damaged files are in {@code corrupt/}. */
+  public List<String> problems() {
+    return problems;
+  }
+
+  /** Device flushes so far (two per group-committed batch, plus compactions). */
+  public long flushCount() {
+    return journal.flushCount();
+  }
+
+  /** Batch files written so far. */
+  public long batchCount() {
+    return journal.batchCount();
+  }
+
+  /** Holds that could not be written and are kept in memory only. */
+  public long durabilityFailures() {
+    return durabilityFailures.get();
+  }
+
+  public Durability durability() {
+    return options.durability();
+  }
+
+  /** Returns once every release, orphan mark and dropped intent so far is on disk. */
+  public void sync() {
+    journal.sync();
+  }
+
+  long compactionCount() {
+    return journal.compactionCount();
+  }
+
+  /** Writes what is pending and stops the writer; the state dir stays locked by its owner. */
+  @Override
+  public void close() throws IOException {
+    journal.close();
+  }
+}

@@ -1,0 +1,600 @@
+package dev.phrony.worker.outbox;
+
+import dev.phrony.worker.state.StateDir;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The outbox's files: an append-only log of immutable, numbered files in one directory.
+ *
+ * <p><b>Group commit.</b> One writer thread takes everything queued since its last write and
+ * publishes it as one new file {@code <seq>.batch}: written to {@code <seq>.batch.tmp}, forced,
+ * renamed into place, and the directory forced. Callers of {@link #append} block until the file
+ * holding their record is published, so many concurrent appends share two flushes.
+ * {@link #appendLater} records (release, orphan, drop) ride along with the next batch, or are
+ * written after a short linger; losing one to a crash is harmless (a released result comes back
+ * held and is acknowledged again; a dropped intent comes back interrupted).
+ *
+ * <p><b>Crash safety.</b> A file is only ever visible under its final name complete and forced,
+ * so a crash (kill -9 or power loss) leaves either the whole batch or none of it; an unpublished
+ * {@code .tmp} is discarded at the next start (its appenders never returned).
+ *
+ * <p><b>Compaction.</b> When enough files are mostly dead, the writer writes the live state as
+ * one {@code <seq>.snap} (published the same way) and then deletes the older files. A reader uses
+ * the newest snapshot and the files after it, and ignores (the worker deletes) older ones.
+ *
+ * <p><b>Damage.</b> Every file and record is checksummed (CRC32C). A damaged record is reported
+ * and skipped, the reader resynchronises on the next record marker, and the damaged file is
+ * copied into {@code corrupt/} before the start-up compaction rewrites what could be read.
+ */
+final class OutboxLog implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(OutboxLog.class);
+
+  static final String BATCH_EXT = ".batch";
+  static final String SNAP_EXT = ".snap";
+  static final String TMP_EXT = ".tmp";
+  private static final Pattern NAME = Pattern.compile("(\\d{20})(\\.batch|\\.snap)");
+  private static final DateTimeFormatter STAMP =
+      DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'").withZone(ZoneOffset.UTC);
+
+  /** When the writer compacts and how long lazy records wait. */
+  record Tuning(int minFilesToCompact, int maxFiles, long lingerNanos, boolean compactOnClose) {
+    static final Tuning DEFAULT = new Tuning(32, 1024, TimeUnit.MILLISECONDS.toNanos(50), true);
+
+    Tuning(int minFilesToCompact, int maxFiles, long lingerNanos) {
+      this(minFilesToCompact, maxFiles, lingerNanos, true);
+    }
+  }
+
+  /** A published file of the log. */
+  record LogFile(long seq, Path path, long bytes, boolean snapshot) {}
+
+  /** A file that could not be read in full, with what is wrong. */
+  record Damaged(LogFile file, List<String> problems) {}
+
+  /** The log as read from its directory. */
+  record Loaded(LogState state, List<LogFile> files, List<Damaged> damaged, long maxSeq) {
+    List<String> problems() {
+      return damaged.stream().flatMap(d -> d.problems().stream()).toList();
+    }
+  }
+
+  // ---- reading ----
+
+  /**
+   * Reads the log in {@code dir} (absent: empty). With {@code cleanUp} (the lock holder only),
+   * deletes unpublished {@code .tmp} files and files superseded by the newest snapshot; without
+   * it the directory is not touched.
+   *
+   * @throws NoSuchFileException if a file vanished while reading (a concurrent compaction); a
+   *     read-only reader retries
+   */
+  static Loaded read(Path dir, boolean cleanUp) throws IOException {
+    List<LogFile> files = new ArrayList<>();
+    if (Files.isDirectory(dir)) {
+      try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
+        for (Path p : ds) {
+          String name = p.getFileName().toString();
+          Matcher m = NAME.matcher(name);
+          if (m.matches()) {
+            files.add(new LogFile(Long.parseLong(m.group(1)), p, -1,
+                m.group(2).equals(SNAP_EXT)));
+          } else if (name.endsWith(TMP_EXT)) {
+            if (cleanUp) {
+              log.info("discarding unpublished outbox file {} (its writer never returned)", p);
+              Files.deleteIfExists(p);
+            }
+          } else {
+            log.warn("ignoring unexpected file {} in the outbox directory", p);
+          }
+        }
+      }
+    }
+    files.sort(Comparator.comparingLong(LogFile::seq));
+    int base = 0;
+    for (int i = files.size() - 1; i >= 0; i--) {
+      if (files.get(i).snapshot()) {
+        base = i;
+        break;
+      }
+    }
+    for (LogFile stale : files.subList(0, base)) {
+      if (cleanUp) {
+        Files.deleteIfExists(stale.path()); // a compaction published its snapshot, then stopped
+      }
+    }
+    LogState state = new LogState();
+    List<LogFile> live = new ArrayList<>();
+    List<Damaged> damaged = new ArrayList<>();
+    long maxSeq = files.isEmpty() ? 0 : files.getLast().seq();
+    for (LogFile f : files.subList(base, files.size())) {
+      byte[] bytes = Files.readAllBytes(f.path());
+      LogFile sized = new LogFile(f.seq(), f.path(), bytes.length, f.snapshot());
+      live.add(sized);
+      List<String> problems = new ArrayList<>();
+      for (LogRecord r : parse(sized, bytes, problems)) {
+        state.apply(r);
+      }
+      if (!problems.isEmpty()) {
+        damaged.add(new Damaged(sized, List.copyOf(problems)));
+      }
+    }
+    return new Loaded(state, live, damaged, maxSeq);
+  }
+
+  /** The readable records of one file; what is wrong goes to {@code problems}. */
+  static List<LogRecord> parse(LogFile f, byte[] a, List<String> problems) {
+    String where = f.path().getFileName().toString();
+    ByteBuffer buf = ByteBuffer.wrap(a);
+    try {
+      RecordCodec.Header h = RecordCodec.readHeader(buf);
+      if (h.seq() != f.seq()) {
+        problems.add(where + ": header names sequence " + h.seq() + ", not " + f.seq());
+      }
+      int expectedKind = f.snapshot() ? RecordCodec.KIND_SNAPSHOT : RecordCodec.KIND_BATCH;
+      if (h.kind() != expectedKind) {
+        problems.add(where + ": header kind " + h.kind() + " does not match the file name");
+      }
+    } catch (IllegalArgumentException e) {
+      problems.add(where + ": bad header: " + e.getMessage());
+    }
+    List<LogRecord> out = new ArrayList<>();
+    int pos = Math.min(RecordCodec.HEADER_BYTES, a.length);
+    while (pos < a.length) {
+      int remaining = a.length - pos;
+      String problem = null;
+      int len = -1;
+      if (remaining < RecordCodec.FRAME_BYTES) {
+        problem = "truncated record frame (" + remaining + " bytes) at the end of the file";
+      } else if (buf.getInt(pos) != RecordCodec.MARKER) {
+        problem = "no record marker";
+      } else {
+        len = buf.getInt(pos + 4);
+        if (len < 1 || len > RecordCodec.MAX_BODY) {
+          problem = "implausible record length " + len;
+        } else if (len > remaining - RecordCodec.FRAME_BYTES) {
+          problem = "record of " + len + " bytes is truncated: the file ends "
+              + (remaining - RecordCodec.FRAME_BYTES) + " bytes into it";
+        } else if (RecordCodec.frameCrc(a, pos, len) != buf.getInt(pos + 8)) {
+          problem = "checksum mismatch" + guessCallId(a, pos + RecordCodec.FRAME_BYTES, len);
+        }
+      }
+      if (problem == null) {
+        try {
+          out.add(RecordCodec.readBody(ByteBuffer.wrap(a, pos + RecordCodec.FRAME_BYTES, len)
+              .slice()));
+        } catch (IllegalArgumentException e) {
+          problems.add(where + ": record at offset " + pos + " is unreadable: " + e.getMessage());
+        }
+        pos += RecordCodec.FRAME_BYTES + len; // its checksum holds, so its length does too
+        continue;
+      }
+      int next = resync(a, pos + 1);
+      problems.add(where + ": damaged record at offset " + pos + ": " + problem
+          + (next < a.length ? "; resumed at offset " + next
+              : "; " + (a.length - pos) + " bytes up to the end skipped"));
+      pos = next;
+    }
+    return out;
+  }
+
+  /** Offset of the next intact record at or after {@code from}, or the end of the file. */
+  private static int resync(byte[] a, int from) {
+    ByteBuffer buf = ByteBuffer.wrap(a);
+    for (int i = from; i + RecordCodec.FRAME_BYTES <= a.length; i++) {
+      if (a[i] != 0x52 || buf.getInt(i) != RecordCodec.MARKER) {
+        continue;
+      }
+      int len = buf.getInt(i + 4);
+      if (len >= 1 && len <= a.length - i - RecordCodec.FRAME_BYTES
+          && RecordCodec.frameCrc(a, i, len) == buf.getInt(i + 8)) {
+        return i;
+      }
+    }
+    return a.length;
+  }
+
+  /** Best effort: the call id of a damaged record, when its body still parses that far. */
+  private static String guessCallId(byte[] a, int body, int len) {
+    try {
+      ByteBuffer b = ByteBuffer.wrap(a, body, len).slice();
+      b.get();
+      int n = b.getInt();
+      if (n > 0 && n <= 256 && n <= b.remaining()) {
+        String id = new String(a, body + 5, n, StandardCharsets.UTF_8);
+        if (id.chars().allMatch(c -> c >= 0x20 && c < 0x7f)) {
+          return " (call id probably '" + id + "')";
+        }
+      }
+    } catch (RuntimeException e) {
+      // nothing to guess
+    }
+    return "";
+  }
+
+  // ---- writing ----
+
+  private static final class Pending {
+    final List<LogRecord> records;
+    final CompletableFuture<Void> done; // null: lazy
+
+    Pending(List<LogRecord> records, boolean sync) {
+      this.records = records;
+      this.done = sync ? new CompletableFuture<>() : null;
+    }
+  }
+
+  private final Path dir;
+  private final Tuning tuning;
+  private final InstantSource clock;
+  private final FileChannel dirChannel;
+  private final Thread writer;
+
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Condition wake = lock.newCondition();
+  private ArrayList<Pending> queue = new ArrayList<>();
+  private boolean urgent;
+  private long firstLazyNanos;
+  private boolean closing;
+
+  // writer thread only (and start-up before it runs)
+  private final LogState state;
+  private final List<LogFile> files;
+  private long maxSeq;
+  private long diskBytes;
+
+  private final AtomicLong flushes = new AtomicLong();
+  private final AtomicLong batches = new AtomicLong();
+  private final AtomicLong compactions = new AtomicLong();
+
+  private OutboxLog(Path dir, Loaded loaded, InstantSource clock, Tuning tuning)
+      throws IOException {
+    this.dir = dir;
+    this.tuning = tuning;
+    this.clock = clock;
+    this.state = loaded.state();
+    this.files = new ArrayList<>(loaded.files());
+    this.maxSeq = loaded.maxSeq();
+    this.diskBytes = files.stream().mapToLong(LogFile::bytes).sum();
+    this.dirChannel = FileChannel.open(dir, StandardOpenOption.READ);
+    this.writer = Thread.ofPlatform().daemon().name("phrony-outbox-writer").unstarted(this::run);
+  }
+
+  /**
+   * Takes over the log read into {@code loaded}: damaged files are copied into
+   * {@code corruptDir} and the log is compacted at once, so what could be read is rewritten and
+   * the damaged originals leave the log. Then starts the writer.
+   */
+  static OutboxLog start(Path dir, Path corruptDir, Loaded loaded, InstantSource clock,
+      Tuning tuning) throws IOException {
+    StateDir.ensureOwnerOnlyDir(dir);
+    OutboxLog l = new OutboxLog(dir, loaded, clock, tuning);
+    try {
+      if (!loaded.damaged().isEmpty()) {
+        for (Damaged d : loaded.damaged()) {
+          Path copy = copyAside(d, corruptDir, clock.instant());
+          log.warn("outbox file {} is damaged; copied to {} and rewritten without the damaged "
+              + "parts", d.file().path(), copy);
+        }
+        l.compact();
+      }
+    } catch (IOException | RuntimeException e) {
+      l.dirChannel.close();
+      throw e;
+    }
+    l.writer.start();
+    return l;
+  }
+
+  private static Path copyAside(Damaged d, Path corruptDir, Instant now) throws IOException {
+    StateDir.ensureOwnerOnlyDir(corruptDir);
+    String base = d.file().path().getFileName() + "." + STAMP.format(now);
+    Path target = corruptDir.resolve(base);
+    for (int i = 1; Files.exists(target) || Files.exists(problemsFile(target)); i++) {
+      target = corruptDir.resolve(base + "-" + i);
+    }
+    StateDir.writeAtomically(target, Files.readAllBytes(d.file().path()));
+    StateDir.writeAtomically(problemsFile(target),
+        (String.join("\n", d.problems()) + "\n").getBytes(StandardCharsets.UTF_8));
+    return target;
+  }
+
+  static Path problemsFile(Path corruptCopy) {
+    return corruptCopy.resolveSibling(corruptCopy.getFileName() + ".problems.txt");
+  }
+
+  /**
+   * Writes {@code records} in the next batch and returns once it is on the device.
+   *
+   * @throws UncheckedIOException if the batch could not be written
+   * @throws IllegalStateException if the log is closed
+   */
+  void append(List<LogRecord> records) {
+    Pending p = new Pending(List.copyOf(records), true);
+    enqueue(p);
+    await(p.done);
+  }
+
+  void append(LogRecord record) {
+    append(List.of(record));
+  }
+
+  /** Queues {@code record} for the next batch without waiting. */
+  void appendLater(LogRecord record) {
+    enqueue(new Pending(List.of(record), false));
+  }
+
+  /** Returns once everything queued before is on the device. */
+  void sync() {
+    append(List.of());
+  }
+
+  private void enqueue(Pending p) {
+    lock.lock();
+    try {
+      if (closing) {
+        throw new IllegalStateException("the outbox is closed");
+      }
+      if (queue.isEmpty()) {
+        firstLazyNanos = System.nanoTime(); // lazy records linger from the first one queued
+      }
+      urgent |= p.done != null;
+      queue.add(p);
+      wake.signal();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private static void await(CompletableFuture<Void> done) {
+    boolean interrupted = false;
+    try {
+      while (true) {
+        try {
+          done.get();
+          return;
+        } catch (InterruptedException e) {
+          interrupted = true; // the record is queued: wait for its outcome regardless
+        } catch (ExecutionException e) {
+          Throwable c = e.getCause();
+          if (c instanceof IOException io) {
+            throw new UncheckedIOException(io.getMessage(), io);
+          }
+          if (c instanceof RuntimeException re) {
+            throw re;
+          }
+          throw new IllegalStateException(c);
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  private void run() {
+    while (true) {
+      ArrayList<Pending> batch;
+      boolean last;
+      lock.lock();
+      try {
+        while (true) {
+          if (queue.isEmpty()) {
+            if (closing) {
+              break;
+            }
+            wake.awaitUninterruptibly();
+            continue;
+          }
+          if (urgent || closing) {
+            break;
+          }
+          long wait = tuning.lingerNanos() - (System.nanoTime() - firstLazyNanos);
+          if (wait <= 0) {
+            break;
+          }
+          try {
+            wake.awaitNanos(wait);
+          } catch (InterruptedException e) {
+            // only close() stops this thread, through `closing`
+          }
+        }
+        batch = queue;
+        queue = new ArrayList<>();
+        urgent = false;
+        last = closing && batch.isEmpty();
+      } finally {
+        lock.unlock();
+      }
+      if (last) {
+        finalCompaction();
+        return;
+      }
+      writeBatch(batch);
+    }
+  }
+
+  private void writeBatch(List<Pending> batch) {
+    List<LogRecord> records = new ArrayList<>();
+    for (Pending p : batch) {
+      records.addAll(p.records);
+    }
+    IOException failure = null;
+    if (!records.isEmpty()) {
+      try {
+        publish(false, records);
+        records.forEach(state::apply);
+        batches.incrementAndGet();
+      } catch (IOException e) {
+        failure = e;
+        log.error("could not write {} outbox records to {}: {}", records.size(), dir,
+            e.toString());
+      }
+    }
+    for (Pending p : batch) {
+      if (p.done != null) {
+        if (failure == null) {
+          p.done.complete(null);
+        } else {
+          p.done.completeExceptionally(failure);
+        }
+      }
+    }
+    if (failure == null && shouldCompact()) {
+      try {
+        compact();
+      } catch (IOException e) {
+        log.error("outbox compaction in {} failed (the log stays valid): {}", dir, e.toString());
+      }
+    }
+  }
+
+  private boolean shouldCompact() {
+    if (files.size() < tuning.minFilesToCompact()) {
+      return false;
+    }
+    long live = state.liveBytes();
+    return diskBytes - live >= live || files.size() >= tuning.maxFiles();
+  }
+
+  private void finalCompaction() {
+    try {
+      if (tuning.compactOnClose()
+          && (files.size() > 1 || (state.isEmpty() && !files.isEmpty()))) {
+        compact();
+      }
+    } catch (IOException e) {
+      log.error("outbox compaction at close failed (the log stays valid): {}", e.toString());
+    }
+  }
+
+  /** Replaces every file by one snapshot of the live state (none when nothing is live). */
+  private void compact() throws IOException {
+    List<LogFile> old = List.copyOf(files);
+    LogFile snap = null;
+    if (!state.isEmpty()) {
+      List<LogRecord> live = new ArrayList<>(state.results());
+      live.addAll(state.intents());
+      snap = publish(true, live); // published before anything older goes
+    }
+    for (LogFile f : old) { // oldest first: any prefix removed leaves a log that replays right
+      Files.deleteIfExists(f.path());
+    }
+    force(dirChannel);
+    files.clear();
+    diskBytes = 0;
+    if (snap != null) {
+      files.add(snap);
+      diskBytes = snap.bytes();
+    }
+    compactions.incrementAndGet();
+    log.debug("outbox compacted {} files into {}", old.size(), snap == null ? "none" : snap.path());
+  }
+
+  /** Writes one file: tmp, force, rename into place, force the directory. */
+  private LogFile publish(boolean snapshot, List<LogRecord> records) throws IOException {
+    long seq = ++maxSeq;
+    RecordCodec.Buf buf = new RecordCodec.Buf(RecordCodec.HEADER_BYTES + records.size() * 256);
+    buf.raw(RecordCodec.header(snapshot ? RecordCodec.KIND_SNAPSHOT : RecordCodec.KIND_BATCH, seq,
+        clock.instant()).array());
+    for (LogRecord r : records) {
+      RecordCodec.writeRecord(buf, r);
+    }
+    String name = String.format("%020d", seq) + (snapshot ? SNAP_EXT : BATCH_EXT);
+    Path target = dir.resolve(name);
+    Path tmp = dir.resolve(name + TMP_EXT);
+    try {
+      try (FileChannel ch = FileChannel.open(tmp, Set.of(StandardOpenOption.CREATE_NEW,
+          StandardOpenOption.WRITE), StateDir.fileAttributes(tmp))) {
+        ByteBuffer b = buf.asByteBuffer();
+        while (b.hasRemaining()) {
+          ch.write(b);
+        }
+        force(ch);
+      }
+      Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+    } catch (IOException | RuntimeException e) {
+      Files.deleteIfExists(tmp);
+      throw e;
+    }
+    force(dirChannel);
+    LogFile f = new LogFile(seq, target, buf.size(), snapshot);
+    files.add(f);
+    diskBytes += f.bytes();
+    return f;
+  }
+
+  private void force(FileChannel ch) throws IOException {
+    ch.force(true);
+    flushes.incrementAndGet();
+  }
+
+  /** Device flushes (file and directory {@code force}) so far. */
+  long flushCount() {
+    return flushes.get();
+  }
+
+  /** Batch files written so far. */
+  long batchCount() {
+    return batches.get();
+  }
+
+  long compactionCount() {
+    return compactions.get();
+  }
+
+  /** Writes what is queued, compacts if worthwhile, and stops the writer. Idempotent. */
+  @Override
+  public void close() throws IOException {
+    lock.lock();
+    try {
+      if (closing) {
+        return;
+      }
+      closing = true;
+      wake.signal();
+    } finally {
+      lock.unlock();
+    }
+    boolean interrupted = false;
+    while (writer.isAlive()) {
+      try {
+        writer.join();
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    dirChannel.close();
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

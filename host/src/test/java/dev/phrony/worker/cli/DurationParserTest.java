@@ -1,0 +1,76 @@
+package dev.phrony.worker.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Properties;
+import org.junit.jupiter.api.Test;
+
+class DurationParserTest {
+
+  @Test
+  void units_combinations_and_iso() {
+    assertThat(DurationParser.parse("7d")).isEqualTo(Duration.ofDays(7));
+    assertThat(DurationParser.parse("12h")).isEqualTo(Duration.ofHours(12));
+    assertThat(DurationParser.parse("30m")).isEqualTo(Duration.ofMinutes(30));
+    assertThat(DurationParser.parse("45s")).isEqualTo(Duration.ofSeconds(45));
+    assertThat(DurationParser.parse("500ms")).isEqualTo(Duration.ofMillis(500));
+    assertThat(DurationParser.parse("1h30m")).isEqualTo(Duration.ofMinutes(90));
+    assertThat(DurationParser.parse(" 2D ")).isEqualTo(Duration.ofDays(2));
+    assertThat(DurationParser.parse("PT30S")).isEqualTo(Duration.ofSeconds(30));
+    assertThat(DurationParser.parse("p1dt2h")).isEqualTo(Duration.ofHours(26));
+    assertThat(DurationParser.parse("0s")).isZero();
+  }
+
+  @Test
+  void bad_values_explain_themselves() {
+    assertThatThrownBy(() -> DurationParser.parse("7")).hasMessageContaining("no unit")
+        .hasMessageContaining("e.g. 7d");
+    assertThatThrownBy(() -> DurationParser.parse("7x")).hasMessageContaining("'7x'");
+    assertThatThrownBy(() -> DurationParser.parse("d7")).hasMessageContaining("'d7'");
+    assertThatThrownBy(() -> DurationParser.parse("")).hasMessageContaining("required");
+    assertThatThrownBy(() -> DurationParser.parse("PT-5S")).hasMessageContaining("negative");
+    assertThatThrownBy(() -> DurationParser.parse("PTxS")).hasMessageContaining("ISO-8601");
+    assertThatThrownBy(() -> DurationParser.parse("99999999999999999999d"))
+        .hasMessageContaining("too long");
+    assertThatThrownBy(() -> new DurationParser().convert("1y"))
+        .isInstanceOf(picocli.CommandLine.TypeConversionException.class);
+  }
+
+  @Test
+  void durability_flag_values() {
+    DurabilityConverter c = new DurabilityConverter();
+    assertThat(c.convert("writes")).isEqualTo(dev.phrony.worker.outbox.Durability.WRITES);
+    assertThat(c.convert("ALL")).isEqualTo(dev.phrony.worker.outbox.Durability.ALL);
+    assertThat(c.convert("none")).isEqualTo(dev.phrony.worker.outbox.Durability.NONE);
+    assertThatThrownBy(() -> c.convert("some"))
+        .isInstanceOf(picocli.CommandLine.TypeConversionException.class)
+        .hasMessageContaining("expected one of writes, all, none");
+    assertThat(new DurabilityConverter.Candidates()).containsExactly("writes", "all", "none");
+    assertThat(dev.phrony.worker.outbox.Durability.WRITES.isDurable("idempotent_write")).isTrue();
+    assertThat(dev.phrony.worker.outbox.Durability.WRITES.isDurable("read_only")).isFalse();
+    assertThat(dev.phrony.worker.outbox.Durability.WRITES.isDurable("")).isFalse();
+    assertThat(dev.phrony.worker.outbox.Durability.ALL.isDurable("")).isTrue();
+    assertThat(dev.phrony.worker.outbox.Durability.NONE.needsIntent("irreversible_action"))
+        .isFalse();
+  }
+
+  @Test
+  void state_dir_flag_then_env_then_phrony_home_then_cwd() {
+    Properties home = new Properties();
+    home.setProperty("phrony.home", "/opt/phrony");
+    Map<String, String> env = Map.of("PHRONY_WORKER_STATE_DIR", "/var/lib/phrony");
+    assertThat(StateDirOption.resolve(Path.of("/x/state"), env, home))
+        .isEqualTo(Path.of("/x/state"));
+    assertThat(StateDirOption.resolve(null, env, home)).isEqualTo(Path.of("/var/lib/phrony"));
+    assertThat(StateDirOption.resolve(null, Map.of(), home))
+        .isEqualTo(Path.of("/opt/phrony/state"));
+    assertThat(StateDirOption.resolve(null, Map.of("PHRONY_WORKER_STATE_DIR", " "), home))
+        .isEqualTo(Path.of("/opt/phrony/state"));
+    assertThat(StateDirOption.resolve(null, Map.of(), new Properties()))
+        .isEqualTo(Path.of("state").toAbsolutePath());
+  }
+}

@@ -1,0 +1,400 @@
+package dev.phrony.worker.outbox;
+
+import static dev.phrony.worker.outbox.Results.intent;
+import static dev.phrony.worker.outbox.Results.json;
+import static dev.phrony.worker.outbox.Results.result;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.phrony.worker.state.StateDir;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The durable outbox on real files: round trips through close and reopen. */
+class DurableOutboxTest {
+  @TempDir
+  Path tmp;
+
+  private final MutableClock clock = new MutableClock(Instant.parse("2026-03-01T12:00:00Z"));
+  private StateDir stateDir;
+  private DurableOutbox outbox;
+
+  @AfterEach
+  void tearDown() throws IOException {
+    closeAll();
+  }
+
+  private Path dir() {
+    return tmp.resolve("state");
+  }
+
+  private DurableOutbox open(Durability d) throws IOException {
+    return open(d, OutboxLog.Tuning.DEFAULT);
+  }
+
+  private DurableOutbox open(Durability d, OutboxLog.Tuning tuning) throws IOException {
+    stateDir = StateDir.open(dir());
+    outbox = DurableOutbox.open(stateDir,
+        new DurableOutbox.Options(d, Duration.ofDays(7), clock), tuning);
+    return outbox;
+  }
+
+  private void closeAll() throws IOException {
+    if (outbox != null) {
+      outbox.close();
+      outbox = null;
+    }
+    if (stateDir != null) {
+      stateDir.close();
+      stateDir = null;
+    }
+  }
+
+  private DurableOutbox reopen(Durability d) throws IOException {
+    closeAll();
+    return open(d);
+  }
+
+  private List<Path> logFiles() throws IOException {
+    try (Stream<Path> s = Files.list(dir().resolve("outbox"))) {
+      return s.sorted().toList();
+    }
+  }
+
+  @Test
+  void held_results_survive_reopen_and_released_ones_do_not() throws IOException {
+    DurableOutbox o = open(Durability.WRITES);
+    o.hold(result("w1", "non_idempotent_write", "{\"n\":1}"));
+    o.hold(result("w2", "idempotent_write", "{\"n\":2}"));
+    o.hold(result("r1", "read_only", "{\"n\":3}")); // memory only under `writes`
+    o.hold(result("x1", "irreversible_action", "{\"n\":4}"));
+    assertThat(o.pendingIds()).containsExactlyInAnyOrder("w1", "w2", "r1", "x1");
+    o.release("x1");
+
+    o = reopen(Durability.WRITES);
+    assertThat(o.pendingIds()).containsExactlyInAnyOrder("w1", "w2");
+    assertThat(o.find("w1")).hasValueSatisfying(r -> {
+      assertThat(json(r)).isEqualTo("{\"n\":1}");
+      assertThat(r.sessionId()).isEqualTo("session-1");
+      assertThat(r.toolKey()).isEqualTo("pay.charge@1.0.0");
+      assertThat(r.sideEffectClass()).isEqualTo("non_idempotent_write");
+      assertThat(r.completedAt()).isEqualTo(Instant.parse("2026-01-02T03:04:05.123456789Z"));
+    });
+    assertThat(o.find("r1")).isEmpty();
+    assertThat(o.find("x1")).isEmpty();
+    assertThat(o.problems()).isEmpty();
+
+    o.release("w1");
+    o.release("w2");
+    o = reopen(Durability.WRITES);
+    assertThat(o.size()).isZero();
+    closeAll();
+    assertThat(logFiles()).as("a clean close with nothing held leaves no files").isEmpty();
+  }
+
+  @Test
+  void error_outcomes_and_null_fields_round_trip() throws IOException {
+    DurableOutbox o = open(Durability.ALL);
+    HeldResult err = new HeldResult("e1", null, null, null, null,
+        CallOutcome.error("deadline_exceeded", "after 3s — ünïcode"));
+    o.hold(err);
+    o = reopen(Durability.ALL);
+    assertThat(o.find("e1")).hasValue(err);
+  }
+
+  @Test
+  void durability_all_keeps_read_only_results_and_none_writes_nothing() throws IOException {
+    DurableOutbox o = open(Durability.ALL);
+    o.hold(result("r1", "read_only", "{}"));
+    o.hold(result("u1", "", "{}"));
+    o = reopen(Durability.NONE);
+    assertThat(o.pendingIds()).containsExactlyInAnyOrder("r1", "u1");
+    o.release("r1");
+    o.release("u1");
+    long flushesBefore = o.flushCount();
+    o.hold(result("w1", "irreversible_action", "{}"));
+    o.recordIntent(intent("w2", clock.instant()));
+    assertThat(o.flushCount()).as("none: holds and intents never touch the disk")
+        .isEqualTo(flushesBefore);
+    o = reopen(Durability.NONE);
+    assertThat(o.size()).isZero();
+    assertThat(o.interruptedIds()).isEmpty();
+  }
+
+  @Test
+  void orphaned_state_survives_reopen_and_a_rehold_clears_it() throws IOException {
+    DurableOutbox o = open(Durability.WRITES);
+    o.hold(result("a", "idempotent_write", "{}"));
+    o.hold(result("b", "idempotent_write", "{}"));
+    o.markOrphaned("a");
+    o = reopen(Durability.WRITES);
+    assertThat(o.isOrphaned("a")).isTrue();
+    assertThat(o.isOrphaned("b")).isFalse();
+    assertThat(o.pendingIds()).containsExactly("b");
+    assertThat(o.entries()).filteredOn(e -> e.callId().equals("a")).singleElement()
+        .satisfies(e -> {
+          assertThat(e.state()).isEqualTo(OutboxEntry.State.ORPHANED);
+          assertThat(e.since()).isEqualTo(clock.instant());
+          assertThat(e.sessionId()).isEqualTo("session-1");
+          assertThat(e.toolKey()).isEqualTo("pay.charge@1.0.0");
+        });
+
+    // The runtime invoked the orphaned call again: the dispatcher holds it again and resends.
+    o.hold(o.find("a").orElseThrow());
+    o = reopen(Durability.WRITES);
+    assertThat(o.isOrphaned("a")).isFalse();
+    assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b");
+  }
+
+  @Test
+  void an_intent_without_a_result_is_interrupted_after_reopen() throws IOException {
+    DurableOutbox o = open(Durability.WRITES);
+    o.recordIntent(intent("i1", clock.instant()));
+    o.recordIntent(new IntentRecord("ro", "s", "t@1", "read_only", clock.instant())); // ignored
+    o.recordIntent(new IntentRecord("iw", "s", "t@1", "idempotent_write", clock.instant()));
+    assertThat(o.wasInterrupted("i1")).as("running, not interrupted").isFalse();
+    assertThat(o.interruptedIds()).isEmpty();
+    assertThat(o.entries()).extracting(OutboxEntry::callId, OutboxEntry::state)
+        .containsExactly(org.assertj.core.groups.Tuple.tuple("i1", OutboxEntry.State.RUNNING));
+
+    clock.advance(Duration.ofMinutes(5));
+    o = reopen(Durability.WRITES);
+    assertThat(o.wasInterrupted("i1")).isTrue();
+    assertThat(o.interruptedIds()).containsExactly("i1");
+    assertThat(o.pendingIds()).isEmpty();
+    assertThat(o.find("i1")).isEmpty();
+    Instant interruptedAt = clock.instant();
+
+    clock.advance(Duration.ofMinutes(5));
+    o = reopen(Durability.WRITES);
+    assertThat(o.entries()).singleElement().satisfies(e -> {
+      assertThat(e.state()).isEqualTo(OutboxEntry.State.INTERRUPTED);
+      assertThat(e.since()).as("interrupted once, at the first start after the crash")
+          .isEqualTo(interruptedAt);
+      assertThat(e.startedAt()).isEqualTo(Instant.parse("2026-03-01T12:00:00Z"));
+    });
+
+    o.dropIntent("i1");
+    o = reopen(Durability.WRITES);
+    assertThat(o.interruptedIds()).isEmpty();
+  }
+
+  @Test
+  void a_result_supersedes_its_intent_and_a_dropped_intent_is_gone() throws IOException {
+    DurableOutbox o = open(Durability.WRITES);
+    o.recordIntent(intent("done", clock.instant()));
+    o.hold(result("done", "non_idempotent_write", "{\"ok\":true}"));
+    o.recordIntent(intent("cancelled", clock.instant()));
+    o.dropIntent("cancelled");
+    o = reopen(Durability.WRITES);
+    assertThat(o.wasInterrupted("done")).isFalse();
+    assertThat(o.wasInterrupted("cancelled")).isFalse();
+    assertThat(o.pendingIds()).containsExactly("done");
+    assertThat(o.interruptedIds()).isEmpty();
+  }
+
+  @Test
+  void files_are_owner_only() throws IOException {
+    DurableOutbox o = open(Durability.WRITES);
+    o.hold(result("w1", "idempotent_write", "{}"));
+    assertThat(Files.getPosixFilePermissions(dir()))
+        .isEqualTo(PosixFilePermissions.fromString("rwx------"));
+    assertThat(Files.getPosixFilePermissions(dir().resolve("outbox")))
+        .isEqualTo(PosixFilePermissions.fromString("rwx------"));
+    for (Path f : logFiles()) {
+      assertThat(Files.getPosixFilePermissions(f)).as(f.toString())
+          .isEqualTo(PosixFilePermissions.fromString("rw-------"));
+    }
+  }
+
+  @Test
+  void concurrent_holds_are_group_committed() throws Exception {
+    DurableOutbox o = open(Durability.ALL);
+    int calls = 200;
+    long before = o.flushCount();
+    CountDownLatch go = new CountDownLatch(1);
+    List<Future<?>> fs = new ArrayList<>();
+    long t0;
+    try (ExecutorService vt = Executors.newVirtualThreadPerTaskExecutor()) {
+      for (int i = 0; i < calls; i++) {
+        String id = "c" + i;
+        fs.add(vt.submit(() -> {
+          go.await();
+          o.hold(result(id, "non_idempotent_write", "{\"i\":\"" + id + "\"}"));
+          return null;
+        }));
+      }
+      t0 = System.nanoTime();
+      go.countDown();
+      for (Future<?> f : fs) {
+        f.get();
+      }
+    }
+    long ms = (System.nanoTime() - t0) / 1_000_000;
+    long flushes = o.flushCount() - before;
+    System.out.printf("group commit: %d concurrent holds -> %d batches, %d flushes in %d ms%n",
+        calls, o.batchCount(), flushes, ms);
+    assertThat(flushes).isLessThan(calls / 4);
+    assertThat(o.pendingIds()).hasSize(calls);
+    DurableOutbox again = reopen(Durability.ALL);
+    assertThat(again.pendingIds()).hasSize(calls);
+  }
+
+  @Test
+  void compaction_keeps_the_log_small_and_the_state_right() throws IOException {
+    DurableOutbox o = open(Durability.ALL, new OutboxLog.Tuning(4, 16, 0));
+    for (int i = 0; i < 100; i++) {
+      o.hold(result("c" + i, "read_only", "{\"i\":" + i + "}"));
+      if (i % 10 != 0) {
+        o.release("c" + i);
+      }
+      if (i % 20 == 0) {
+        o.markOrphaned("c" + i);
+      }
+    }
+    o.sync();
+    assertThat(o.compactionCount()).isPositive();
+    assertThat(logFiles().size()).isLessThanOrEqualTo(16);
+    o = reopen(Durability.ALL);
+    assertThat(o.size()).isEqualTo(10);
+    assertThat(o.pendingIds()).containsExactlyInAnyOrder("c10", "c30", "c50", "c70", "c90");
+    assertThat(o.isOrphaned("c40")).isTrue();
+    assertThat(o.problems()).isEmpty();
+    closeAll();
+    assertThat(logFiles()).singleElement().satisfies(p -> assertThat(p.toString())
+        .endsWith(".snap"));
+  }
+
+  @Test
+  void leftovers_of_a_crash_mid_publish_or_mid_compaction_are_cleaned_up() throws IOException {
+    DurableOutbox o = open(Durability.ALL, new OutboxLog.Tuning(2, 16, 0));
+    o.hold(result("a", "read_only", "{}"));
+    o.hold(result("b", "read_only", "{}"));
+    o.hold(result("c", "read_only", "{}")); // compaction: one snapshot
+    closeAll();
+    Path outboxDir = dir().resolve("outbox");
+    // a batch being written when the process died, and an old file a compaction did not delete
+    Files.write(outboxDir.resolve(String.format("%020d.batch.tmp", 99)), new byte[] {1, 2, 3});
+    Files.write(outboxDir.resolve(String.format("%020d.batch", 0)), new byte[] {9, 9});
+    o = open(Durability.ALL);
+    assertThat(o.problems()).isEmpty();
+    assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b", "c");
+    assertThat(logFiles()).noneMatch(p -> p.toString().endsWith(".tmp"))
+        .noneMatch(p -> p.getFileName().toString().startsWith("00000000000000000000"));
+  }
+
+  @Test
+  void orphans_and_interrupted_calls_are_pruned_after_the_retention() throws IOException {
+    DurableOutbox o = open(Durability.WRITES);
+    o.hold(result("held", "idempotent_write", "{}"));
+    o.hold(result("orphan", "idempotent_write", "{}"));
+    o.hold(result("mem-orphan", "read_only", "{}"));
+    o.markOrphaned("orphan");
+    o.markOrphaned("mem-orphan");
+    o.recordIntent(intent("crashed", clock.instant()));
+    o = reopen(Durability.WRITES); // "crashed" is interrupted from now
+
+    clock.advance(Duration.ofDays(7).minusSeconds(1));
+    assertThat(o.prune(clock.instant())).isEmpty();
+    clock.advance(Duration.ofSeconds(1));
+    assertThat(o.prune(clock.instant())).containsExactlyInAnyOrder("orphan", "crashed");
+    assertThat(o.find("orphan")).isEmpty();
+    assertThat(o.interruptedIds()).isEmpty();
+    assertThat(o.pendingIds()).as("held results are never pruned").containsExactly("held");
+
+    o = reopen(Durability.WRITES);
+    assertThat(o.size()).isEqualTo(1);
+    assertThat(o.interruptedIds()).isEmpty();
+  }
+
+  @Test
+  void open_prunes_what_expired_while_the_worker_was_down() throws IOException {
+    DurableOutbox o = open(Durability.WRITES);
+    o.hold(result("orphan", "idempotent_write", "{}"));
+    o.markOrphaned("orphan");
+    closeAll();
+    clock.advance(Duration.ofDays(8));
+    o = open(Durability.WRITES);
+    assertThat(o.size()).isZero();
+  }
+
+  @Test
+  void the_read_only_view_sees_a_running_worker_s_state() throws IOException {
+    DurableOutbox o = open(Durability.WRITES);
+    o.hold(result("h", "idempotent_write", "{\"v\":1}"));
+    o.hold(result("o", "idempotent_write", "{}"));
+    o.markOrphaned("o");
+    o.recordIntent(intent("r", clock.instant()));
+    o.sync();
+    OutboxView view = OutboxView.read(dir());
+    assertThat(view.workerPid()).hasValue(ProcessHandle.current().pid());
+    assertThat(view.entries()).extracting(OutboxEntry::callId, OutboxEntry::state)
+        .containsExactlyInAnyOrder(
+            org.assertj.core.groups.Tuple.tuple("h", OutboxEntry.State.HELD),
+            org.assertj.core.groups.Tuple.tuple("o", OutboxEntry.State.ORPHANED),
+            org.assertj.core.groups.Tuple.tuple("r", OutboxEntry.State.RUNNING));
+    // Reading the view must not have disturbed the lock.
+    assertThatThrownBy(() -> StateDir.open(dir()))
+        .isInstanceOf(dev.phrony.worker.state.StateDirLockedException.class);
+    closeAll();
+    assertThat(OutboxView.read(dir()).find("r")).hasValueSatisfying(
+        e -> assertThat(e.state()).isEqualTo(OutboxEntry.State.INTERRUPTED));
+  }
+
+  @Test
+  void a_closed_outbox_refuses_durable_holds() throws IOException {
+    DurableOutbox o = open(Durability.WRITES);
+    o.close();
+    assertThatThrownBy(() -> o.hold(result("w", "idempotent_write", "{}")))
+        .isInstanceOf(IllegalStateException.class);
+  }
+
+  @Test
+  void a_failed_write_keeps_the_result_in_memory_and_counts_the_failure() throws IOException {
+    DurableOutbox o = open(Durability.WRITES);
+    Path outboxDir = dir().resolve("outbox");
+    Files.delete(outboxDir); // empty: nothing written yet
+    Files.writeString(outboxDir, "not a directory"); // every batch now fails
+    try {
+      o.hold(result("w", "idempotent_write", "{}"));
+      assertThat(o.durabilityFailures()).isEqualTo(1);
+      assertThat(o.pendingIds()).containsExactly("w");
+      assertThatThrownBy(() -> o.recordIntent(intent("i", clock.instant())))
+          .isInstanceOf(java.io.UncheckedIOException.class);
+      assertThat(o.interruptedIds()).isEmpty();
+    } finally {
+      Files.delete(outboxDir);
+      Files.createDirectory(outboxDir);
+    }
+  }
+
+  @Test
+  void utf8_payloads_are_kept_byte_for_byte() throws IOException {
+    DurableOutbox o = open(Durability.ALL);
+    byte[] bin = new byte[256];
+    for (int i = 0; i < bin.length; i++) {
+      bin[i] = (byte) i;
+    }
+    o.hold(new HeldResult("bin", "s", "t@1", "read_only", clock.instant(),
+        new CallOutcome.Payload(bin)));
+    o.hold(result("txt", "read_only", "\"Grüße 🌍\""));
+    o = reopen(Durability.ALL);
+    assertThat(((CallOutcome.Payload) o.find("bin").orElseThrow().outcome()).bytes())
+        .isEqualTo(bin);
+    assertThat(json(o.find("txt").orElseThrow())).isEqualTo("\"Grüße 🌍\"");
+  }
+}
