@@ -1,16 +1,24 @@
 package dev.phrony.worker.cli;
 
 import dev.phrony.worker.UserErrorException;
-import dev.phrony.worker.outbox.MemoryOutbox;
+import dev.phrony.worker.outbox.DurableOutbox;
+import dev.phrony.worker.outbox.Durability;
 import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.plugin.PluginLoader;
 import dev.phrony.worker.work.WorkClient;
 import dev.phrony.worker.work.WorkOptions;
+import dev.phrony.worker.state.StateDir;
+import dev.phrony.worker.state.StateDirLockedException;
 import dev.phrony.worker.work.WorkerIdentity;
+import java.io.IOException;
+import java.time.Instant;
+import java.time.InstantSource;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
@@ -39,6 +47,22 @@ final class RunCommand implements Callable<Integer> {
   @Mixin
   private PluginsOption plugins;
 
+  @Mixin
+  private StateDirOption stateDirOption;
+
+  @Option(names = "--durability", paramLabel = "writes|all|none", defaultValue = "writes",
+      converter = DurabilityConverter.class,
+      completionCandidates = DurabilityConverter.Candidates.class,
+      description = "Which results are on disk before they are sent: writes (calls of "
+          + "write and irreversible classes; default), all, or none (memory only).")
+  private Durability durability;
+
+  @Option(names = "--orphan-retention", paramLabel = "DURATION", defaultValue = "7d",
+      converter = DurationParser.class,
+      description = "How long orphaned and interrupted records are kept for an operator "
+          + "(default: 7d).")
+  private Duration orphanRetention;
+
   @Option(names = "--runtime", paramLabel = "HOST:PORT",
       description = "Runtime address. Default: $" + ENV_RUNTIME_ADDR + ", else "
           + DEFAULT_RUNTIME_ADDR + ".")
@@ -58,8 +82,8 @@ final class RunCommand implements Callable<Integer> {
           + "version and the plugin jars (see list-handlers).")
   private String imageDigest;
 
-  @Option(names = "--drain-timeout", paramLabel = "DURATION", defaultValue = "PT30S",
-      description = "How long a shutdown waits for running calls (default: 30 s).")
+  @Option(names = "--drain-timeout", paramLabel = "DURATION", defaultValue = "30s",
+      converter = DurationParser.class, description = "How long a shutdown waits for running calls (default: 30 s).")
   private Duration drainTimeout;
 
   @Option(names = "--max-result-size", paramLabel = "BYTES",
@@ -71,7 +95,7 @@ final class RunCommand implements Callable<Integer> {
       description = "Largest invoke accepted (default 64 MiB; at least 4 MiB).")
   private Integer maxInboundBytes;
 
-  @Option(names = "--keepalive", paramLabel = "DURATION",
+  @Option(names = "--keepalive", paramLabel = "DURATION", converter = DurationParser.class,
       description = "HTTP/2 keepalive ping interval; off by default. Under 5 minutes the "
           + "runtime's grpc-go server may answer too_many_pings and end the stream.")
   private Duration keepAlive;
@@ -80,7 +104,7 @@ final class RunCommand implements Callable<Integer> {
   private CommandLine.Model.CommandSpec spec;
 
   @Override
-  public Integer call() throws InterruptedException {
+  public Integer call() throws InterruptedException, IOException {
     LoadResult loaded = new PluginLoader().load(plugins.pluginsDir());
     loaded.problems().forEach(p -> log.warn("plugin {} not loaded: {}", p.plugin(), p.reason()));
     if (plugins.strict() && loaded.hasProblems()) {
@@ -93,32 +117,50 @@ final class RunCommand implements Callable<Integer> {
           + plugins.pluginsDir() + " (see 'list-handlers')");
       return ExitCodes.PROBLEMS;
     }
-    WorkOptions options = options(loaded);
-    WorkClient client = new WorkClient(options, loaded.catalog(), new MemoryOutbox());
-    CountDownLatch stopped = new CountDownLatch(1);
-    ShutdownSignals.install(() -> {
-      try {
-        client.drain();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      } finally {
-        stopped.countDown();
+    try (StateDir stateDir = openStateDir();
+        DurableOutbox outbox = DurableOutbox.open(stateDir,
+            new DurableOutbox.Options(durability, orphanRetention, InstantSource.system()))) {
+      WorkOptions options = options(loaded, stateDir);
+      WorkClient client = new WorkClient(options, loaded.catalog(), outbox);
+      CountDownLatch stopped = new CountDownLatch(1);
+      ShutdownSignals.install(() -> {
+        try {
+          client.drain();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        } finally {
+          stopped.countDown();
+        }
+      });
+      log.info("worker {} serving {} handlers from {}; state in {} (durability {})",
+          options.identity().workerId(), loaded.catalog().size(), plugins.pluginsDir(),
+          stateDir.path(), durability.flagName());
+      client.start();
+      try (var pruner = Executors.newSingleThreadScheduledExecutor(
+          Thread.ofPlatform().name("phrony-outbox-prune").daemon().factory())) {
+        pruner.scheduleAtFixedRate(() -> outbox.prune(Instant.now()), 1, 1, TimeUnit.HOURS);
+        stopped.await();
+        pruner.shutdownNow();
       }
-    });
-    log.info("worker {} serving {} handlers from {}", options.identity().workerId(),
-        loaded.catalog().size(), plugins.pluginsDir());
-    client.start();
-    stopped.await();
+    }
     return ExitCodes.OK;
   }
 
-  private WorkOptions options(LoadResult loaded) {
+  private StateDir openStateDir() throws IOException {
+    try {
+      return StateDir.open(stateDirOption.resolve());
+    } catch (StateDirLockedException e) {
+      throw new UserErrorException(e.getMessage(), e);
+    }
+  }
+
+  private WorkOptions options(LoadResult loaded, StateDir stateDir) {
     var env = System.getenv();
     String target = runtime != null ? runtime
         : Optional.ofNullable(env.get(ENV_RUNTIME_ADDR)).filter(s -> !s.isBlank())
             .orElse(DEFAULT_RUNTIME_ADDR);
     WorkerIdentity identity = WorkerIdentity.resolve(Optional.ofNullable(workerId), env,
-        WorkerIdentity::generateId, loaded.imageDigest());
+        () -> stateDir.workerId(WorkerIdentity::generateId), loaded.imageDigest());
     if (workloadIdentity != null || imageDigest != null) {
       identity = new WorkerIdentity(identity.workerId(),
           workloadIdentity != null ? workloadIdentity : identity.workloadIdentity(),

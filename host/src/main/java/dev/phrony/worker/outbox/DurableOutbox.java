@@ -243,10 +243,20 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     intents.put(intent.callId(), new IntentState(intent, null));
   }
 
-  @Override
+  /** Forgets an intent (an operator or retention cleared an interrupted call). */
   public void dropIntent(String callId) {
     if (intents.remove(callId) != null) {
       journal.appendLater(new LogRecord.DropIntent(callId));
+    }
+  }
+
+  @Override
+  public void markInterrupted(String callId) {
+    Instant now = options.clock().instant();
+    IntentState s = intents.computeIfPresent(callId,
+        (id, old) -> old.interruptedAt() != null ? old : new IntentState(old.intent(), now));
+    if (s != null && s.interruptedAt() == now) {
+      journal.appendLater(new LogRecord.Interrupted(callId, now));
     }
   }
 

@@ -52,15 +52,16 @@ public interface ResultOutbox {
   default void recordIntent(IntentRecord intent) {}
 
   /**
-   * Forgets the intent of a call that ends without a held result (cancelled, or dropped after a
-   * cancel), or of an interrupted call an operator or retention cleared. Unknown ids are ignored.
+   * The call's handler was stopped (cancelled) before it produced a result: if it recorded an
+   * intent, that call is now interrupted, and a later invoke of it is refused instead of run
+   * again (the handler may have acted).
    */
-  default void dropIntent(String callId) {}
+  default void markInterrupted(String callId) {}
 
   /**
-   * True if {@code callId} had an intent and no result when this outbox was opened: its handler
-   * may or may not have acted before the process died. A re-invoke must not run it again (nack
-   * {@code previous_attempt_interrupted}).
+   * True if {@code callId} had an intent and no result when this outbox was opened, or was
+   * {@linkplain #markInterrupted cancelled mid-run}: its handler may or may not have acted. A
+   * re-invoke must not run it again (nack {@code previous_attempt_interrupted}).
    */
   default boolean wasInterrupted(String callId) {
     return false;

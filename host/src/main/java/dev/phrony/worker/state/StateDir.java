@@ -2,7 +2,6 @@ package dev.phrony.worker.state;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -20,8 +19,6 @@ import java.nio.file.attribute.FileAttribute;
 import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.security.SecureRandom;
-import java.util.HexFormat;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -217,23 +214,6 @@ public final class StateDir implements AutoCloseable {
     }
     log.info("generated worker id {} (kept in {})", id, file);
     return id;
-  }
-
-  /** {@code <hostname>-<8 hex>}: the default worker id generator. */
-  public static String generateWorkerId() {
-    String host;
-    try {
-      host = InetAddress.getLocalHost().getHostName();
-    } catch (IOException e) {
-      host = "worker";
-    }
-    host = host.replaceAll("[^A-Za-z0-9.-]", "-");
-    if (host.isEmpty() || host.length() > 100) {
-      host = host.isEmpty() ? "worker" : host.substring(0, 100);
-    }
-    byte[] rnd = new byte[4];
-    new SecureRandom().nextBytes(rnd);
-    return host + "-" + HexFormat.of().formatHex(rnd);
   }
 
   /** Releases the lock. The dir and its files stay. */

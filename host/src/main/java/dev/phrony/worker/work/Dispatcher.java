@@ -6,9 +6,11 @@ import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.CallOutcome;
 import dev.phrony.worker.outbox.HeldResult;
+import dev.phrony.worker.outbox.IntentRecord;
 import dev.phrony.worker.outbox.ResultOutbox;
 import dev.phrony.worker.plugin.ContextClassLoader;
 import dev.phrony.worker.plugin.HandlerCatalog;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -43,6 +45,8 @@ public final class Dispatcher {
   static final String CAPACITY_EXHAUSTED = "capacity_exhausted";
   static final String INVALID_ARGS = "invalid_args";
   static final String DRAINING = "draining";
+  static final String PREVIOUS_ATTEMPT_INTERRUPTED = "previous_attempt_interrupted";
+  static final String INTENT_NOT_DURABLE = "intent_not_durable";
   static final String INTERNAL = "internal";
   static final String DEADLINE_EXCEEDED = "deadline_exceeded";
   static final String RESULT_TOO_LARGE = "result_too_large";
@@ -106,6 +110,13 @@ public final class Dispatcher {
       sink.sendResult(held.get());
       return;
     }
+    if (outbox.wasInterrupted(callId)) {
+      // A previous attempt may have acted before the worker stopped: never run it twice.
+      sink.sendNack(callId, PREVIOUS_ATTEMPT_INTERRUPTED, "a previous attempt of this call was"
+          + " interrupted by a worker stop and may have acted; see 'phrony-worker outbox show "
+          + callId + "'");
+      return;
+    }
     if (draining) {
       sink.sendNack(callId, DRAINING, "worker is draining for shutdown; retry on another worker");
       return;
@@ -144,6 +155,7 @@ public final class Dispatcher {
   void onCancel(String callId, CallSink sink) {
     Invocation inv = running.get(callId);
     if (inv != null && inv.cancel()) {
+      outbox.markInterrupted(callId);
       running.remove(callId, inv);
       releaseSlot(inv);
       apart.incrementAndGet();
@@ -184,6 +196,7 @@ public final class Dispatcher {
   void cancelAll() {
     for (Invocation inv : running.values()) {
       if (inv.cancel()) {
+        outbox.markInterrupted(inv.callId());
         running.remove(inv.callId(), inv);
         releaseSlot(inv);
         inv.interrupt();
@@ -195,6 +208,7 @@ public final class Dispatcher {
   Set<String> inFlightIds() {
     Set<String> ids = new HashSet<>(running.keySet());
     ids.addAll(outbox.pendingIds());
+    ids.addAll(outbox.interruptedIds());
     return ids;
   }
 
@@ -215,37 +229,62 @@ public final class Dispatcher {
 
   // ---- handler side ----
 
-  @SuppressWarnings("try")
   private void run(Invocation inv) {
-    HandlerCatalog.Entry entry = inv.entry();
     MDC.put("call_id", inv.callId());
     MDC.put("session_id", inv.sessionId());
     MDC.put("tool", inv.key());
-    CallOutcome outcome;
-    try (var tccl = ContextClassLoader.swap(entry.classLoader())) {
-      log.debug("handler started");
-      outcome = toOutcome(entry.handler().handle(inv));
-    } catch (ToolException e) {
-      outcome = CallOutcome.error(e.code(), e.getMessage());
-    } catch (Throwable t) {
-      if (inv.isCancelled()) {
-        outcome = null; // cancel or deadline already decided the outcome
-      } else {
-        log.warn("handler failed with {}", t.toString(), t);
-        outcome = CallOutcome.error(INTERNAL, t.getClass().getName()
-            + (t.getMessage() == null ? "" : ": " + t.getMessage()));
-      }
-    }
     try {
-      if (outcome != null && inv.tryComplete()) {
-        finish(inv, outcome);
-      } else if (inv.state() == Invocation.State.CANCELLED) {
-        apart.decrementAndGet();
-        log.info("handler of cancelled call finished after {}; its result is dropped",
-            Duration.between(inv.startedAt(), clock.instant()));
+      if (recordIntent(inv)) {
+        CallOutcome outcome = execute(inv);
+        if (outcome != null && inv.tryComplete()) {
+          finish(inv, outcome);
+        } else if (inv.state() == Invocation.State.CANCELLED) {
+          apart.decrementAndGet();
+          log.info("handler of cancelled call finished after {}; its result is dropped",
+              Duration.between(inv.startedAt(), clock.instant()));
+        }
       }
     } finally {
       MDC.clear();
+    }
+  }
+
+  /** Runs the handler; null when a cancel or the deadline decided the outcome instead. */
+  @SuppressWarnings("try")
+  private CallOutcome execute(Invocation inv) {
+    HandlerCatalog.Entry entry = inv.entry();
+    try (var tccl = ContextClassLoader.swap(entry.classLoader())) {
+      log.debug("handler started");
+      return toOutcome(entry.handler().handle(inv));
+    } catch (ToolException e) {
+      return CallOutcome.error(e.code(), e.getMessage());
+    } catch (Throwable t) {
+      if (inv.isCancelled()) {
+        return null;
+      }
+      log.warn("handler failed with {}", t.toString(), t);
+      return CallOutcome.error(INTERNAL, t.getClass().getName()
+          + (t.getMessage() == null ? "" : ": " + t.getMessage()));
+    }
+  }
+
+  /**
+   * Before a non-idempotent handler runs, its intent is durable, so a crash mid-call is known
+   * afterwards and the call is never run again. False (and the call answered with an error) if
+   * the intent cannot be written: running without it would break that promise.
+   */
+  private boolean recordIntent(Invocation inv) {
+    try {
+      outbox.recordIntent(new IntentRecord(inv.callId(), inv.sessionId(), inv.key(),
+          inv.entry().descriptor().sideEffectClass().wireName(), clock.instant()));
+      return true;
+    } catch (UncheckedIOException e) {
+      log.error("intent for call {} could not be made durable; not running it", inv.callId(), e);
+      if (inv.tryComplete()) {
+        finish(inv, CallOutcome.error(INTENT_NOT_DURABLE, "the worker could not record its"
+            + " intent durably, so it did not run the call: " + e.getMessage()));
+      }
+      return false;
     }
   }
 

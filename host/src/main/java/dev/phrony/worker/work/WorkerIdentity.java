@@ -49,15 +49,17 @@ public record WorkerIdentity(String workerId, String workloadIdentity, String im
   }
 
   private static String hostname() {
-    String env = System.getenv("HOSTNAME");
-    if (env != null && !env.isBlank()) {
-      return env.strip();
+    String host = System.getenv("HOSTNAME");
+    if (host == null || host.isBlank()) {
+      try {
+        host = InetAddress.getLocalHost().getHostName();
+      } catch (UnknownHostException e) {
+        host = "worker";
+      }
     }
-    try {
-      return InetAddress.getLocalHost().getHostName();
-    } catch (UnknownHostException e) {
-      return "worker";
-    }
+    // Keep the id a plain token whatever the host is called.
+    host = host.strip().replaceAll("[^A-Za-z0-9.-]", "-");
+    return host.isEmpty() ? "worker" : host.substring(0, Math.min(host.length(), 100));
   }
 
   private static Optional<String> nonBlank(String s) {

@@ -95,7 +95,7 @@ class StateDirTest {
     try (StateDir sd = StateDir.open(dir)) {
       id = sd.workerId(() -> {
         calls.incrementAndGet();
-        return StateDir.generateWorkerId();
+        return dev.phrony.worker.work.WorkerIdentity.generateId();
       });
       assertThat(id).matches("[A-Za-z0-9.-]+-[0-9a-f]{8}");
       assertThat(sd.workerId(() -> "other-00000000")).isEqualTo(id);

@@ -20,8 +20,11 @@ import java.util.regex.Pattern;
 public final class ProcessPayment
     extends TypedToolHandler<ProcessPayment.Args, ProcessPayment.Receipt> {
 
-  /** Arguments: amount in major units (e.g. 12.50), ISO 4217 currency, payee. */
-  public record Args(BigDecimal amount, String currency, String payee) {}
+  /**
+   * Arguments: amount in major units (e.g. 12.50), ISO 4217 currency, payee; optionally
+   * {@code processing_ms}, how long the pretend bank takes (for demos and crash tests).
+   */
+  public record Args(BigDecimal amount, String currency, String payee, Long processing_ms) {}
 
   /** The result. */
   public record Receipt(String payment_id, String status, BigDecimal amount, String currency,
@@ -44,12 +47,13 @@ public final class ProcessPayment
             {"type":"object","required":["amount","currency","payee"],"properties":{\
             "amount":{"type":"number","exclusiveMinimum":0},\
             "currency":{"type":"string","pattern":"^[A-Z]{3}$"},\
-            "payee":{"type":"string","minLength":1}}}""")
+            "payee":{"type":"string","minLength":1},\
+            "processing_ms":{"type":"integer","minimum":0,"maximum":60000}}}""")
         .build();
   }
 
   @Override
-  protected Receipt handle(Args args, ToolCall call) {
+  protected Receipt handle(Args args, ToolCall call) throws InterruptedException {
     if (args == null) {
       throw invalid("amount, currency and payee are required");
     }
@@ -62,6 +66,9 @@ public final class ProcessPayment
     }
     if (args.payee() == null || args.payee().isBlank()) {
       throw invalid("payee is required");
+    }
+    if (args.processing_ms() != null && args.processing_ms() > 0) {
+      Thread.sleep(Math.min(args.processing_ms(), 60_000));
     }
     return new Receipt(paymentId(call.callId()), "succeeded", args.amount(), args.currency(),
         args.payee().strip());

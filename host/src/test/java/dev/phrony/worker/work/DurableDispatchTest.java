@@ -1,0 +1,113 @@
+package dev.phrony.worker.work;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import dev.phrony.runtime.v1.WorkInvoke;
+import dev.phrony.worker.api.SideEffectClass;
+import dev.phrony.worker.api.ToolResult;
+import dev.phrony.worker.outbox.DurableOutbox;
+import dev.phrony.worker.outbox.IntentRecord;
+import dev.phrony.worker.outbox.OutboxEntry;
+import dev.phrony.worker.state.StateDir;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The dispatcher with the durable outbox: intents before side effects, no second run. */
+class DurableDispatchTest {
+  private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor();
+  private final FakeSink sink = new FakeSink();
+  private final CountDownLatch release = new CountDownLatch(1);
+
+  @TempDir
+  Path dir;
+
+  @AfterEach
+  void tearDown() {
+    release.countDown();
+    timers.shutdownNow();
+  }
+
+  private static WorkInvoke invoke(String callId) {
+    return WorkInvoke.newBuilder().setCallId(callId).setSessionId("s1").setTool("pay")
+        .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8("{}")).build();
+  }
+
+  private TestHandler payment(TestHandler.Body body) {
+    return new TestHandler("pay", "1.0.0", 4, SideEffectClass.NON_IDEMPOTENT_WRITE, body);
+  }
+
+  private Dispatcher dispatcher(DurableOutbox outbox, TestHandler h) {
+    Dispatcher d = new Dispatcher(TestHandler.catalog(h), outbox, new JsonCodec(), 1 << 20,
+        InstantSource.system(), timers);
+    d.attachSession(sink);
+    return d;
+  }
+
+  @Test
+  void the_intent_is_durable_before_a_non_idempotent_handler_runs() throws Exception {
+    try (StateDir sd = StateDir.open(dir);
+        DurableOutbox outbox = DurableOutbox.open(sd, DurableOutbox.Options.defaults())) {
+      AtomicReference<OutboxEntry.State> seen = new AtomicReference<>();
+      Dispatcher d = dispatcher(outbox, payment(call -> {
+        seen.set(outbox.entries().stream().filter(e -> e.callId().equals(call.callId()))
+            .findFirst().map(OutboxEntry::state).orElse(null));
+        return ToolResult.json("{\"paid\":true}");
+      }));
+      d.onInvoke(invoke("pay-1"), sink);
+      assertThat(sink.next()).isInstanceOf(FakeSink.Result.class);
+      assertThat(seen.get()).isEqualTo(OutboxEntry.State.RUNNING);
+      assertThat(outbox.entries()).singleElement()
+          .satisfies(e -> assertThat(e.state()).isEqualTo(OutboxEntry.State.HELD));
+    }
+  }
+
+  @Test
+  void a_call_interrupted_by_a_crash_is_nacked_and_never_run_again() throws Exception {
+    try (StateDir sd = StateDir.open(dir);
+        DurableOutbox outbox = DurableOutbox.open(sd, DurableOutbox.Options.defaults())) {
+      // The process that ran it died between the intent and the result.
+      outbox.recordIntent(new IntentRecord("pay-1", "s1", "pay@1.0.0",
+          "non_idempotent_write", Instant.now()));
+    }
+    try (StateDir sd = StateDir.open(dir);
+        DurableOutbox outbox = DurableOutbox.open(sd, DurableOutbox.Options.defaults())) {
+      TestHandler h = payment(call -> ToolResult.json("{}"));
+      Dispatcher d = dispatcher(outbox, h);
+      assertThat(d.inFlightIds()).contains("pay-1");
+      d.onInvoke(invoke("pay-1"), sink);
+      assertThat(sink.next()).isInstanceOfSatisfying(FakeSink.Nack.class,
+          n -> assertThat(n.code()).isEqualTo("previous_attempt_interrupted"));
+      assertThat(h.runs).hasValue(0);
+    }
+  }
+
+  @Test
+  void a_cancelled_write_is_refused_when_invoked_again() throws Exception {
+    try (StateDir sd = StateDir.open(dir);
+        DurableOutbox outbox = DurableOutbox.open(sd, DurableOutbox.Options.defaults())) {
+      TestHandler h = payment(call -> {
+        release.await();
+        return ToolResult.json("{}");
+      });
+      Dispatcher d = dispatcher(outbox, h);
+      d.onInvoke(invoke("pay-1"), sink);
+      dev.phrony.worker.Await.until("running", () -> h.runs.get() == 1);
+      d.onCancel("pay-1", sink);
+      d.onInvoke(invoke("pay-1"), sink);
+      assertThat(sink.next()).isInstanceOfSatisfying(FakeSink.Nack.class,
+          n -> assertThat(n.code()).isEqualTo("previous_attempt_interrupted"));
+      assertThat(h.runs).hasValue(1);
+      assertThat(sink.sent.poll(100, TimeUnit.MILLISECONDS)).isNull();
+    }
+  }
+}
