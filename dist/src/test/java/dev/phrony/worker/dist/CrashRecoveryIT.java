@@ -21,6 +21,7 @@ import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -71,9 +72,11 @@ class CrashRecoveryIT {
     return text.substring(i, text.indexOf('"', i));
   }
 
+  /** "handler started" DEBUG lines of {@code callId} (exactly that id in the MDC). */
   private static long handlerRuns(DistProcess worker, String callId) {
+    Pattern id = Pattern.compile("call_id=" + Pattern.quote(callId) + "(?![\\w-])");
     return worker.stderr().lines()
-        .filter(l -> l.contains("handler started") && l.contains(callId)).count();
+        .filter(l -> l.contains("handler started") && id.matcher(l).find()).count();
   }
 
   private Optional<OutboxEntry> kept(String callId) throws Exception {
