@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.outbox.CallOutcome;
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.outbox.Durability;
@@ -78,15 +79,6 @@ public final class OutboxCommand implements Runnable {
         "a subcommand is required: list, show or purge");
   }
 
-  /** A user-facing failure: message to stderr, exit code 1. */
-  static final class UserError extends Exception {
-    private static final long serialVersionUID = 1L;
-
-    UserError(String message) {
-      super(message);
-    }
-  }
-
   private static final String EXIT_HEADING = "%nExit codes:%n";
   private static final String EXIT_OK = "0:success";
 
@@ -109,35 +101,33 @@ public final class OutboxCommand implements Runnable {
     Format format;
 
     @Override
-    public Integer call() {
-      return parent.guard(spec, () -> {
-        OutboxView view = read(stateDir.resolve());
-        PrintWriter out = spec.commandLine().getOut();
-        Instant now = parent.clock.instant();
-        warnProblems(spec, view.problems());
-        if (format == Format.json) {
-          ObjectNode root = JSON.createObjectNode();
-          root.put("state_dir", view.stateDir().toString());
-          view.workerPid().ifPresentOrElse(p -> root.put("worker_pid", p),
-              () -> root.putNull("worker_pid"));
-          ArrayNode calls = root.putArray("calls");
-          view.entries().forEach(e -> calls.add(summary(e, now)));
-          ArrayNode problems = root.putArray("problems");
-          view.problems().forEach(problems::add);
-          out.println(toJson(root));
-        } else if (view.entries().isEmpty()) {
-          out.println("no calls kept in " + view.stateDir());
-        } else {
-          List<String[]> rows = new ArrayList<>();
-          rows.add(new String[] {"CALL_ID", "STATE", "TOOL", "SESSION", "AGE", "SIZE"});
-          for (OutboxEntry e : view.entries()) {
-            rows.add(new String[] {e.callId(), e.state().label(), dash(e.toolKey()),
-                dash(e.sessionId()), age(e.age(now)), e.outcome() == null ? "-" : size(e.size())});
-          }
-          printTable(out, rows);
+    public Integer call() throws IOException {
+      OutboxView view = read(stateDir.resolve());
+      PrintWriter out = spec.commandLine().getOut();
+      Instant now = parent.clock.instant();
+      warnProblems(spec, view.problems());
+      if (format == Format.json) {
+        ObjectNode root = JSON.createObjectNode();
+        root.put("state_dir", view.stateDir().toString());
+        view.workerPid().ifPresentOrElse(p -> root.put("worker_pid", p),
+            () -> root.putNull("worker_pid"));
+        ArrayNode calls = root.putArray("calls");
+        view.entries().forEach(e -> calls.add(summary(e, now)));
+        ArrayNode problems = root.putArray("problems");
+        view.problems().forEach(problems::add);
+        out.println(toJson(root));
+      } else if (view.entries().isEmpty()) {
+        out.println("no calls kept in " + view.stateDir());
+      } else {
+        List<String[]> rows = new ArrayList<>();
+        rows.add(new String[] {"CALL_ID", "STATE", "TOOL", "SESSION", "AGE", "SIZE"});
+        for (OutboxEntry e : view.entries()) {
+          rows.add(new String[] {e.callId(), e.state().label(), dash(e.toolKey()),
+              dash(e.sessionId()), age(e.age(now)), e.outcome() == null ? "-" : size(e.size())});
         }
-        return 0;
-      });
+        printTable(out, rows);
+      }
+      return 0;
     }
   }
 
@@ -162,68 +152,66 @@ public final class OutboxCommand implements Runnable {
     String callId;
 
     @Override
-    public Integer call() {
-      return parent.guard(spec, () -> {
-        OutboxView view = read(stateDir.resolve());
-        OutboxEntry e = view.find(callId).orElseThrow(() -> new UserError("no call '" + callId
-            + "' in the outbox of " + view.stateDir() + " (see 'phrony-worker outbox list')"));
-        PrintWriter out = spec.commandLine().getOut();
-        Instant now = parent.clock.instant();
-        if (format == Format.json) {
-          ObjectNode node = summary(e, now);
-          putTime(node, "started_at", e.startedAt());
-          putTime(node, "completed_at", e.completedAt());
-          node.put("side_effect_class", e.sideEffectClass());
-          switch (e.outcome()) {
-            case null -> { }
-            case CallOutcome.Payload p -> {
-              Optional<JsonNode> json = parseJson(p.bytes());
-              Optional<String> text = utf8(p.bytes());
-              if (json.isPresent()) {
-                node.set("payload", json.get());
-              } else if (text.isPresent()) {
-                node.put("payload_text", text.get());
-              } else {
-                node.put("payload_base64", Base64.getEncoder().encodeToString(p.bytes()));
-              }
-            }
-            case CallOutcome.Error err -> {
-              ObjectNode en = node.putObject("error");
-              en.put("code", err.code());
-              en.put("message", err.message());
-            }
-          }
-          out.println(toJson(node));
-          return 0;
-        }
-        field(out, "call_id", e.callId());
-        field(out, "state", e.state().label());
-        field(out, "tool", dash(e.toolKey()));
-        field(out, "session", dash(e.sessionId()));
-        field(out, "side effect", dash(e.sideEffectClass()));
-        if (e.startedAt() != null) {
-          field(out, "started at", e.startedAt().toString());
-        }
-        if (e.completedAt() != null) {
-          field(out, "completed at", e.completedAt().toString());
-        }
-        field(out, e.state().label() + " since", e.since() + " (" + age(e.age(now)) + " ago)");
+    public Integer call() throws IOException {
+      OutboxView view = read(stateDir.resolve());
+      OutboxEntry e = view.find(callId).orElseThrow(() -> new UserErrorException("no call '" + callId
+          + "' in the outbox of " + view.stateDir() + " (see 'phrony-worker outbox list')"));
+      PrintWriter out = spec.commandLine().getOut();
+      Instant now = parent.clock.instant();
+      if (format == Format.json) {
+        ObjectNode node = summary(e, now);
+        putTime(node, "started_at", e.startedAt());
+        putTime(node, "completed_at", e.completedAt());
+        node.put("side_effect_class", e.sideEffectClass());
         switch (e.outcome()) {
-          case null -> out.println(e.state() == OutboxEntry.State.RUNNING
-              ? "no result yet: its handler is running"
-              : "no result: the worker stopped while its handler ran; it may or may not have"
-                  + " acted");
+          case null -> { }
           case CallOutcome.Payload p -> {
-            field(out, "size", size(p.bytes().length));
-            out.println("payload:");
             Optional<JsonNode> json = parseJson(p.bytes());
-            out.println(json.isPresent() ? toJson(json.get()) : utf8(p.bytes())
-                .orElse("(binary, base64) " + Base64.getEncoder().encodeToString(p.bytes())));
+            Optional<String> text = utf8(p.bytes());
+            if (json.isPresent()) {
+              node.set("payload", json.get());
+            } else if (text.isPresent()) {
+              node.put("payload_text", text.get());
+            } else {
+              node.put("payload_base64", Base64.getEncoder().encodeToString(p.bytes()));
+            }
           }
-          case CallOutcome.Error err -> field(out, "error", err.code() + ": " + err.message());
+          case CallOutcome.Error err -> {
+            ObjectNode en = node.putObject("error");
+            en.put("code", err.code());
+            en.put("message", err.message());
+          }
         }
+        out.println(toJson(node));
         return 0;
-      });
+      }
+      field(out, "call_id", e.callId());
+      field(out, "state", e.state().label());
+      field(out, "tool", dash(e.toolKey()));
+      field(out, "session", dash(e.sessionId()));
+      field(out, "side effect", dash(e.sideEffectClass()));
+      if (e.startedAt() != null) {
+        field(out, "started at", e.startedAt().toString());
+      }
+      if (e.completedAt() != null) {
+        field(out, "completed at", e.completedAt().toString());
+      }
+      field(out, e.state().label() + " since", e.since() + " (" + age(e.age(now)) + " ago)");
+      switch (e.outcome()) {
+        case null -> out.println(e.state() == OutboxEntry.State.RUNNING
+            ? "no result yet: its handler is running"
+            : "no result: the worker stopped while its handler ran; it may or may not have"
+                + " acted");
+        case CallOutcome.Payload p -> {
+          field(out, "size", size(p.bytes().length));
+          out.println("payload:");
+          Optional<JsonNode> json = parseJson(p.bytes());
+          out.println(json.isPresent() ? toJson(json.get()) : utf8(p.bytes())
+              .orElse("(binary, base64) " + Base64.getEncoder().encodeToString(p.bytes())));
+        }
+        case CallOutcome.Error err -> field(out, "error", err.code() + ": " + err.message());
+      }
+      return 0;
     }
   }
 
@@ -261,50 +249,48 @@ public final class OutboxCommand implements Runnable {
     Format format;
 
     @Override
-    public Integer call() {
-      return parent.guard(spec, () -> {
-        Path dir = stateDir.resolve();
-        read(dir); // fails clearly if there is no state dir; never creates one
-        Instant now = parent.clock.instant();
-        List<OutboxEntry> purged = new ArrayList<>();
-        try (StateDir sd = openForPurge(dir);
-            DurableOutbox outbox = DurableOutbox.open(sd, new DurableOutbox.Options(
-                Durability.NONE, null, parent.clock))) {
-          warnProblems(spec, outbox.problems());
-          for (OutboxEntry e : outbox.entries()) {
-            boolean stateMatches = e.state() == OutboxEntry.State.ORPHANED
-                || e.state() == OutboxEntry.State.INTERRUPTED
-                || (includeHeld && e.state() == OutboxEntry.State.HELD);
-            boolean oldEnough = filter.all || e.age(now).compareTo(filter.olderThan) >= 0;
-            if (stateMatches && oldEnough && outbox.remove(e.callId())) {
-              purged.add(e);
-            }
+    public Integer call() throws IOException {
+      Path dir = stateDir.resolve();
+      read(dir); // fails clearly if there is no state dir; never creates one
+      Instant now = parent.clock.instant();
+      List<OutboxEntry> purged = new ArrayList<>();
+      try (StateDir sd = openForPurge(dir);
+          DurableOutbox outbox = DurableOutbox.open(sd, new DurableOutbox.Options(
+              Durability.NONE, null, parent.clock))) {
+        warnProblems(spec, outbox.problems());
+        for (OutboxEntry e : outbox.entries()) {
+          boolean stateMatches = e.state() == OutboxEntry.State.ORPHANED
+              || e.state() == OutboxEntry.State.INTERRUPTED
+              || (includeHeld && e.state() == OutboxEntry.State.HELD);
+          boolean oldEnough = filter.all || e.age(now).compareTo(filter.olderThan) >= 0;
+          if (stateMatches && oldEnough && outbox.remove(e.callId())) {
+            purged.add(e);
           }
         }
-        PrintWriter out = spec.commandLine().getOut();
-        if (format == Format.json) {
-          ObjectNode root = JSON.createObjectNode();
-          root.put("state_dir", dir.toString());
-          ArrayNode arr = root.putArray("purged");
-          purged.forEach(e -> arr.add(summary(e, now)));
-          out.println(toJson(root));
-        } else {
-          for (OutboxEntry e : purged) {
-            out.println("purged " + e.callId() + " (" + e.state().label() + ", "
-                + dash(e.toolKey()) + ", " + age(e.age(now)) + ")");
-          }
-          out.println("purged " + purged.size() + (purged.size() == 1 ? " call" : " calls")
-              + " from " + dir);
+      }
+      PrintWriter out = spec.commandLine().getOut();
+      if (format == Format.json) {
+        ObjectNode root = JSON.createObjectNode();
+        root.put("state_dir", dir.toString());
+        ArrayNode arr = root.putArray("purged");
+        purged.forEach(e -> arr.add(summary(e, now)));
+        out.println(toJson(root));
+      } else {
+        for (OutboxEntry e : purged) {
+          out.println("purged " + e.callId() + " (" + e.state().label() + ", "
+              + dash(e.toolKey()) + ", " + age(e.age(now)) + ")");
         }
-        return 0;
-      });
+        out.println("purged " + purged.size() + (purged.size() == 1 ? " call" : " calls")
+            + " from " + dir);
+      }
+      return 0;
     }
 
-    private static StateDir openForPurge(Path dir) throws IOException, UserError {
+    private static StateDir openForPurge(Path dir) throws IOException {
       try {
         return StateDir.open(dir);
       } catch (StateDirLockedException e) {
-        throw new UserError("cannot purge " + dir + ": a worker (pid "
+        throw new UserErrorException("cannot purge " + dir + ": a worker (pid "
             + (e.holderPid().isPresent() ? e.holderPid().getAsLong() : "unknown")
             + ") is using it; stop the worker first");
       }
@@ -313,34 +299,11 @@ public final class OutboxCommand implements Runnable {
 
   // ---- shared ----
 
-  @FunctionalInterface
-  interface Body {
-    int run() throws Exception;
-  }
-
-  /**
-   * Runs a subcommand body; a user error or I/O failure prints {@code <command>: <message>} on
-   * stderr (the house style) and exits 1, standalone or under {@code phrony-worker}.
-   */
-  int guard(CommandLine.Model.CommandSpec spec, Body body) {
-    try {
-      return body.run();
-    } catch (UserError | IOException e) {
-      spec.commandLine().getErr().println(spec.qualifiedName() + ": " + e.getMessage());
-      spec.commandLine().getErr().flush();
-      return 1;
-    } catch (RuntimeException e) {
-      throw e;
-    } catch (Exception e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
-  static OutboxView read(Path dir) throws IOException, UserError {
+  static OutboxView read(Path dir) throws IOException {
     try {
       return OutboxView.read(dir);
     } catch (NoSuchFileException e) {
-      throw new UserError("no state dir at " + dir + " (set --state-dir or "
+      throw new UserErrorException("no state dir at " + dir + " (set --state-dir or "
           + StateDirOption.ENV + ")");
     }
   }

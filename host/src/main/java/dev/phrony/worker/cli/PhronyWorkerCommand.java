@@ -31,7 +31,12 @@ public final class PhronyWorkerCommand implements Runnable {
    * and never call {@link System#exit}.
    */
   public static CommandLine newCommandLine() {
-    return new CommandLine(new PhronyWorkerCommand())
+    return configure(new CommandLine(new PhronyWorkerCommand()));
+  }
+
+  /** Applies the exit-code conventions to a command line (tests run subcommands standalone). */
+  static CommandLine configure(CommandLine commandLine) {
+    return commandLine
         .setParameterExceptionHandler(PhronyWorkerCommand::onUsageError)
         .setExecutionExceptionHandler(PhronyWorkerCommand::onExecutionError);
   }
@@ -46,7 +51,8 @@ public final class PhronyWorkerCommand implements Runnable {
 
   private static int onExecutionError(Exception e, CommandLine cmd,
       CommandLine.ParseResult parsed) {
-    if (e instanceof UserErrorException) {
+    if (e instanceof UserErrorException || e instanceof java.io.IOException
+        || e instanceof java.io.UncheckedIOException) {
       cmd.getErr().println(cmd.getCommandSpec().qualifiedName() + ": " + e.getMessage());
       cmd.getErr().flush();
       return ExitCodes.USAGE;

@@ -9,7 +9,7 @@ import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.outbox.Durability;
 import dev.phrony.worker.outbox.HeldResult;
 import dev.phrony.worker.outbox.IntentRecord;
-import dev.phrony.worker.outbox.MutableClock;
+import dev.phrony.worker.testkit.ManualClock;
 import dev.phrony.worker.outbox.OutboxView;
 import dev.phrony.worker.state.StateDir;
 import java.io.IOException;
@@ -29,7 +29,7 @@ class OutboxCommandTest {
   @TempDir
   Path tmp;
 
-  private final MutableClock clock = new MutableClock(Instant.parse("2026-03-01T12:00:00Z"));
+  private final ManualClock clock = new ManualClock(Instant.parse("2026-03-01T12:00:00Z"));
   private Path dir;
 
   private record Run(int exit, String out, String err) {}
@@ -37,7 +37,7 @@ class OutboxCommandTest {
   private Run run(String... args) {
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
-    CommandLine cl = new CommandLine(new OutboxCommand(clock));
+    CommandLine cl = PhronyWorkerCommand.configure(new CommandLine(new OutboxCommand(clock)));
     cl.setOut(new PrintWriter(out, true));
     cl.setErr(new PrintWriter(err, true));
     int exit = cl.execute(args);
@@ -54,7 +54,7 @@ class OutboxCommandTest {
   @BeforeEach
   void populate() throws IOException {
     dir = tmp.resolve("state");
-    MutableClock c = new MutableClock(clock.instant().minus(Duration.ofDays(10)));
+    ManualClock c = new ManualClock(clock.instant().minus(Duration.ofDays(10)));
     try (StateDir sd = StateDir.open(dir);
         DurableOutbox o = DurableOutbox.open(sd, new DurableOutbox.Options(Durability.WRITES,
             null, c))) {
@@ -72,7 +72,7 @@ class OutboxCommandTest {
           CallOutcome.error("deadline_exceeded", "after 10s")));
     }
     // reopen once so i1 (no result) is found interrupted, 3 days ago
-    MutableClock at = new MutableClock(clock.instant().minus(Duration.ofDays(3)));
+    ManualClock at = new ManualClock(clock.instant().minus(Duration.ofDays(3)));
     try (StateDir sd = StateDir.open(dir);
         DurableOutbox o = DurableOutbox.open(sd, new DurableOutbox.Options(Durability.WRITES,
             null, at))) {

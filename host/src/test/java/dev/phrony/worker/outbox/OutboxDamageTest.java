@@ -1,5 +1,6 @@
 package dev.phrony.worker.outbox;
 
+import dev.phrony.worker.testkit.ManualClock;
 import static dev.phrony.worker.outbox.Results.json;
 import static dev.phrony.worker.outbox.Results.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -28,7 +29,7 @@ class OutboxDamageTest {
   @TempDir
   Path tmp;
 
-  private final MutableClock clock = new MutableClock(Instant.parse("2026-03-01T12:00:00Z"));
+  private final ManualClock clock = new ManualClock(Instant.parse("2026-03-01T12:00:00Z"));
   private Path stateDir;
   private Path outboxDir;
 
