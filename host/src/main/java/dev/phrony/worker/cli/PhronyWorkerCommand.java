@@ -10,8 +10,8 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     versionProvider = VersionCommand.Provider.class,
     description = "Hosts tool handlers as plugins for the Phrony agent runtime.",
-    subcommands = {VersionCommand.class, ListHandlersCommand.class, RunCommand.class, OutboxCommand.class,
-        CommandLine.HelpCommand.class},
+    subcommands = {VersionCommand.class, ListHandlersCommand.class, CheckCommand.class,
+        RunCommand.class, OutboxCommand.class, CommandLine.HelpCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
         "0:success",
