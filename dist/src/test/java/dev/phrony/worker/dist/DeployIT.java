@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import dev.phrony.worker.HostVersion;
 import dev.phrony.worker.cli.DurationParser;
+import dev.phrony.worker.cli.PhronyWorkerCommand;
 import dev.phrony.worker.work.WorkOptions;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -22,6 +23,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
 
 /**
  * {@code deploy/} agrees with the host and the distribution: ports, probe paths, timeouts, the
@@ -126,6 +128,20 @@ class DeployIT {
         deployment.at("/spec/template/spec/terminationGracePeriodSeconds").asLong(30));
 
     assertThat(grace).isGreaterThan(drain).isGreaterThan(WorkOptions.DEFAULT_DRAIN_TIMEOUT);
+  }
+
+  @Test
+  void the_args_are_accepted_by_run() {
+    CommandLine cli = PhronyWorkerCommand.newCommandLine();
+    List<String> args = new ArrayList<>(List.of("run"));
+    args.addAll(args());
+    if (cli.getSubcommands().get("run").getCommandSpec().findOption("--http") == null) {
+      // --http arrives with the metrics and health endpoints; until then check the others.
+      int at = args.indexOf("--http");
+      args.subList(at, at + 2).clear();
+    }
+
+    cli.parseArgs(args.toArray(String[]::new)); // throws on an unknown option or a bad value
   }
 
   @Test
