@@ -1,0 +1,51 @@
+package dev.phrony.plugins.payments;
+
+import static dev.phrony.worker.work.HandlerHarness.payloadText;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.phrony.worker.outbox.CallOutcome;
+import dev.phrony.worker.work.HandlerHarness;
+import org.junit.jupiter.api.Test;
+
+class ProcessPaymentTest {
+  private static final String OK = "{\"amount\":12.50,\"currency\":\"EUR\",\"payee\":\"ACME\"}";
+
+  @Test
+  void the_payment_id_is_derived_from_the_call_id() {
+    try (HandlerHarness h = HandlerHarness.of(new ProcessPayment())) {
+      String first = payloadText(h.call("s:a:1:0", OK, 0));
+      assertThat(first).contains("\"payment_id\":\"" + ProcessPayment.paymentId("s:a:1:0") + "\"")
+          .contains("\"status\":\"succeeded\"").contains("\"amount\":12.50");
+      assertThat(ProcessPayment.paymentId("s:a:1:0")).matches("pay_[0-9a-f]{16}")
+          .isNotEqualTo(ProcessPayment.paymentId("s:a:1:1"));
+    }
+  }
+
+  @Test
+  void bad_amount_currency_or_payee_is_invalid_args() {
+    try (HandlerHarness h = HandlerHarness.of(new ProcessPayment())) {
+      assertInvalid(h, "{\"amount\":0,\"currency\":\"EUR\",\"payee\":\"A\"}", "greater than 0");
+      assertInvalid(h, "{\"amount\":-3,\"currency\":\"EUR\",\"payee\":\"A\"}", "greater than 0");
+      assertInvalid(h, "{\"amount\":5,\"currency\":\"euro\",\"payee\":\"A\"}", "ISO 4217");
+      assertInvalid(h, "{\"amount\":5,\"currency\":\"EUR\",\"payee\":\" \"}", "payee");
+      assertInvalid(h, "{\"amount\":\"lots\",\"currency\":\"EUR\",\"payee\":\"A\"}", "Args");
+    }
+  }
+
+  @Test
+  void processing_time_is_interrupted_by_the_deadline() {
+    try (HandlerHarness h = HandlerHarness.of(new ProcessPayment())) {
+      CallOutcome out = h.call("slow", "{\"amount\":1,\"currency\":\"EUR\",\"payee\":\"A\","
+          + "\"processing_ms\":60000}", System.currentTimeMillis() + 100);
+      assertThat(out).isInstanceOfSatisfying(CallOutcome.Error.class,
+          e -> assertThat(e.code()).isEqualTo("deadline_exceeded"));
+    }
+  }
+
+  private static void assertInvalid(HandlerHarness h, String args, String mentions) {
+    assertThat(h.call(args)).isInstanceOfSatisfying(CallOutcome.Error.class, e -> {
+      assertThat(e.code()).isEqualTo("invalid_args");
+      assertThat(e.message()).contains(mentions);
+    });
+  }
+}
