@@ -88,6 +88,8 @@ public final class LocalRuntime implements AutoCloseable {
     private boolean closed;
     private volatile int port;
     private volatile boolean running;
+    /** Set once the first start has bound its port; only later starts wait for the port to come free. */
+    private boolean boundBefore;
     /** The current incarnation's registry (a shut-down one while stopped); read without the lifecycle lock. */
     private volatile Registry registry;
 
@@ -115,7 +117,9 @@ public final class LocalRuntime implements AutoCloseable {
      * {@link #stop()} or {@link #crash()}. The registry starts empty; the ledger is kept.
      *
      * @throws IllegalStateException if running or closed
-     * @throws UncheckedIOException  if the port cannot be bound
+     * @throws UncheckedIOException  if the port cannot be bound (its cause is a {@link BindException} when the
+     *                               port is in use: at once on the first start, after retrying for a few
+     *                               seconds on a restart, while the previous listener lets go of it)
      */
     public void start() {
         synchronized (lifecycle) {
@@ -127,6 +131,7 @@ public final class LocalRuntime implements AutoCloseable {
             }
             Registry fresh = new Registry(settings, ledger, timers, withholdResultAcks::get);
             server = bind(port, fresh);
+            boundBefore = true;
             port = server.getPort();
             registry = fresh;
             running = true;
@@ -410,8 +415,9 @@ public final class LocalRuntime implements AutoCloseable {
             } catch (IOException e) {
                 candidate.shutdownNow();
                 boolean portBusy = e instanceof BindException || e.getCause() instanceof BindException;
-                // After a restart the old listener may need a moment to let go of the port.
-                if (wantedPort == 0 || !portBusy || System.nanoTime() > deadline) {
+                // After a restart the old listener may need a moment to let go of the port; on the first
+                // start a busy port belongs to someone else, so that fails at once.
+                if (wantedPort == 0 || !portBusy || !boundBefore || System.nanoTime() > deadline) {
                     throw new UncheckedIOException("LocalRuntime could not listen on " + address, e);
                 }
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));

@@ -199,4 +199,19 @@ class LifecycleTest extends RuntimeTestSupport {
         assertThat(runtime.target()).isEqualTo("127.0.0.1:" + free);
         worker().registered("w1", "echo", "1", 1);
     }
+
+    @Test
+    void aPortInUseFailsTheFirstStartAtOnceWithABindException() throws Exception {
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1,
+                java.net.InetAddress.getByName("127.0.0.1"))) {
+            long started = System.nanoTime();
+
+            assertThatThrownBy(() -> LocalRuntime.builder().port(taken.getLocalPort()).start())
+                    .isInstanceOf(java.io.UncheckedIOException.class)
+                    .hasMessageContaining(String.valueOf(taken.getLocalPort()))
+                    .hasRootCauseInstanceOf(java.net.BindException.class);
+            // No waiting for the port to come free: that is only for a restart on the runtime's own port.
+            assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(4));
+        }
+    }
 }
