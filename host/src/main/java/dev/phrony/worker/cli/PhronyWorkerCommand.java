@@ -1,6 +1,7 @@
 package dev.phrony.worker.cli;
 
 import dev.phrony.worker.UserErrorException;
+import dev.phrony.worker.dev.ControlUnreachableException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -11,12 +12,16 @@ import picocli.CommandLine.Command;
     versionProvider = VersionCommand.Provider.class,
     description = "Hosts tool handlers as plugins for the Phrony agent runtime.",
     subcommands = {VersionCommand.class, ListHandlersCommand.class, CheckCommand.class,
-        RunCommand.class, OutboxCommand.class, CommandLine.HelpCommand.class},
+        RunCommand.class, OutboxCommand.class, DevCommand.class, CallCommand.class,
+        CommandLine.HelpCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
         "0:success",
         "1:usage error (bad flag, file or value)",
         "3:some plugins or bindings had problems",
+        "4:call: the tool answered with an error",
+        "5:call: no handler, no free slot, or another dispatch error",
+        "6:call: no phrony-worker dev at the control address",
         "70:internal error (a bug; the stack trace is printed)"})
 public final class PhronyWorkerCommand implements Runnable {
 
@@ -26,7 +31,9 @@ public final class PhronyWorkerCommand implements Runnable {
   /**
    * A command line with the project's conventions applied. This is the one place that maps
    * exceptions to exit codes: usage errors (bad flags, and {@link UserErrorException} from a
-   * command) print one line on stderr and exit {@value ExitCodes#USAGE}; anything else is a bug
+   * command) print one line on stderr and exit {@value ExitCodes#USAGE}; an unreachable control
+   * address ({@link ControlUnreachableException}) prints one line and exits
+   * {@value ExitCodes#CONTROL_UNREACHABLE}; anything else is a bug
    * and exits {@value ExitCodes#INTERNAL} with its stack trace. Commands return their own codes
    * and never call {@link System#exit}.
    */
@@ -56,6 +63,11 @@ public final class PhronyWorkerCommand implements Runnable {
       cmd.getErr().println(cmd.getCommandSpec().qualifiedName() + ": " + e.getMessage());
       cmd.getErr().flush();
       return ExitCodes.USAGE;
+    }
+    if (e instanceof ControlUnreachableException) {
+      cmd.getErr().println(cmd.getCommandSpec().qualifiedName() + ": " + e.getMessage());
+      cmd.getErr().flush();
+      return ExitCodes.CONTROL_UNREACHABLE;
     }
     cmd.getErr().println(cmd.getCommandSpec().qualifiedName() + ": internal error: " + e);
     e.printStackTrace(cmd.getErr());

@@ -38,7 +38,8 @@ public final class GetForecast extends TypedToolHandler<GetForecast.Args, GetFor
         .maxConcurrency(32)
         .description("Three-day forecast for a city (deterministic demo data)")
         .inputSchema("""
-            {"type":"object","required":["city"],"properties":{"city":{"type":"string","minLength":1}}}""")
+            {"type":"object","required":["city"],"properties":{"city":{"type":"string","minLength":1}},\
+            "examples":[{"city":"Oslo"}]}""")
         .build();
   }
 

@@ -1,0 +1,130 @@
+package dev.phrony.worker.cli;
+
+import dev.phrony.worker.UserErrorException;
+import dev.phrony.worker.dev.CallReply;
+import dev.phrony.worker.dev.CallRequest;
+import dev.phrony.worker.dev.ControlClient;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** {@code phrony-worker call}: one tool call through a running {@code phrony-worker dev}. */
+@Command(name = "call", mixinStandardHelpOptions = true,
+    description = {
+        "Calls a tool through a running 'phrony-worker dev', as an agent session would, and "
+            + "prints the result as pretty JSON (raw text when the result is not JSON).",
+        "",
+        "A tool error prints 'code: message' on stderr; so does a dispatch error (no handler, "
+            + "no free slot, timeout), with a hint."},
+    exitCodeListHeading = "%nExit codes:%n",
+    exitCodeList = {
+        "0:the tool returned a result",
+        "1:usage error (bad flag, arguments that are not JSON, a request dev refused)",
+        "4:the tool answered with an error",
+        "5:no handler, no free slot, or another dispatch error",
+        "6:no phrony-worker dev at the control address (start it with 'phrony-worker dev')"})
+final class CallCommand implements Callable<Integer> {
+
+  @Parameters(index = "0", paramLabel = "TOOL[@VERSION]",
+      description = "The tool, e.g. weather.get-forecast@1.0.0; without @VERSION, the "
+          + "unversioned handler (version 'default').")
+  private String target;
+
+  @Parameters(index = "1", arity = "0..1", paramLabel = "ARGS_JSON",
+      description = "The arguments as one JSON value (default: {}). Quote it for the shell: "
+          + "'{\"city\":\"Oslo\"}'.")
+  private String args;
+
+  @Option(names = "--args-file", paramLabel = "FILE",
+      description = "Read the arguments from FILE ('-': stdin) instead.")
+  private Path argsFile;
+
+  @Option(names = "--control", paramLabel = "URL",
+      description = "Control address of 'phrony-worker dev'. Default: $"
+          + ControlClient.ENV_CONTROL + ", else " + ControlClient.DEFAULT_URL + ".")
+  private String control;
+
+  @Option(names = "--session", paramLabel = "ID",
+      description = "Session of the call (call ids then number up within it, and "
+          + "'POST /v1/sessions/ID/cancel' cancels it). Default: a new session per call.")
+  private String session;
+
+  @Option(names = "--timeout", paramLabel = "DURATION", converter = DurationParser.class,
+      description = "The call's deadline, e.g. 30s, 500ms or 2m: the handler sees it, and the "
+          + "call ends when it passes. Default: the runtime's dispatch wait (10s).")
+  private Duration timeout;
+
+  @CommandLine.Spec
+  private CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public Integer call() {
+    if (args != null && argsFile != null) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "give the arguments as ARGS_JSON or with --args-file, not both");
+    }
+    if (timeout != null && timeout.isZero()) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "--timeout must be more than 0, e.g. 30s");
+    }
+    String json = args != null ? CallRequest.checkArgs(args, "ARGS_JSON")
+        : argsFile != null ? CallRequest.checkArgs(read(argsFile), "--args-file " + argsFile)
+        : "{}";
+    CallRequest request = CallRequest.of(target, json, session, timeout);
+    CallReply reply = ControlClient.of(controlUrl()).call(request);
+
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    switch (reply.kind()) {
+      case RESULT -> {
+        out.println(reply.payload());
+        out.flush();
+        return ExitCodes.OK;
+      }
+      case TOOL_ERROR -> {
+        err.println(reply.errorLine());
+        err.flush();
+        return ExitCodes.TOOL_ERROR;
+      }
+      default -> {
+        err.println(reply.errorLine());
+        if (reply.hint() != null) {
+          err.println("hint: " + reply.hint());
+        }
+        err.flush();
+        return ExitCodes.DISPATCH_ERROR;
+      }
+    }
+  }
+
+  private String controlUrl() {
+    if (control != null) {
+      return control;
+    }
+    String env = System.getenv(ControlClient.ENV_CONTROL);
+    return env != null && !env.isBlank() ? env : ControlClient.DEFAULT_URL;
+  }
+
+  private static String read(Path file) {
+    try {
+      if (file.toString().equals("-")) {
+        return new String(System.in.readAllBytes(), StandardCharsets.UTF_8);
+      }
+      return Files.readString(file, StandardCharsets.UTF_8);
+    } catch (NoSuchFileException e) {
+      throw new UserErrorException("--args-file " + file + " does not exist", e);
+    } catch (IOException e) {
+      throw new UserErrorException("--args-file " + file + " cannot be read: " + e.getMessage(),
+          e);
+    }
+  }
+}

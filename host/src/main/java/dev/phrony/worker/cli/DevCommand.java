@@ -1,0 +1,120 @@
+package dev.phrony.worker.cli;
+
+import dev.phrony.worker.UserErrorException;
+import dev.phrony.worker.dev.DevServer;
+import dev.phrony.worker.plugin.LoadResult;
+import dev.phrony.worker.plugin.PluginLoader;
+import dev.phrony.worker.work.WorkOptions;
+import dev.phrony.worker.work.WorkerIdentity;
+import java.io.PrintWriter;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/** {@code phrony-worker dev}: an embedded runtime, the host and a control API, until Ctrl-C. */
+@Command(name = "dev", mixinStandardHelpOptions = true,
+    description = {
+        "Runs a local Phrony runtime on loopback, a worker serving the plugins against it, and a "
+            + "control API to submit tool calls through it ('phrony-worker call', or curl). "
+            + "Needs nothing else: no runtime, no database, no model key.",
+        "",
+        "Prints the addresses and handlers, then one line per tool_call and tool_result. With "
+            + "--no-host only the runtime and the control API run, for a worker developed in any "
+            + "language (or 'phrony-worker run --runtime 127.0.0.1:PORT').",
+        "",
+        "Ctrl-C (SIGINT) or SIGTERM drains the worker and stops everything; exit 0. A second "
+            + "signal exits at once."},
+    exitCodeListHeading = "%nExit codes:%n",
+    exitCodeList = {
+        "0:stopped cleanly after a signal",
+        "1:usage error (bad flag, a port in use, missing plugins directory)",
+        "3:--strict and some plugins had problems"})
+final class DevCommand implements Callable<Integer> {
+  private static final Logger log = LoggerFactory.getLogger(DevCommand.class);
+
+  @Mixin
+  private PluginsOption plugins;
+
+  @Option(names = "--port", paramLabel = "PORT", defaultValue = "7777",
+      description = "Loopback port of the runtime's Work stream (default: ${DEFAULT-VALUE}; "
+          + "0 picks a free one).")
+  private int port;
+
+  @Option(names = "--control-port", paramLabel = "PORT", defaultValue = "7778",
+      description = "Loopback port of the control API (default: ${DEFAULT-VALUE}; 0 picks a "
+          + "free one).")
+  private int controlPort;
+
+  @Option(names = "--no-host",
+      description = "Run only the runtime and the control API; connect your own worker.")
+  private boolean noHost;
+
+  @CommandLine.Spec
+  private CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public Integer call() throws InterruptedException {
+    checkPort(port, "--port");
+    checkPort(controlPort, "--control-port");
+    if (port == controlPort && port != 0) {
+      throw new UserErrorException("--port and --control-port are both " + port
+          + ": give them different ports");
+    }
+    Optional<DevServer.Host> host = Optional.empty();
+    if (noHost) {
+      if (spec.commandLine().getParseResult().hasMatchedOption("--plugins")) {
+        throw new UserErrorException("--plugins has no effect with --no-host: leave one out");
+      }
+    } else {
+      LoadResult loaded = new PluginLoader().load(plugins.pluginsDir());
+      loaded.problems().forEach(p -> log.warn("plugin {} not loaded: {}", p.plugin(), p.reason()));
+      if (plugins.strict() && loaded.hasProblems()) {
+        spec.commandLine().getErr().println("dev: --strict: " + loaded.problems().size()
+            + " plugin problem(s), not starting (see 'list-handlers')");
+        return ExitCodes.PROBLEMS;
+      }
+      WorkerIdentity identity = WorkerIdentity.resolve(Optional.empty(), System.getenv(),
+          WorkerIdentity::generateId, loaded.imageDigest());
+      host = Optional.of(new DevServer.Host(loaded.catalog(), identity, plugins.pluginsDir(),
+          loaded.problems(), WorkOptions.DEFAULT_DRAIN_TIMEOUT));
+    }
+
+    DevServer dev;
+    try {
+      dev = DevServer.start(new DevServer.Options(port, controlPort, host));
+    } catch (DevServer.PortInUseException e) {
+      String flag = e.listener() == DevServer.Listener.RUNTIME ? "--port" : "--control-port";
+      throw new UserErrorException(e.getMessage() + " (another 'phrony-worker dev'?): stop "
+          + "what uses it, or choose another port with " + flag + " PORT", e);
+    }
+    CountDownLatch stopped = new CountDownLatch(1);
+    ShutdownSignals.install(() -> {
+      try {
+        dev.stop();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } finally {
+        stopped.countDown();
+      }
+    });
+    PrintWriter out = spec.commandLine().getOut();
+    out.print(dev.banner());
+    out.flush();
+    dev.showEvents(out);
+    stopped.await();
+    return ExitCodes.OK;
+  }
+
+  private static void checkPort(int port, String flag) {
+    if (port < 0 || port > 65_535) {
+      throw new UserErrorException(flag + " " + port + " is not a port: use 1-65535 (or 0 for "
+          + "any free port)");
+    }
+  }
+}

@@ -1,0 +1,232 @@
+package dev.phrony.worker.dev;
+
+import dev.phrony.runtime.v1.WorkServerMsg;
+import dev.phrony.worker.testkit.Call;
+import dev.phrony.worker.testkit.Event;
+import dev.phrony.worker.testkit.LocalRuntime;
+import dev.phrony.worker.testkit.Outcome;
+import dev.phrony.worker.testkit.WorkerView;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+
+/**
+ * Submits tool calls to the embedded {@link LocalRuntime} as an agent session would, and bounds
+ * each one as the runtime bounds a session's call: by its deadline when it has one, else by the
+ * runtime's dispatch wait. When the bound passes the runtime gives up on the call (it forgets it
+ * and sends {@code cancel} to the worker running it) and the outcome says what it was waiting
+ * for, as the runtime's error would: a handler, a free slot, or the worker's answer.
+ *
+ * <p>Every call is reported to the {@link Listener} when it is submitted and when it ends, which
+ * is how {@code dev} prints the {@code tool_call} and {@code tool_result} lines.
+ */
+public final class CallService implements AutoCloseable {
+
+  /**
+   * After a call's deadline the worker's own {@code deadline_exceeded} answer is given this long
+   * to arrive before the runtime gives up on the call (and a late answer would be refused).
+   */
+  static final Duration DEADLINE_GRACE = Duration.ofSeconds(1);
+
+  // The runtime's error texts (errors.go, and Go's context package).
+  private static final String NO_HANDLER = "no handler registered for tool";
+  private static final String CAPACITY_EXHAUSTED = "tool handler capacity exhausted";
+  private static final String DEADLINE_EXCEEDED = "context deadline exceeded";
+
+  /** Hears every call submitted through the service. Called on runtime threads: be quick. */
+  public interface Listener {
+    void submitted(Call call);
+
+    void completed(Completed completed);
+  }
+
+  /**
+   * A call and how it ended.
+   *
+   * @param hint for a developer, when the outcome has an obvious cause (e.g. which keys are
+   *     served when none matched), or null
+   */
+  public record Completed(Call call, Outcome outcome, String hint) {}
+
+  private record Pending(Call call, long startNanos) {}
+
+  private final LocalRuntime runtime;
+  private final Duration dispatchWait;
+  private final InstantSource clock;
+  private final Listener listener;
+  private final ScheduledThreadPoolExecutor timers;
+  private final LocalRuntime.Subscription invokes;
+  private final Map<String, Pending> pending = new ConcurrentHashMap<>();
+  /** call id to the worker it was invoked on, for calls in {@link #pending}. */
+  private final Map<String, String> invokedOn = new ConcurrentHashMap<>();
+  private final Map<String, Call.Sequence> sessions = new ConcurrentHashMap<>();
+  private volatile boolean closed;
+
+  /**
+   * @param runtime where calls go; its own dispatch bound should be at least {@code
+   *     dispatchWait} (it ends waiting calls after its queue wait, this service ends the others)
+   * @param dispatchWait the bound on a call without a deadline (the runtime's dispatch wait)
+   */
+  public CallService(LocalRuntime runtime, Duration dispatchWait, InstantSource clock,
+      Listener listener) {
+    this.runtime = Objects.requireNonNull(runtime, "runtime");
+    this.dispatchWait = Objects.requireNonNull(dispatchWait, "dispatchWait");
+    this.clock = Objects.requireNonNull(clock, "clock");
+    this.listener = Objects.requireNonNull(listener, "listener");
+    this.timers = new ScheduledThreadPoolExecutor(1,
+        Thread.ofPlatform().name("phrony-dev-deadlines").daemon().factory());
+    this.timers.setRemoveOnCancelPolicy(true);
+    this.invokes = runtime.onEvent(this::onEvent);
+  }
+
+  private void onEvent(Event e) {
+    WorkServerMsg m = e.serverMsg();
+    if (m != null && m.getBodyCase() == WorkServerMsg.BodyCase.INVOKE
+        && pending.containsKey(e.callId()) && e.workerId() != null) {
+      invokedOn.put(e.callId(), e.workerId());
+    }
+  }
+
+  /**
+   * Dispatches a call; the future always completes normally, at the latest soon after the
+   * call's bound.
+   *
+   * @throws IllegalStateException once the service is closed (dev is stopping)
+   */
+  public CompletableFuture<Completed> submit(CallRequest request) {
+    if (closed) {
+      throw new IllegalStateException("dev is shutting down");
+    }
+    Call call = request.sessionId() == null
+        ? Call.of(request.tool(), request.version(), request.args())
+        : sessions.computeIfAbsent(request.sessionId(),
+            s -> Call.sequence(s, Call.LOCAL_AGENT_VERSION))
+            .next(request.tool(), request.version(), request.args());
+    Duration bound = dispatchWait;
+    if (request.deadline() != null) {
+      call = call.withDeadline(clock.instant().plus(request.deadline()));
+      bound = request.deadline().plus(DEADLINE_GRACE);
+    }
+    Pending p = new Pending(call, System.nanoTime());
+    pending.put(call.callId(), p);
+    listener.submitted(call);
+
+    CompletableFuture<Completed> done = new CompletableFuture<>();
+    CompletableFuture<Outcome> dispatched = runtime.dispatch(call);
+    ScheduledFuture<?> timer = timers.schedule(() -> {
+      Outcome given = givenUp(p);
+      // Cancelling makes the runtime forget the call and send cancel to its worker.
+      if (!dispatched.isDone() && dispatched.cancel(true)) {
+        finish(p, given, done);
+      }
+    }, bound.toNanos(), TimeUnit.NANOSECONDS);
+    dispatched.whenComplete((outcome, failure) -> {
+      if (outcome != null) {
+        timer.cancel(false);
+        finish(p, outcome, done);
+      }
+    });
+    return done;
+  }
+
+  private void finish(Pending p, Outcome outcome, CompletableFuture<Completed> done) {
+    String callId = p.call().callId();
+    if (!pending.remove(callId, p)) {
+      return;
+    }
+    invokedOn.remove(callId);
+    Completed c = new Completed(p.call(), outcome, hint(p.call(), outcome));
+    try {
+      listener.completed(c);
+    } finally {
+      done.complete(c);
+    }
+  }
+
+  /** The outcome when the bound passes: what the call was still waiting for. */
+  private Outcome givenUp(Pending p) {
+    String callId = p.call().callId();
+    String worker = invokedOn.get(callId);
+    Outcome.Trace trace = new Outcome.Trace(callId, worker,
+        Duration.ofNanos(System.nanoTime() - p.startNanos()), false);
+    if (worker != null) {
+      return new Outcome.DispatchError(Outcome.Kind.TIMEOUT, DEADLINE_EXCEEDED, trace);
+    }
+    boolean advertised = advertisedKeys().contains(p.call().key());
+    return new Outcome.DispatchError(
+        advertised ? Outcome.Kind.CAPACITY_EXHAUSTED : Outcome.Kind.NO_HANDLER,
+        (advertised ? CAPACITY_EXHAUSTED : NO_HANDLER) + "\n" + DEADLINE_EXCEEDED, trace);
+  }
+
+  private String hint(Call call, Outcome outcome) {
+    if (!(outcome instanceof Outcome.DispatchError e)) {
+      return null;
+    }
+    return switch (e.kind()) {
+      case NO_HANDLER -> {
+        TreeSet<String> keys = advertisedKeys();
+        yield keys.isEmpty()
+            ? "no worker is registered with the runtime"
+            : "no worker serves " + call.key() + "; served: " + String.join(", ", keys);
+      }
+      case CAPACITY_EXHAUSTED -> "every slot of " + call.key() + " stayed busy";
+      case TIMEOUT -> "the call took longer than "
+          + (call.deadlineUnixMs() > 0 ? "its deadline" : human(dispatchWait)
+              + " (the runtime's dispatch wait; give a longer deadline with --timeout)");
+      default -> null;
+    };
+  }
+
+  private TreeSet<String> advertisedKeys() {
+    return runtime.workers().stream().flatMap(w -> w.handlers().stream())
+        .map(WorkerView.HandlerView::key).collect(Collectors.toCollection(TreeSet::new));
+  }
+
+  /**
+   * Cancels a session as the runtime does: its calls are forgotten (they end
+   * {@code cancelled}) and the workers running them get {@code cancel}.
+   *
+   * @return the ids of the calls of that session that were in flight, sorted
+   */
+  public List<String> cancelSession(String sessionId) {
+    List<String> ids = pending.values().stream()
+        .filter(p -> p.call().sessionId().equals(sessionId))
+        .map(p -> p.call().callId()).sorted().toList();
+    runtime.cancelSession(sessionId);
+    return ids;
+  }
+
+  /** Calls submitted and not yet ended. */
+  public int inFlight() {
+    return pending.size();
+  }
+
+  /** Refuses new calls from now on; the ones in flight still end. */
+  public void refuseNewCalls() {
+    closed = true;
+  }
+
+  /**
+   * Refuses new calls and stops the deadline timers. Close the runtime first: that ends the
+   * calls still in flight.
+   */
+  @Override
+  public void close() {
+    closed = true;
+    invokes.close();
+    timers.shutdownNow();
+  }
+
+  static String human(Duration d) {
+    return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
+  }
+}

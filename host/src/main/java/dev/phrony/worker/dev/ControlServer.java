@@ -1,0 +1,316 @@
+package dev.phrony.worker.dev;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import dev.phrony.worker.testkit.LocalRuntime;
+import dev.phrony.worker.testkit.WorkerView;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.BindException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The control surface of {@code phrony-worker dev}: JSON over HTTP on loopback only.
+ *
+ * <pre>
+ * POST /v1/calls                   submit a call ({@link CallRequest}), get its outcome
+ *                                  ({@link CallReply})
+ * POST /v1/sessions/{id}/cancel    cancel a session's calls in flight
+ * GET  /v1/workers                 the runtime's registrations and their slots
+ * GET  /v1/queues                  calls waiting for a slot, by tool@version
+ * GET  /healthz                    200 while serving, 503 while stopping
+ * </pre>
+ *
+ * <p>A call's outcome, whichever it is, is a 200 answer: the request did what it asked. A request
+ * that cannot be served gets a 4xx (or 503) answer with
+ * {@code {"error": {"code": "...", "message": "..."}}}. Each request runs on its own virtual
+ * thread, so a call waiting for its outcome holds nothing else up.
+ */
+public final class ControlServer implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(ControlServer.class);
+
+  /** The largest request body: the worker's own inbound limit (64 MiB). */
+  static final int MAX_BODY_BYTES = 64 * 1024 * 1024;
+  static final String ENDPOINTS = "POST /v1/calls, POST /v1/sessions/{id}/cancel, "
+      + "GET /v1/workers, GET /v1/queues, GET /healthz";
+
+  private final HttpServer server;
+  private final ExecutorService executor;
+  private final CallService calls;
+  private final LocalRuntime runtime;
+  private volatile boolean stopping;
+
+  private ControlServer(HttpServer server, ExecutorService executor, CallService calls,
+      LocalRuntime runtime) {
+    this.server = server;
+    this.executor = executor;
+    this.calls = calls;
+    this.runtime = runtime;
+  }
+
+  /**
+   * Serves on {@code 127.0.0.1:port} (0 picks a free port).
+   *
+   * @throws BindException when the port is in use
+   */
+  public static ControlServer start(int port, CallService calls, LocalRuntime runtime)
+      throws IOException {
+    Objects.requireNonNull(calls, "calls");
+    Objects.requireNonNull(runtime, "runtime");
+    HttpServer server = HttpServer.create(
+        new InetSocketAddress(InetAddress.getByAddress(new byte[] {127, 0, 0, 1}), port), 0);
+    ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
+    ControlServer control = new ControlServer(server, executor, calls, runtime);
+    server.setExecutor(executor);
+    server.createContext("/", control::handle);
+    server.start();
+    log.info("control API listening on {}", control.url());
+    return control;
+  }
+
+  public int port() {
+    return server.getAddress().getPort();
+  }
+
+  /** {@code http://127.0.0.1:port}. */
+  public String url() {
+    return "http://127.0.0.1:" + port();
+  }
+
+  /** From now on new calls are refused (503) and {@code /healthz} says stopping. */
+  public void refuseNewCalls() {
+    stopping = true;
+  }
+
+  /** Stops listening; requests still running get up to {@code grace} to finish. */
+  public void stop(Duration grace) {
+    stopping = true;
+    server.stop((int) Math.max(0, Math.min(grace.toSeconds(), Integer.MAX_VALUE)));
+    executor.shutdownNow();
+  }
+
+  @Override
+  public void close() {
+    stop(Duration.ZERO);
+  }
+
+  // ---- routing ----
+
+  private record Response(int status, JsonNode body, Map<String, String> headers) {
+    Response(int status, JsonNode body) {
+      this(status, body, Map.of());
+    }
+  }
+
+  /** A request that cannot be served as sent. */
+  private static final class Refusal extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final transient Response response;
+
+    Refusal(int status, String code, String message) {
+      this(status, code, message, Map.of());
+    }
+
+    Refusal(int status, String code, String message, Map<String, String> headers) {
+      super(message, null, false, false);
+      this.response = new Response(status, error(code, message), headers);
+    }
+  }
+
+  private void handle(HttpExchange x) {
+    Response r;
+    try {
+      r = route(x);
+    } catch (Refusal e) {
+      r = e.response;
+    } catch (RuntimeException | IOException e) {
+      log.error("control API: {} {} failed", x.getRequestMethod(), x.getRequestURI(), e);
+      r = new Response(500, error("internal", "the request failed: " + e
+          + " (see the dev log)"));
+    }
+    send(x, r);
+  }
+
+  private Response route(HttpExchange x) throws IOException {
+    String method = x.getRequestMethod();
+    String path = x.getRequestURI().getRawPath();
+    log.debug("control API: {} {}", method, path);
+    switch (path) {
+      case "/healthz" -> {
+        only(method, "GET");
+        return health();
+      }
+      case "/v1/calls" -> {
+        only(method, "POST");
+        return call(body(x));
+      }
+      case "/v1/workers" -> {
+        only(method, "GET");
+        return workers();
+      }
+      case "/v1/queues" -> {
+        only(method, "GET");
+        return queues();
+      }
+      default -> {
+        List<String> parts = List.of(path.split("/", -1));
+        // "", "v1", "sessions", id, "cancel"
+        if (parts.size() == 5 && parts.get(0).isEmpty() && parts.get(1).equals("v1")
+            && parts.get(2).equals("sessions") && parts.get(4).equals("cancel")
+            && !parts.get(3).isEmpty()) {
+          only(method, "POST");
+          return cancel(decode(parts.get(3)));
+        }
+        throw new Refusal(404, "not_found", "no endpoint " + method + " " + path
+            + "; the endpoints are " + ENDPOINTS);
+      }
+    }
+  }
+
+  private static void only(String method, String allowed) {
+    if (!method.equals(allowed)) {
+      throw new Refusal(405, "method_not_allowed", method + " is not allowed here; use "
+          + allowed, Map.of("Allow", allowed));
+    }
+  }
+
+  private static byte[] body(HttpExchange x) throws IOException {
+    try (InputStream in = x.getRequestBody()) {
+      byte[] body = in.readNBytes(MAX_BODY_BYTES + 1);
+      if (body.length > MAX_BODY_BYTES) {
+        throw new Refusal(413, "too_large", "the body is over " + MAX_BODY_BYTES / (1024 * 1024)
+            + " MiB");
+      }
+      return body;
+    }
+  }
+
+  private static String decode(String segment) {
+    try {
+      return URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8);
+    } catch (IllegalArgumentException e) {
+      throw new Refusal(400, "bad_request", "bad percent-encoding in '" + segment + "'");
+    }
+  }
+
+  // ---- endpoints ----
+
+  private Response call(byte[] body) {
+    CallRequest request;
+    try {
+      request = CallRequest.fromJson(body);
+    } catch (IllegalArgumentException e) {
+      throw new Refusal(400, "bad_request", e.getMessage());
+    }
+    if (stopping) {
+      throw shuttingDown();
+    }
+    CallService.Completed done;
+    try {
+      done = calls.submit(request).join();
+    } catch (IllegalStateException e) {
+      throw shuttingDown();
+    }
+    return new Response(200, CallReply.toJson(done));
+  }
+
+  private static Refusal shuttingDown() {
+    return new Refusal(503, "shutting_down", "phrony-worker dev is shutting down");
+  }
+
+  private Response cancel(String sessionId) {
+    ObjectNode o = Json.object();
+    o.put("session_id", sessionId);
+    ArrayNode ids = o.putArray("cancelled");
+    calls.cancelSession(sessionId).forEach(ids::add);
+    return new Response(200, o);
+  }
+
+  private Response workers() {
+    ObjectNode o = Json.object();
+    ArrayNode list = o.putArray("workers");
+    for (WorkerView w : runtime.workers()) {
+      ObjectNode j = list.addObject();
+      j.put("worker_id", w.workerId());
+      j.put("stream_id", w.streamId());
+      j.put("connected", w.connected());
+      j.put("lease_expired", w.leaseExpired());
+      j.put("registered_at", w.registeredAt().toString());
+      j.put("lease_expires_at", w.leaseExpiresAt().toString());
+      j.put("in_flight", w.inFlight());
+      j.put("workload_identity", w.workloadIdentity());
+      j.put("image_digest", w.imageDigest());
+      ArrayNode handlers = j.putArray("handlers");
+      for (WorkerView.HandlerView h : w.handlers()) {
+        ObjectNode hj = handlers.addObject();
+        hj.put("key", h.key());
+        hj.put("tool", h.tool());
+        hj.put("version", h.version());
+        hj.put("contract_version", h.contractVersion());
+        hj.put("max_concurrency", h.maxConcurrency());
+        hj.put("busy", h.busy());
+        hj.put("descriptor_hash", h.descriptorHash());
+      }
+    }
+    return new Response(200, o);
+  }
+
+  private Response queues() {
+    ObjectNode o = Json.object();
+    o.put("in_flight", runtime.inFlight());
+    ArrayNode list = o.putArray("queues");
+    runtime.queues().entrySet().stream().sorted(Map.Entry.comparingByKey()).forEach(e -> {
+      ObjectNode q = list.addObject();
+      q.put("key", e.getKey());
+      q.put("waiting", e.getValue());
+    });
+    return new Response(200, o);
+  }
+
+  private Response health() {
+    ObjectNode o = Json.object();
+    boolean up = !stopping && runtime.isRunning();
+    o.put("status", up ? "ok" : "stopping");
+    o.put("runtime", runtime.target());
+    o.put("workers", runtime.workers().size());
+    return new Response(up ? 200 : 503, o);
+  }
+
+  // ---- output ----
+
+  static ObjectNode error(String code, String message) {
+    ObjectNode o = Json.object();
+    ObjectNode e = o.putObject("error");
+    e.put("code", code);
+    e.put("message", message);
+    return o;
+  }
+
+  private static void send(HttpExchange x, Response r) {
+    byte[] body = (Json.pretty(r.body()) + "\n").getBytes(StandardCharsets.UTF_8);
+    try (x) {
+      x.getResponseHeaders().set("Content-Type", "application/json; charset=utf-8");
+      r.headers().forEach((k, v) -> x.getResponseHeaders().set(k, v));
+      x.sendResponseHeaders(r.status(), body.length);
+      x.getResponseBody().write(body);
+    } catch (IOException e) {
+      // The client went away (e.g. Ctrl-C on `call`); nothing to answer.
+      log.debug("control API: could not answer {} {}: {}", x.getRequestMethod(),
+          x.getRequestURI(), e.toString());
+    }
+  }
+}
