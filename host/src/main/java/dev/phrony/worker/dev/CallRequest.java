@@ -33,6 +33,8 @@ public record CallRequest(String tool, String version, String args, String sessi
 
   private static final Pattern TOOL = Pattern.compile("[A-Za-z0-9._-]+");
   private static final Pattern VERSION = Pattern.compile("[A-Za-z0-9._+-]+");
+  /** {@code {city:} }: what is left of {@code '{"city":...}'} when a shell ate the quotes. */
+  private static final Pattern UNQUOTED_NAME = Pattern.compile("[{,]\\s*[A-Za-z_][\\w.-]*\\s*:");
   private static final List<String> FIELDS =
       List.of("tool", "version", "args", "session_id", "deadline_ms");
 
@@ -111,7 +113,7 @@ public record CallRequest(String tool, String version, String args, String sessi
       node = Json.parse(text);
     } catch (Json.SyntaxError e) {
       String hint = "";
-      if (!text.contains("\"") && text.strip().startsWith("{") && text.length() > 2) {
+      if (!text.contains("\"") && UNQUOTED_NAME.matcher(text).find()) {
         hint = " (did the shell eat the quotes? put the JSON in single quotes: "
             + "'{\"key\":\"value\"}')";
       }

@@ -1,0 +1,81 @@
+package dev.phrony.worker.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/**
+ * {@code phrony-worker dev}'s refusals through picocli. (Running it until a signal is covered
+ * by the process-level DevIT in dist.)
+ */
+class DevCommandTest {
+
+  record Run(int exit, String out, String err) {}
+
+  static Run run(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine cmd = PhronyWorkerCommand.newCommandLine();
+    cmd.setOut(new PrintWriter(out, true));
+    cmd.setErr(new PrintWriter(err, true));
+    int exit = cmd.execute(args);
+    return new Run(exit, out.toString(), err.toString());
+  }
+
+  private static ServerSocket occupy() throws Exception {
+    return new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"));
+  }
+
+  @Test
+  void a_runtime_port_in_use_is_one_line_naming_the_port_and_the_flag() throws Exception {
+    try (ServerSocket taken = occupy()) {
+      int port = taken.getLocalPort();
+
+      Run r = run("dev", "--no-host", "--port", String.valueOf(port), "--control-port", "0");
+
+      assertThat(r.exit()).isEqualTo(1);
+      assertThat(r.out()).isEmpty();
+      assertThat(r.err()).isEqualTo("phrony-worker dev: the runtime's port " + port
+          + " is in use (another 'phrony-worker dev'?): stop what uses it, or choose another "
+          + "port with --port PORT\n");
+    }
+  }
+
+  @Test
+  void a_control_port_in_use_names_control_port() throws Exception {
+    try (ServerSocket taken = occupy()) {
+      int port = taken.getLocalPort();
+
+      Run r = run("dev", "--no-host", "--port", "0", "--control-port", String.valueOf(port));
+
+      assertThat(r.exit()).isEqualTo(1);
+      assertThat(r.err()).isEqualTo("phrony-worker dev: the control port " + port
+          + " is in use (another 'phrony-worker dev'?): stop what uses it, or choose another "
+          + "port with --control-port PORT\n");
+    }
+  }
+
+  @Test
+  void bad_port_combinations_are_usage_errors() {
+    assertThat(run("dev", "--port", "7000", "--control-port", "7000").err())
+        .isEqualTo("phrony-worker dev: --port and --control-port are both 7000: give them "
+            + "different ports\n");
+    assertThat(run("dev", "--port", "70000").err()).contains("--port 70000 is not a port");
+    Run plugins = run("dev", "--no-host", "--plugins", "x");
+    assertThat(plugins.exit()).isEqualTo(1);
+    assertThat(plugins.err()).contains("--plugins has no effect with --no-host");
+  }
+
+  @Test
+  void a_missing_plugins_directory_is_a_usage_error() {
+    Run r = run("dev", "--plugins", "no-such-plugins", "--port", "0", "--control-port", "0");
+
+    assertThat(r.exit()).isEqualTo(1);
+    assertThat(r.err()).startsWith("phrony-worker dev: plugins directory no-such-plugins");
+  }
+}

@@ -1,0 +1,79 @@
+package dev.phrony.worker.dev;
+
+import dev.phrony.worker.api.SideEffectClass;
+import dev.phrony.worker.api.ToolCall;
+import dev.phrony.worker.api.ToolDescriptor;
+import dev.phrony.worker.api.ToolException;
+import dev.phrony.worker.api.ToolHandler;
+import dev.phrony.worker.api.ToolResult;
+import dev.phrony.worker.plugin.HandlerCatalog;
+import dev.phrony.worker.work.WorkerIdentity;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.stream.Stream;
+
+/**
+ * A {@link DevServer} on free loopback ports whose host serves test handlers:
+ *
+ * <ul>
+ *   <li>{@code echo@1.0.0}: returns its arguments;
+ *   <li>{@code fail@1.0.0}: tool error {@code out_of_stock: no more widgets};
+ *   <li>{@code text@default}: the plain text {@code plain words} (not JSON);
+ *   <li>{@code hold@1.0.0}: one slot; runs until interrupted (cancel, deadline), at most 60 s.
+ * </ul>
+ */
+public final class DevFixture {
+  public static final String WORKER_ID = "dev-test-worker";
+
+  private DevFixture() {}
+
+  /** A handler made of a lambda. */
+  record Handler(ToolDescriptor descriptor, Body body) implements ToolHandler {
+    interface Body {
+      ToolResult handle(ToolCall call) throws Exception;
+    }
+
+    static Handler of(String tool, String version, int maxConcurrency, Body body) {
+      return new Handler(ToolDescriptor.builder(tool).version(version)
+          .maxConcurrency(maxConcurrency).sideEffectClass(SideEffectClass.READ_ONLY)
+          .description(tool + " for tests").build(), body);
+    }
+
+    @Override
+    public ToolResult handle(ToolCall call) throws Exception {
+      return body.handle(call);
+    }
+  }
+
+  static HandlerCatalog catalog(ToolHandler... extra) {
+    Stream<ToolHandler> handlers = Stream.of(
+        Handler.of("echo", "1.0.0", 8, call -> ToolResult.json(call.argsBytes())),
+        Handler.of("fail", "1.0.0", 8, call -> {
+          throw new ToolException("out_of_stock", "no more widgets");
+        }),
+        Handler.of("text", ToolDescriptor.DEFAULT_VERSION, 8, call -> ToolResult.text("plain words")),
+        Handler.of("hold", "1.0.0", 1, call -> {
+          Thread.sleep(Duration.ofSeconds(60));
+          return ToolResult.json("{\"held\":true}");
+        }));
+    return HandlerCatalog.of(Stream.concat(handlers, Stream.of(extra))
+        .map(h -> HandlerCatalog.Entry.of(h, "test")).toList());
+  }
+
+  /** Runtime, control API and a host serving {@link #catalog}. */
+  public static DevServer start() {
+    return DevServer.start(new DevServer.Options(0, 0, Optional.of(host(catalog()))));
+  }
+
+  /** Runtime and control API only. */
+  public static DevServer startWithoutHost() {
+    return DevServer.start(new DevServer.Options(0, 0, Optional.empty()));
+  }
+
+  static DevServer.Host host(HandlerCatalog catalog) {
+    return new DevServer.Host(catalog, new WorkerIdentity(WORKER_ID, "", "sha256:test"),
+        Path.of("test-plugins"), List.of(), Duration.ofSeconds(5));
+  }
+}
