@@ -2,6 +2,8 @@ package dev.phrony.worker.dist;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -39,8 +41,14 @@ final class DistProcess implements AutoCloseable {
   /** Starts {@code bin/phrony-worker args...} in {@code workDir}, with extra environment. */
   static DistProcess start(Path workDir, Map<String, String> env, String... args)
       throws IOException {
-    List<String> command = new ArrayList<>(List.of(distDir().resolve("bin/phrony-worker")
-        .toString()));
+    List<String> command = new ArrayList<>();
+    if (sigintIgnoredHere()) {
+      // A child inherits an ignored SIGINT, and a JVM cannot handle a signal ignored at its
+      // start: tests of Ctrl-C would fail for the harness's sake (a build started in the
+      // background of a non-interactive shell). GNU env restores the default.
+      command.addAll(List.of("env", "--default-signal=INT"));
+    }
+    command.add(distDir().resolve("bin/phrony-worker").toString());
     command.addAll(List.of(args));
     Path out = Files.createTempFile(workDir, "stdout", ".txt");
     Path err = Files.createTempFile(workDir, "stderr", ".txt");
@@ -57,9 +65,36 @@ final class DistProcess implements AutoCloseable {
 
   /** Runs a command to its end. */
   static Result run(Path workDir, String... args) throws IOException, InterruptedException {
-    try (DistProcess p = start(workDir, Map.of(), args)) {
+    return run(workDir, Map.of(), args);
+  }
+
+  /** Runs a command to its end, with extra environment. */
+  static Result run(Path workDir, Map<String, String> env, String... args)
+      throws IOException, InterruptedException {
+    try (DistProcess p = start(workDir, env, args)) {
       return p.awaitExit(DEADLINE);
     }
+  }
+
+  /** A loopback port nothing listens on right now. */
+  static int freePort() throws IOException {
+    try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getByAddress(new byte[] {127, 0, 0, 1}))) {
+      return probe.getLocalPort();
+    }
+  }
+
+  /** Whether this JVM was started with SIGINT ignored (Linux; false where unknown). */
+  private static boolean sigintIgnoredHere() {
+    try {
+      for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+        if (line.startsWith("SigIgn:")) {
+          return (Long.parseUnsignedLong(line.substring(7).strip(), 16) & (1L << 1)) != 0;
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      // not Linux: nothing to correct
+    }
+    return false;
   }
 
   long pid() {
@@ -76,15 +111,24 @@ final class DistProcess implements AutoCloseable {
 
   /** Waits until stderr contains {@code text}. */
   void awaitStderr(String text, Duration timeout) {
+    await(err, "stderr", text, timeout);
+  }
+
+  /** Waits until stdout contains {@code text}. */
+  void awaitStdout(String text, Duration timeout) {
+    await(out, "stdout", text, timeout);
+  }
+
+  private void await(Path file, String name, String text, Duration timeout) {
     long deadline = System.nanoTime() + timeout.toNanos();
-    while (!stderr().contains(text)) {
+    while (!read(file).contains(text)) {
       if (!process.isAlive()) {
         throw new AssertionError(command + " exited " + process.exitValue() + " before printing '"
-            + text + "'; stderr:\n" + stderr());
+            + text + "' on " + name + "; stdout:\n" + stdout() + "\nstderr:\n" + stderr());
       }
       if (System.nanoTime() > deadline) {
-        throw new AssertionError("no '" + text + "' on stderr within " + timeout + "; stderr:\n"
-            + stderr());
+        throw new AssertionError("no '" + text + "' on " + name + " within " + timeout
+            + "; stdout:\n" + stdout() + "\nstderr:\n" + stderr());
       }
       LockSupport.parkNanos(20_000_000);
     }
@@ -93,6 +137,19 @@ final class DistProcess implements AutoCloseable {
   /** SIGTERM, as a container runtime sends it. */
   void terminate() {
     process.destroy();
+  }
+
+  /**
+   * SIGINT, as Ctrl-C in a terminal sends it ({@link Process#destroy} sends SIGTERM). The
+   * launcher execs the JVM, so the pid is the JVM's.
+   */
+  void interrupt() throws IOException, InterruptedException {
+    Process kill = new ProcessBuilder("kill", "-INT", String.valueOf(process.pid()))
+        .redirectErrorStream(true).start();
+    if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+      throw new AssertionError("kill -INT " + process.pid() + " failed: "
+          + new String(kill.getInputStream().readAllBytes()));
+    }
   }
 
   /** SIGKILL: no drain, no cleanup. */
