@@ -78,7 +78,8 @@ final class DistProcess implements AutoCloseable {
 
   /** A loopback port nothing listens on right now. */
   static int freePort() throws IOException {
-    try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getByAddress(new byte[] {127, 0, 0, 1}))) {
+    InetAddress loopback = InetAddress.getByAddress(new byte[] {127, 0, 0, 1});
+    try (ServerSocket probe = new ServerSocket(0, 1, loopback)) {
       return probe.getLocalPort();
     }
   }

@@ -20,9 +20,9 @@ import picocli.CommandLine.Parameters;
 /** {@code phrony-worker call}: one tool call through a running {@code phrony-worker dev}. */
 @Command(name = "call", mixinStandardHelpOptions = true,
     description = {
-        "Calls a tool through a running 'phrony-worker dev', as an agent session would, and "
-            + "prints the result as pretty JSON (raw text when the result is not JSON).",
+        "Calls a tool through a running 'phrony-worker dev', as an agent session would.",
         "",
+        "Prints the result as pretty JSON (as is, when it is not JSON).",
         "A tool error prints 'code: message' on stderr; so does a dispatch error (no handler, "
             + "no free slot, timeout), with a hint."},
     exitCodeListHeading = "%nExit codes:%n",

@@ -20,9 +20,11 @@ import picocli.CommandLine.Option;
 /** {@code phrony-worker dev}: an embedded runtime, the host and a control API, until Ctrl-C. */
 @Command(name = "dev", mixinStandardHelpOptions = true,
     description = {
-        "Runs a local Phrony runtime on loopback, a worker serving the plugins against it, and a "
-            + "control API to submit tool calls through it ('phrony-worker call', or curl). "
-            + "Needs nothing else: no runtime, no database, no model key.",
+        "Runs a local runtime, a worker and a control API: a whole system to develop against.",
+        "",
+        "A Phrony runtime on loopback, a worker serving the plugins against it, and a control "
+            + "API to submit tool calls through it ('phrony-worker call', or curl). Needs "
+            + "nothing else: no runtime, no database, no model key.",
         "",
         "Prints the addresses and handlers, then one line per tool_call and tool_result. With "
             + "--no-host only the runtime and the control API run, for a worker developed in any "

@@ -21,9 +21,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * interactive stream names them:
  *
  * <pre>
- * 12:00:00.100 worker_registered   worker_id=w1 handlers=echo@default,weather.get-forecast@1
+ * 12:00:00.100 worker_registered   worker_id=w1 handlers=echo@default,weather.forecast@1
  * 12:00:01.234 tool_call   call_id=s-1a:av-local:1:0 tool=weather.get-forecast@1.0.0 args=15B
- * 12:00:01.251 tool_result call_id=s-1a:av-local:1:0 outcome=result size=187B worker=w1 elapsed=17ms
+ * 12:00:01.251 tool_result call_id=s-1a:av-local:1:0 outcome=result size=87B worker=w1 elapsed=17ms
  * 12:00:02.001 tool_result call_id=... outcome=tool_error code=invalid_args worker=w1 elapsed=3ms
  * 12:00:12.003 tool_result call_id=... outcome=dispatch_error kind=no_handler elapsed=10001ms
  * 12:00:30.100 worker_disconnected worker_id=w1 status=OK

@@ -77,7 +77,8 @@ class ControlServerTest {
     assertThat(a.status()).isEqualTo(200);
     JsonNode j = a.json();
     assertThat(j.path("outcome").asText()).isEqualTo("result");
-    assertThat(a.raw().body()).contains("\"price\": 1.10").contains("123456789012345678901234567890");
+    assertThat(a.raw().body()).contains("\"price\": 1.10")
+        .contains("123456789012345678901234567890");
     assertThat(j.path("payload").path("list").get(1).isObject()).isTrue();
     assertThat(j.path("tool").asText()).isEqualTo("echo");
     assertThat(j.path("version").asText()).isEqualTo("1.0.0");

@@ -53,7 +53,8 @@ public final class DevFixture {
         Handler.of("fail", "1.0.0", 8, call -> {
           throw new ToolException("out_of_stock", "no more widgets");
         }),
-        Handler.of("text", ToolDescriptor.DEFAULT_VERSION, 8, call -> ToolResult.text("plain words")),
+        Handler.of("text", ToolDescriptor.DEFAULT_VERSION, 8,
+            call -> ToolResult.text("plain words")),
         Handler.of("hold", "1.0.0", 1, call -> {
           Thread.sleep(Duration.ofSeconds(60));
           return ToolResult.json("{\"held\":true}");
