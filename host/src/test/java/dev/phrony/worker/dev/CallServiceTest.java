@@ -1,0 +1,130 @@
+package dev.phrony.worker.dev;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.phrony.worker.Await;
+import dev.phrony.worker.outbox.MemoryOutbox;
+import dev.phrony.worker.testkit.Call;
+import dev.phrony.worker.testkit.LocalRuntime;
+import dev.phrony.worker.testkit.Outcome;
+import dev.phrony.worker.work.WorkClient;
+import dev.phrony.worker.work.WorkOptions;
+import dev.phrony.worker.work.WorkerIdentity;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * How {@link CallService} bounds calls: the dispatch wait (short here) without a deadline, the
+ * deadline with one, and what the outcome says the call was waiting for.
+ */
+class CallServiceTest {
+  private static final Duration WAIT = Duration.ofMillis(400);
+  private static final Instant NOW = Instant.now();
+
+  private final List<String> heard = new CopyOnWriteArrayList<>();
+  private LocalRuntime runtime;
+  private WorkClient worker;
+  private CallService calls;
+
+  @BeforeEach
+  void start() {
+    runtime = LocalRuntime.builder().executionTimeout(Duration.ofMinutes(5)).start();
+    worker = new WorkClient(WorkOptions.defaults(runtime.target(),
+        new WorkerIdentity("w1", "", "")), DevFixture.catalog(), new MemoryOutbox());
+    worker.start();
+    Await.until("registered", worker::registered);
+    calls = new CallService(runtime, WAIT, InstantSource.fixed(NOW), new CallService.Listener() {
+      @Override
+      public void submitted(Call call) {
+        heard.add("call " + call.callId());
+      }
+
+      @Override
+      public void completed(CallService.Completed c) {
+        heard.add("done " + c.call().callId() + " " + c.outcome().getClass().getSimpleName());
+      }
+    });
+  }
+
+  @AfterEach
+  void stop() {
+    calls.close();
+    worker.close();
+    runtime.close();
+  }
+
+  private CallService.Completed await(CompletableFuture<CallService.Completed> f)
+      throws Exception {
+    return f.get(30, TimeUnit.SECONDS);
+  }
+
+  @Test
+  void a_running_call_without_a_deadline_times_out_after_the_dispatch_wait_and_is_cancelled()
+      throws Exception {
+    CallService.Completed c = await(calls.submit(new CallRequest("hold", "1.0.0", null, "s1",
+        null)));
+
+    assertThat(c.call().deadlineUnixMs()).isZero();
+    assertThat(c.outcome()).isInstanceOfSatisfying(Outcome.DispatchError.class, e -> {
+      assertThat(e.kind()).isEqualTo(Outcome.Kind.TIMEOUT);
+      assertThat(e.message()).isEqualTo("context deadline exceeded");
+      assertThat(e.trace().workerId()).isEqualTo("w1");
+      assertThat(e.trace().elapsed()).isGreaterThanOrEqualTo(WAIT);
+    });
+    assertThat(c.hint()).isEqualTo("the call took longer than 400ms (the runtime's dispatch "
+        + "wait; give a longer deadline with --timeout)");
+    // The runtime forgot it and sent cancel: the worker's slot is free again.
+    Await.until("slot freed", () -> runtime.worker("w1").orElseThrow().busy("hold@1.0.0") == 0);
+    assertThat(heard).containsExactly("call s1:av-local:1:0",
+        "done s1:av-local:1:0 DispatchError");
+  }
+
+  @Test
+  void a_call_waiting_for_a_busy_slot_ends_capacity_exhausted() throws Exception {
+    CompletableFuture<CallService.Completed> first = calls.submit(
+        new CallRequest("hold", "1.0.0", null, "s2", Duration.ofSeconds(20)));
+    Await.until("slot taken", () -> runtime.worker("w1").orElseThrow().busy("hold@1.0.0") == 1);
+
+    CallService.Completed second = await(calls.submit(
+        new CallRequest("hold", "1.0.0", null, "s3", null)));
+
+    assertThat(second.outcome()).isInstanceOfSatisfying(Outcome.DispatchError.class, e -> {
+      assertThat(e.kind()).isEqualTo(Outcome.Kind.CAPACITY_EXHAUSTED);
+      assertThat(e.message())
+          .isEqualTo("tool handler capacity exhausted\ncontext deadline exceeded");
+      assertThat(e.trace().workerId()).isNull();
+    });
+    assertThat(second.hint()).isEqualTo("every slot of hold@1.0.0 stayed busy");
+    assertThat(calls.cancelSession("s2")).containsExactly("s2:av-local:1:0");
+    assertThat(await(first).outcome()).isInstanceOfSatisfying(Outcome.DispatchError.class,
+        e -> assertThat(e.kind()).isEqualTo(Outcome.Kind.CANCELLED));
+  }
+
+  @Test
+  void a_deadline_is_sent_to_the_worker_and_replaces_the_dispatch_wait() throws Exception {
+    CallService.Completed c = await(calls.submit(
+        new CallRequest("echo", "1.0.0", "{\"a\":1}", null, Duration.ofSeconds(5))));
+
+    assertThat(c.call().deadlineUnixMs()).isEqualTo(NOW.plusSeconds(5).toEpochMilli());
+    assertThat(c.outcome()).isInstanceOf(Outcome.Result.class);
+    assertThat(c.outcome().text()).isEqualTo("{\"a\":1}");
+    assertThat(calls.inFlight()).isZero();
+  }
+
+  @Test
+  void once_closed_no_call_is_taken() {
+    calls.refuseNewCalls();
+
+    assertThatThrownBy(() -> calls.submit(new CallRequest("echo", null, null, null, null)))
+        .isInstanceOf(IllegalStateException.class).hasMessage("dev is shutting down");
+  }
+}
