@@ -36,10 +36,11 @@ class RunIT {
 
       Outcome forecast = await(rt.dispatch(
           Call.of("weather.get-forecast", "1.0.0", "{\"city\":\"Oslo\"}")));
-      assertThat(forecast).isInstanceOf(Outcome.Result.class);
+      assertThat(forecast).as("worker stderr:%n%s", worker.stderr())
+          .isInstanceOf(Outcome.Result.class);
       assertThat(forecast.text()).contains("\"city\":\"Oslo\"");
       Outcome noCity = await(rt.dispatch(Call.of("weather.get-forecast", "1.0.0", "{}")));
-      assertThat(noCity).isInstanceOfSatisfying(Outcome.ToolError.class,
+      assertThat(noCity).as("worker stderr:%n%s", worker.stderr()).isInstanceOfSatisfying(Outcome.ToolError.class,
           e -> assertThat(e.code()).isEqualTo("invalid_args"));
       Outcome paid = await(rt.dispatch(Call.of("payments.process-payment", "1.0.0",
           "{\"amount\":12.5,\"currency\":\"EUR\",\"payee\":\"ACME\"}")));
@@ -52,7 +53,7 @@ class RunIT {
       worker.terminate();
       worker.awaitStderr("draining", Duration.ofSeconds(30));
       Outcome refused = await(rt.dispatch(Call.of("echo", "default", "{}")));
-      assertThat(refused).isInstanceOfSatisfying(Outcome.ToolError.class,
+      assertThat(refused).as("worker stderr:%n%s", worker.stderr()).isInstanceOfSatisfying(Outcome.ToolError.class,
           e -> assertThat(e.code()).isEqualTo("draining"));
       assertThat(await(running).text()).isEqualTo("{\"sleep_ms\":3000}");
 

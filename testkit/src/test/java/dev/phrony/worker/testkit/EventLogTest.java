@@ -45,6 +45,8 @@ class EventLogTest extends RuntimeTestSupport {
         for (int i = 0; i < 20; i++) {
             w.heartbeat().expect(BodyCase.HEARTBEAT_ACK);
         }
+        // The runtime logs an outgoing message after writing it: the client can see it first.
+        runtime.awaitEvent(e -> e.seq() == 2 + 40 - 1, Duration.ofSeconds(10));
 
         List<Event> events = runtime.events();
 
@@ -60,6 +62,7 @@ class EventLogTest extends RuntimeTestSupport {
         LocalRuntime.Subscription subscription = runtime.onEvent(e -> seen.add(e.direction() + " " + e.type()));
         ScriptedWorker w = worker().registered("w1", "echo", "1", 1);
         w.heartbeat().expect(BodyCase.HEARTBEAT_ACK);
+        runtime.awaitEvent(Event.out(BodyCase.HEARTBEAT_ACK), Duration.ofSeconds(10));
 
         subscription.close();
         w.heartbeat().expect(BodyCase.HEARTBEAT_ACK);
