@@ -241,7 +241,7 @@ public final class Dispatcher {
         } else if (inv.state() == Invocation.State.CANCELLED) {
           apart.decrementAndGet();
           log.info("handler of cancelled call finished after {}; its result is dropped",
-              Duration.between(inv.startedAt(), clock.instant()));
+              elapsedMs(inv) + " ms");
         }
       }
     } finally {
@@ -313,7 +313,11 @@ public final class Dispatcher {
     }
     inv.interrupt();
     Thread.ofVirtual().start(() -> finish(inv, CallOutcome.error(DEADLINE_EXCEEDED,
-        "the call's deadline passed after " + Duration.between(inv.startedAt(), clock.instant()))));
+        "the call's deadline passed after " + elapsedMs(inv) + " ms")));
+  }
+
+  private long elapsedMs(Invocation inv) {
+    return Duration.between(inv.startedAt(), clock.instant()).toMillis();
   }
 
   /** Holds the outcome (durably if the outbox does), then sends it on the owning stream. */
