@@ -1,7 +1,6 @@
 package dev.phrony.worker.testkit;
 
 import io.grpc.Server;
-import io.grpc.netty.NettyServerBuilder;
 import io.netty.channel.ChannelOption;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -9,6 +8,7 @@ import java.net.BindException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.List;
@@ -398,7 +398,7 @@ public final class LocalRuntime implements AutoCloseable {
         InetSocketAddress address = new InetSocketAddress(loopback(), wantedPort);
         long deadline = System.nanoTime() + BIND_RETRY.toNanos();
         while (true) {
-            Server candidate = NettyServerBuilder.forAddress(address)
+            Server candidate = settings.security().serverBuilder(address)
                     .withOption(ChannelOption.SO_REUSEADDR, true)
                     .executor(callbacks)
                     // The Work stream enforces the configured limit itself, to end the stream with grpc-go's
@@ -407,7 +407,7 @@ public final class LocalRuntime implements AutoCloseable {
                     // grpc-go's default enforcement: a client ping at most every 5 minutes, none without a call.
                     .permitKeepAliveTime(5, TimeUnit.MINUTES)
                     .permitKeepAliveWithoutCalls(false)
-                    .addService(new RuntimeService(fresh, events, streamIds, settings))
+                    .addService(settings.security().protect(new RuntimeService(fresh, events, streamIds, settings)))
                     .addService(new HealthService())
                     .build();
             try {
@@ -472,8 +472,38 @@ public final class LocalRuntime implements AutoCloseable {
         private String version = "0.2.0-local";
         private String schemaVersion = "";
         private boolean withholdResultAcks;
+        private Path tlsCertChain;
+        private Path tlsPrivateKey;
+        private Path clientCa;
+        private String bearerToken;
 
         private Builder() {
+        }
+
+        /**
+         * Serves TLS with this PEM certificate chain and PEM (PKCS#8) private key, as a TLS-terminating
+         * proxy in front of the runtime would; {@link LocalRuntime#target()} stays {@code 127.0.0.1:port},
+         * so the certificate must name that address. Plaintext by default, like the runtime itself.
+         */
+        public Builder tls(Path certChain, Path privateKey) {
+            this.tlsCertChain = Objects.requireNonNull(certChain, "certChain");
+            this.tlsPrivateKey = Objects.requireNonNull(privateKey, "privateKey");
+            return this;
+        }
+
+        /** Requires a client certificate issued by this PEM CA (mutual TLS); needs {@link #tls}. */
+        public Builder clientCa(Path caCertificate) {
+            this.clientCa = Objects.requireNonNull(caCertificate, "caCertificate");
+            return this;
+        }
+
+        /**
+         * Requires {@code authorization: Bearer <token>} on every Work stream; a stream without it (or with
+         * another token) ends UNAUTHENTICATED before it reaches the runtime, as behind an authenticating proxy.
+         */
+        public Builder requireBearerToken(String token) {
+            this.bearerToken = Objects.requireNonNull(token, "token");
+            return this;
         }
 
         /** Loopback port to listen on; 0 (the default) picks a free one, see {@link LocalRuntime#port()}. */
@@ -551,7 +581,8 @@ public final class LocalRuntime implements AutoCloseable {
         public LocalRuntime start() {
             Settings settings = new Settings(port, leaseTtl, queueWait,
                     executionTimeout == null ? queueWait : executionTimeout, maxQueuePerKey, clock,
-                    shutdownGrace, eventLogCapacity, maxInboundMessageSize, version, schemaVersion);
+                    shutdownGrace, eventLogCapacity, maxInboundMessageSize, version, schemaVersion,
+                    new ServerSecurity(tlsCertChain, tlsPrivateKey, clientCa, bearerToken));
             LocalRuntime runtime = new LocalRuntime(settings, withholdResultAcks);
             try {
                 runtime.start();

@@ -16,7 +16,8 @@ record Settings(
         int eventLogCapacity,
         int maxInboundMessageSize,
         String version,
-        String schemaVersion) {
+        String schemaVersion,
+        ServerSecurity security) {
 
     Settings {
         if (port < 0 || port > 65_535) {
@@ -41,6 +42,7 @@ record Settings(
         Objects.requireNonNull(clock, "clock");
         Objects.requireNonNull(version, "version");
         Objects.requireNonNull(schemaVersion, "schemaVersion");
+        Objects.requireNonNull(security, "security");
     }
 
     private static void requirePositive(Duration d, String name) {
