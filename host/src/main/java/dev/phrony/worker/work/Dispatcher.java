@@ -4,6 +4,10 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.ToolResult;
+import dev.phrony.worker.ops.InvocationOutcome;
+import dev.phrony.worker.ops.LogContext;
+import dev.phrony.worker.ops.ToolMetrics;
+import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.outbox.CallOutcome;
 import dev.phrony.worker.outbox.HeldResult;
 import dev.phrony.worker.outbox.IntentRecord;
@@ -15,6 +19,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Optional;
@@ -25,7 +30,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.slf4j.MDC;
 
 /**
  * Admits invokes, runs handlers, and routes their outcomes (design.md "the flow of one call").
@@ -51,7 +55,6 @@ public final class Dispatcher {
   static final String DEADLINE_EXCEEDED = "deadline_exceeded";
   static final String RESULT_TOO_LARGE = "result_too_large";
 
-  private final HandlerCatalog catalog;
   private final ResultOutbox outbox;
   private final JsonCodec codec;
   private final int maxResultBytes;
@@ -59,22 +62,36 @@ public final class Dispatcher {
   private final ScheduledExecutorService timers;
 
   private final ConcurrentHashMap<String, Invocation> running = new ConcurrentHashMap<>();
-  private final Map<String, AtomicInteger> busy;
+  /** By {@code tool@version}; never changes after construction. */
+  private final Map<String, ToolSlots> tools;
+  private final ToolMetrics unknownTool;
   private final AtomicInteger apart = new AtomicInteger();
   private volatile boolean draining;
   private volatile CallSink current;
 
   public Dispatcher(HandlerCatalog catalog, ResultOutbox outbox, JsonCodec codec,
       int maxResultBytes, InstantSource clock, ScheduledExecutorService timers) {
-    this.catalog = catalog;
+    this(catalog, outbox, codec, maxResultBytes, clock, timers, WorkerMetrics.NONE);
+  }
+
+  /** With metrics: the meters of every {@code tool@version} are resolved here, once. */
+  public Dispatcher(HandlerCatalog catalog, ResultOutbox outbox, JsonCodec codec,
+      int maxResultBytes, InstantSource clock, ScheduledExecutorService timers,
+      WorkerMetrics metrics) {
     this.outbox = outbox;
     this.codec = codec;
     this.maxResultBytes = maxResultBytes;
     this.clock = clock;
     this.timers = timers;
-    Map<String, AtomicInteger> b = new ConcurrentHashMap<>();
-    catalog.entries().forEach(e -> b.put(e.key(), new AtomicInteger()));
-    this.busy = b;
+    Map<String, ToolSlots> t = new HashMap<>();
+    for (HandlerCatalog.Entry e : catalog.entries()) {
+      AtomicInteger busy = new AtomicInteger();
+      int max = slotsOf(e);
+      ToolSlots slots = new ToolSlots(e, max, busy, metrics.tool(e.key(), max, busy::get));
+      t.put(e.key(), slots);
+    }
+    this.tools = Map.copyOf(t);
+    this.unknownTool = metrics.unknownTool();
   }
 
   /** Largest number of calls the runtime may give a key at once: its advertised concurrency. */
@@ -95,51 +112,51 @@ public final class Dispatcher {
     if (existing != null && existing.attach(sink)) {
       // Rule 5: the handler runs once; this stream now gets its result.
       if (existing.holdSlot()) {
-        busy.get(existing.key()).incrementAndGet();
+        existing.slots().busy.incrementAndGet();
       }
-      log.debug("invoke of running call {} attached to the current stream", callId);
+      debug(invoke, "invoke of running call attached to the current stream");
       return;
     }
     Optional<HeldResult> held = outbox.find(callId);
     if (held.isPresent()) {
       // Rule 5: answer from the held result; the runtime invoked it again, so it expects it.
-      log.debug("invoke of held call {}: resending its result", callId);
+      debug(invoke, "invoke of held call: resending its result");
       if (outbox.isOrphaned(callId)) {
         outbox.hold(held.get());
       }
       sink.sendResult(held.get());
       return;
     }
+    ToolSlots slots = tools.get(invoke.getTool() + "@" + invoke.getVersion());
     if (outbox.wasInterrupted(callId)) {
       // A previous attempt may have acted before the worker stopped: never run it twice.
-      sink.sendNack(callId, PREVIOUS_ATTEMPT_INTERRUPTED, "a previous attempt of this call was"
-          + " interrupted by a worker stop and may have acted; see 'phrony-worker outbox show "
-          + callId + "'");
+      nack(sink, invoke, slots, InvocationOutcome.NACK_PREVIOUS_ATTEMPT_INTERRUPTED,
+          PREVIOUS_ATTEMPT_INTERRUPTED, "a previous attempt of this call was interrupted by a"
+              + " worker stop and may have acted; see 'phrony-worker outbox show " + callId + "'");
       return;
     }
     if (draining) {
-      sink.sendNack(callId, DRAINING, "worker is draining for shutdown; retry on another worker");
+      nack(sink, invoke, slots, InvocationOutcome.NACK_DRAINING, DRAINING,
+          "worker is draining for shutdown; retry on another worker");
       return;
     }
-    HandlerCatalog.Entry entry = catalog.find(invoke.getTool(), invoke.getVersion()).orElse(null);
-    if (entry == null) {
-      sink.sendNack(callId, UNKNOWN_TOOL, "this worker serves no handler for "
-          + invoke.getTool() + "@" + invoke.getVersion());
+    if (slots == null) {
+      nack(sink, invoke, null, InvocationOutcome.NACK_UNKNOWN_TOOL, UNKNOWN_TOOL,
+          "this worker serves no handler for " + invoke.getTool() + "@" + invoke.getVersion());
       return;
     }
     if (!codec.isJson(invoke.getArgs().toByteArray())) {
-      sink.sendNack(callId, INVALID_ARGS, "arguments are not valid JSON");
+      nack(sink, invoke, slots, InvocationOutcome.NACK_INVALID_ARGS, INVALID_ARGS,
+          "arguments are not valid JSON");
       return;
     }
-    AtomicInteger count = busy.get(entry.key());
-    int max = slotsOf(entry);
-    if (count.incrementAndGet() > max) {
-      count.decrementAndGet();
-      sink.sendNack(callId, CAPACITY_EXHAUSTED, entry.key() + " is running its maximum of " + max
-          + " calls on this worker");
+    if (slots.busy.incrementAndGet() > slots.max) {
+      slots.busy.decrementAndGet();
+      nack(sink, invoke, slots, InvocationOutcome.NACK_CAPACITY_EXHAUSTED, CAPACITY_EXHAUSTED,
+          slots.key() + " is running its maximum of " + slots.max + " calls on this worker");
       return;
     }
-    Invocation inv = new Invocation(invoke, entry, codec, sink, clock.instant());
+    Invocation inv = new Invocation(invoke, slots, codec, sink, clock.instant());
     running.put(callId, inv);
     // The thread is known to the invocation before it starts, so a cancel can always reach it.
     Thread thread = Thread.ofVirtual().name("call-" + callId).unstarted(() -> run(inv));
@@ -149,6 +166,28 @@ public final class Dispatcher {
       long delayMs = invoke.getDeadlineUnixMs() - clock.millis();
       timers.schedule(() -> expire(inv), Math.max(0, delayMs), TimeUnit.MILLISECONDS);
     }
+    debug(invoke, "invoke admitted");
+  }
+
+  private void nack(CallSink sink, WorkInvoke invoke, ToolSlots slots, InvocationOutcome outcome,
+      String code, String message) {
+    (slots == null ? unknownTool : slots.metrics).count(outcome);
+    debug(invoke, "nack {}: {}", code, message);
+    sink.sendNack(invoke.getCallId(), code, message);
+  }
+
+  /** A per-call DEBUG line from the stream's thread, with the call's logging context. */
+  private static void debug(WorkInvoke invoke, String format, Object... args) {
+    if (log.isDebugEnabled()) {
+      try (var ctx = LogContext.call(invoke.getCallId(), invoke.getSessionId(),
+          invoke.getTool() + "@" + invoke.getVersion())) {
+        log.debug(format, args);
+      }
+    }
+  }
+
+  private static LogContext.Scope context(Invocation inv) {
+    return LogContext.call(inv.callId(), inv.sessionId(), inv.key());
   }
 
   /** Rule 4: interrupt, free the slot, and send nothing for this call, ever. */
@@ -160,14 +199,23 @@ public final class Dispatcher {
       releaseSlot(inv);
       apart.incrementAndGet();
       inv.interrupt();
-      log.debug("call {} cancelled by the runtime; handler interrupted", callId);
+      inv.slots().metrics.count(InvocationOutcome.CANCELLED);
+      if (log.isDebugEnabled()) {
+        try (var ctx = context(inv)) {
+          log.debug("call cancelled by the runtime; handler interrupted");
+        }
+      }
       return;
     }
     // Already finished: the runtime has forgotten it, so its result must not go out now.
     sink.unsend(callId);
-    if (outbox.find(callId).isPresent()) {
+    Optional<HeldResult> held = outbox.find(callId);
+    if (held.isPresent()) {
       outbox.markOrphaned(callId);
-      log.info("call {} was cancelled after it finished; its result is kept as orphaned", callId);
+      try (var ctx = LogContext.call(callId, held.get().sessionId(), held.get().toolKey())) {
+        log.info("call {} was cancelled after it finished; its result is kept as orphaned",
+            callId);
+      }
     }
   }
 
@@ -200,6 +248,7 @@ public final class Dispatcher {
         running.remove(inv.callId(), inv);
         releaseSlot(inv);
         inv.interrupt();
+        inv.slots().metrics.count(InvocationOutcome.CANCELLED);
       }
     }
   }
@@ -218,8 +267,13 @@ public final class Dispatcher {
 
   /** Slots in use for {@code key}. */
   public int busy(String key) {
-    AtomicInteger c = busy.get(key);
-    return c == null ? 0 : c.get();
+    ToolSlots t = tools.get(key);
+    return t == null ? 0 : t.busy.get();
+  }
+
+  /** True once draining started: every new invoke is nacked. */
+  public boolean draining() {
+    return draining;
   }
 
   /** Handlers that were cancelled (or outlived a drain) and may still be running. */
@@ -230,22 +284,19 @@ public final class Dispatcher {
   // ---- handler side ----
 
   private void run(Invocation inv) {
-    MDC.put("call_id", inv.callId());
-    MDC.put("session_id", inv.sessionId());
-    MDC.put("tool", inv.key());
-    try {
+    try (var ctx = context(inv)) {
       if (recordIntent(inv)) {
         CallOutcome outcome = execute(inv);
         if (outcome != null && inv.tryComplete()) {
-          finish(inv, outcome);
+          inv.slots().metrics.handlerTime(Duration.between(inv.startedAt(), clock.instant()));
+          finish(inv, outcome, outcome instanceof CallOutcome.Payload
+              ? InvocationOutcome.RESULT : InvocationOutcome.TOOL_ERROR);
         } else if (inv.state() == Invocation.State.CANCELLED) {
           apart.decrementAndGet();
           log.info("handler of cancelled call finished after {}; its result is dropped",
               elapsedMs(inv) + " ms");
         }
       }
-    } finally {
-      MDC.clear();
     }
   }
 
@@ -282,7 +333,8 @@ public final class Dispatcher {
       log.error("intent for call {} could not be made durable; not running it", inv.callId(), e);
       if (inv.tryComplete()) {
         finish(inv, CallOutcome.error(INTENT_NOT_DURABLE, "the worker could not record its"
-            + " intent durably, so it did not run the call: " + e.getMessage()));
+            + " intent durably, so it did not run the call: " + e.getMessage()),
+            InvocationOutcome.TOOL_ERROR);
       }
       return false;
     }
@@ -312,8 +364,14 @@ public final class Dispatcher {
       return;
     }
     inv.interrupt();
-    Thread.ofVirtual().start(() -> finish(inv, CallOutcome.error(DEADLINE_EXCEEDED,
-        "the call's deadline passed after " + elapsedMs(inv) + " ms")));
+    Duration ran = Duration.between(inv.startedAt(), clock.instant());
+    inv.slots().metrics.handlerTime(ran);
+    Thread.ofVirtual().start(() -> {
+      try (var ctx = context(inv)) {
+        finish(inv, CallOutcome.error(DEADLINE_EXCEEDED, "the call's deadline passed after "
+            + ran.toMillis() + " ms"), InvocationOutcome.DEADLINE_EXCEEDED);
+      }
+    });
   }
 
   private long elapsedMs(Invocation inv) {
@@ -321,7 +379,8 @@ public final class Dispatcher {
   }
 
   /** Holds the outcome (durably if the outbox does), then sends it on the owning stream. */
-  private void finish(Invocation inv, CallOutcome outcome) {
+  private void finish(Invocation inv, CallOutcome outcome, InvocationOutcome counted) {
+    inv.slots().metrics.count(counted);
     HeldResult held = new HeldResult(inv.callId(), inv.sessionId(), inv.key(),
         inv.entry().descriptor().sideEffectClass().wireName(), clock.instant(), outcome);
     outbox.hold(held);
@@ -337,13 +396,13 @@ public final class Dispatcher {
       if (now != null && now.orphanWindowClosed()) {
         outbox.markOrphaned(inv.callId());
       }
-      log.debug("call {} finished after its stream ended; result held", inv.callId());
+      log.debug("call finished after its stream ended; result held");
     }
   }
 
   private void releaseSlot(Invocation inv) {
     if (inv.releaseSlot()) {
-      busy.get(inv.key()).decrementAndGet();
+      inv.slots().busy.decrementAndGet();
     }
   }
 

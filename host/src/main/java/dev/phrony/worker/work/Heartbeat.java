@@ -59,6 +59,11 @@ final class Heartbeat {
         : Duration.between(lastSent, lastSign);
   }
 
+  /** True while the last sign of life (registered or heartbeat_ack) is less than a TTL old. */
+  synchronized boolean fresh() {
+    return clock.instant().isBefore(lastSign.plus(ttl));
+  }
+
   synchronized Duration ttl() {
     return ttl;
   }

@@ -22,6 +22,7 @@ final class Invocation implements ToolCall {
   enum State { RUNNING, COMPLETING, DONE, CANCELLED }
 
   private final WorkInvoke invoke;
+  private final ToolSlots slots;
   private final HandlerCatalog.Entry entry;
   private final JsonCodec codec;
   private final Instant startedAt;
@@ -32,10 +33,11 @@ final class Invocation implements ToolCall {
   private CallSink owner;
   private boolean slotHeld;
 
-  Invocation(WorkInvoke invoke, HandlerCatalog.Entry entry, JsonCodec codec, CallSink owner,
+  Invocation(WorkInvoke invoke, ToolSlots slots, JsonCodec codec, CallSink owner,
       Instant startedAt) {
     this.invoke = invoke;
-    this.entry = entry;
+    this.slots = slots;
+    this.entry = slots.entry;
     this.codec = codec;
     this.owner = owner;
     this.slotHeld = true;
@@ -44,6 +46,11 @@ final class Invocation implements ToolCall {
 
   HandlerCatalog.Entry entry() {
     return entry;
+  }
+
+  /** The slots and meters of this call's {@code tool@version}. */
+  ToolSlots slots() {
+    return slots;
   }
 
   String key() {

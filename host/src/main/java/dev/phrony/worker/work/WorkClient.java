@@ -1,11 +1,16 @@
 package dev.phrony.worker.work;
 
 import dev.phrony.runtime.v1.RuntimeGrpc;
+import dev.phrony.worker.ops.Readiness;
+import dev.phrony.worker.ops.ReconnectReason;
+import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.outbox.ResultOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
@@ -38,10 +43,12 @@ public final class WorkClient implements AutoCloseable {
   private final ManagedChannel channel;
   private final ScheduledExecutorService ticker;
   private final Dispatcher dispatcher;
+  private final WorkerMetrics metrics;
   private final CountDownLatch stopped = new CountDownLatch(1);
   private final CountDownLatch loopDone = new CountDownLatch(1);
   private final AtomicInteger reconnects = new AtomicInteger();
   private volatile WorkSession session;
+  private volatile String lastEnd;
   private volatile boolean stopping;
   private Thread loop;
 
@@ -50,10 +57,29 @@ public final class WorkClient implements AutoCloseable {
         bound -> ThreadLocalRandom.current().nextLong(bound));
   }
 
+  /** With metrics. */
+  public WorkClient(WorkOptions options, HandlerCatalog catalog, ResultOutbox outbox,
+      WorkerMetrics metrics) {
+    this(options, catalog, outbox, InstantSource.system(),
+        bound -> ThreadLocalRandom.current().nextLong(bound), metrics);
+  }
+
   /** With an injected clock and jitter source, for tests. */
   public WorkClient(WorkOptions options, HandlerCatalog catalog, ResultOutbox outbox,
       InstantSource clock, LongUnaryOperator uniformBelow) {
+    this(options, catalog, outbox, clock, uniformBelow, WorkerMetrics.NONE);
+  }
+
+  /**
+   * Everything injected.
+   *
+   * @throws IllegalArgumentException if the transport's TLS files cannot be used
+   * @throws UncheckedIOException if they cannot be read
+   */
+  public WorkClient(WorkOptions options, HandlerCatalog catalog, ResultOutbox outbox,
+      InstantSource clock, LongUnaryOperator uniformBelow, WorkerMetrics metrics) {
     this.options = options;
+    this.metrics = metrics;
     this.catalog = catalog;
     this.outbox = outbox;
     this.clock = clock;
@@ -64,14 +90,24 @@ public final class WorkClient implements AutoCloseable {
       return t;
     });
     this.dispatcher = new Dispatcher(catalog, outbox, new JsonCodec(), options.maxResultBytes(),
-        clock, ticker);
-    this.channel = channel(options);
+        clock, ticker, metrics);
+    try {
+      this.channel = channel(options);
+    } catch (RuntimeException e) {
+      ticker.shutdownNow();
+      throw e;
+    }
   }
 
   private static ManagedChannel channel(WorkOptions options) {
-    NettyChannelBuilder b = NettyChannelBuilder.forTarget(options.target())
-        .usePlaintext()
-        .maxInboundMessageSize(options.maxInboundBytes());
+    NettyChannelBuilder b;
+    try {
+      b = NettyChannelBuilder.forTarget(options.target(),
+          options.transport().channelCredentials());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    b.maxInboundMessageSize(options.maxInboundBytes());
     options.keepAlive().ifPresent(interval -> {
       if (interval.compareTo(WorkOptions.MIN_SAFE_KEEPALIVE) < 0) {
         log.warn("HTTP/2 keepalive every {} s is more often than the runtime's grpc-go server"
@@ -109,20 +145,26 @@ public final class WorkClient implements AutoCloseable {
     try {
       while (!stopping) {
         WorkSession s = new WorkSession(++streamId, catalog, dispatcher, outbox,
-            options.identity(), clock, dispatcher.inFlightIds());
+            options.identity(), clock, dispatcher.inFlightIds(), metrics);
         log.info("connecting to {} (stream {})", options.target(), streamId);
         // Our backoff paces reconnects; the channel's own (1 s and up) would only add to it.
         channel.resetConnectBackoff();
         session = s;
         WorkSession.End end;
         try {
-          RuntimeGrpc.newStub(channel).work(s);
+          RuntimeGrpc.RuntimeStub stub = RuntimeGrpc.newStub(channel);
+          var credentials = options.transport().callCredentials();
+          if (credentials.isPresent()) {
+            stub = stub.withCallCredentials(credentials.get());
+          }
+          stub.work(s);
           s.register();
           s.registration().thenRun(() -> watchConnection(s));
           end = s.ended().join();
         } catch (RuntimeException e) {
           log.error("stream {} could not be used", streamId, e);
-          end = new WorkSession.End(io.grpc.Status.fromThrowable(e), e.toString(), false, false);
+          end = new WorkSession.End(io.grpc.Status.fromThrowable(e), e.toString(),
+              ReconnectReason.ERROR, false, false);
         }
         if (stopping) {
           break;
@@ -132,6 +174,8 @@ public final class WorkClient implements AutoCloseable {
         }
         Duration delay = backoff.next();
         reconnects.incrementAndGet();
+        lastEnd = end.reason();
+        metrics.reconnect(end.cause());
         log.info("reconnect in {} ms because {}", delay.toMillis(), end.reason());
         if (stopped.await(delay.toMillis(), TimeUnit.MILLISECONDS)) {
           break;
@@ -154,7 +198,8 @@ public final class WorkClient implements AutoCloseable {
     ConnectivityState state = channel.getState(false);
     if (state != ConnectivityState.READY) {
       if (s.live()) {
-        s.abort("connection to the runtime is going away (" + state + ")");
+        s.abort(ReconnectReason.GOING_AWAY,
+            "connection to the runtime is going away (" + state + ")");
       }
       return;
     }
@@ -191,7 +236,8 @@ public final class WorkClient implements AutoCloseable {
       try {
         s.ended().get(CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
       } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
-        s.abort("shutdown: runtime did not close the stream in " + CLOSE_WAIT.toSeconds() + " s");
+        s.abort(ReconnectReason.ERROR,
+            "shutdown: runtime did not close the stream in " + CLOSE_WAIT.toSeconds() + " s");
       }
     }
     log.info("drained");
@@ -210,7 +256,7 @@ public final class WorkClient implements AutoCloseable {
     stopped.countDown();
     WorkSession s = session;
     if (s != null && s.live()) {
-      s.abort("worker stopping");
+      s.abort(ReconnectReason.ERROR, "worker stopping");
     }
     try {
       if (loop != null) {
@@ -229,6 +275,27 @@ public final class WorkClient implements AutoCloseable {
   public boolean registered() {
     WorkSession s = session;
     return s != null && s.registered();
+  }
+
+  /**
+   * Whether the runtime routes work here now: registered on a live stream, the lease renewed
+   * within a TTL, and not draining. Else why not, in one line ({@code /readyz}).
+   */
+  public Readiness readiness() {
+    if (dispatcher.draining()) {
+      return Readiness.notReady("draining for shutdown");
+    }
+    WorkSession s = session;
+    if (s == null || !s.registered()) {
+      String last = lastEnd;
+      return Readiness.notReady("not registered with the runtime at " + options.target()
+          + (last == null ? "" : " (last stream ended: " + last + ")"));
+    }
+    if (!s.leaseFresh()) {
+      return Readiness.notReady("lease not renewed: no heartbeat_ack for a lease TTL of "
+          + s.heartbeat().ttl().toMillis() + " ms");
+    }
+    return Readiness.READY;
   }
 
   public int reconnects() {

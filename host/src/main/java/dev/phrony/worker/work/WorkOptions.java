@@ -17,6 +17,7 @@ import java.util.Optional;
  *     job; grpc-go servers answer pings more often than every 5 minutes with GOAWAY)
  * @param backoffInitial first reconnect delay bound
  * @param backoffMax reconnect delay cap
+ * @param transport plaintext or TLS, and the bearer token
  */
 public record WorkOptions(
     String target,
@@ -26,7 +27,8 @@ public record WorkOptions(
     int maxResultBytes,
     Optional<Duration> keepAlive,
     Duration backoffInitial,
-    Duration backoffMax) {
+    Duration backoffMax,
+    Transport transport) {
 
   /** gRPC's default receive limit, which the runtime applies to what workers send. */
   public static final int RUNTIME_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -40,6 +42,7 @@ public record WorkOptions(
   public WorkOptions {
     Objects.requireNonNull(target, "target");
     Objects.requireNonNull(identity, "identity");
+    Objects.requireNonNull(transport, "transport");
     if (drainTimeout.isNegative()) {
       throw new IllegalArgumentException("drain timeout must not be negative");
     }
@@ -55,31 +58,37 @@ public record WorkOptions(
   /** Options with defaults for everything but the address and identity. */
   public static WorkOptions defaults(String target, WorkerIdentity identity) {
     return new WorkOptions(target, identity, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_INBOUND_BYTES,
-        DEFAULT_MAX_RESULT_BYTES, Optional.empty(), Duration.ofMillis(250), Duration.ofSeconds(30));
+        DEFAULT_MAX_RESULT_BYTES, Optional.empty(), Duration.ofMillis(250), Duration.ofSeconds(30),
+        Transport.plaintext());
   }
 
   public WorkOptions withDrainTimeout(Duration d) {
     return new WorkOptions(target, identity, d, maxInboundBytes, maxResultBytes, keepAlive,
-        backoffInitial, backoffMax);
+        backoffInitial, backoffMax, transport);
   }
 
   public WorkOptions withMaxResultBytes(int bytes) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, bytes, keepAlive,
-        backoffInitial, backoffMax);
+        backoffInitial, backoffMax, transport);
   }
 
   public WorkOptions withMaxInboundBytes(int bytes) {
     return new WorkOptions(target, identity, drainTimeout, bytes, maxResultBytes, keepAlive,
-        backoffInitial, backoffMax);
+        backoffInitial, backoffMax, transport);
   }
 
   public WorkOptions withKeepAlive(Optional<Duration> interval) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        interval, backoffInitial, backoffMax);
+        interval, backoffInitial, backoffMax, transport);
   }
 
   public WorkOptions withBackoff(Duration initial, Duration max) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, initial, max);
+        keepAlive, initial, max, transport);
+  }
+
+  public WorkOptions withTransport(Transport t) {
+    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
+        keepAlive, backoffInitial, backoffMax, t);
   }
 }

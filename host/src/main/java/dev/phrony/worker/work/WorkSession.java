@@ -12,6 +12,8 @@ import dev.phrony.runtime.v1.WorkToolNack;
 import dev.phrony.runtime.v1.WorkToolResult;
 import dev.phrony.worker.outbox.CallOutcome;
 import dev.phrony.worker.outbox.HeldResult;
+import dev.phrony.worker.ops.ReconnectReason;
+import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.outbox.ResultOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import io.grpc.Status;
@@ -38,8 +40,9 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   /** Inbound messages requested at a time (one at a time caps a stream near 15k msgs/s). */
   static final int INBOUND_BATCH = 256;
 
-  /** How a stream ended. */
-  record End(Status status, String reason, boolean registered, boolean healthy) {}
+  /** How a stream ended: the status, why in words and as a class, and how far it got. */
+  record End(Status status, String reason, ReconnectReason cause, boolean registered,
+      boolean healthy) {}
 
   private final long id;
   private final HandlerCatalog catalog;
@@ -49,6 +52,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   private final InstantSource clock;
   private final Set<String> advertised;
   private final Heartbeat heartbeat;
+  private final WorkerMetrics metrics;
   private final CompletableFuture<End> ended = new CompletableFuture<>();
   private final CompletableFuture<Void> registration = new CompletableFuture<>();
   /** Results sent on this stream and not yet acked. */
@@ -60,10 +64,11 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   private volatile boolean healthy;
   private volatile boolean orphanWindowClosed;
   private volatile String abortReason;
+  private volatile ReconnectReason abortCause;
   private int receivedSinceRequest;
 
   WorkSession(long id, HandlerCatalog catalog, Dispatcher dispatcher, ResultOutbox outbox,
-      WorkerIdentity identity, InstantSource clock, Set<String> inFlight) {
+      WorkerIdentity identity, InstantSource clock, Set<String> inFlight, WorkerMetrics metrics) {
     this.id = id;
     this.catalog = catalog;
     this.dispatcher = dispatcher;
@@ -72,6 +77,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
     this.clock = clock;
     this.advertised = Set.copyOf(inFlight);
     this.heartbeat = new Heartbeat(clock);
+    this.metrics = metrics;
   }
 
   long id() {
@@ -144,6 +150,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
       case HEARTBEAT_ACK -> {
         heartbeat.onAck();
         healthy = true;
+        metrics.heartbeatRoundTrip(heartbeat.lastRoundTrip());
       }
       case BODY_NOT_SET -> log.warn("stream {}: empty message from the runtime ignored", id);
     }
@@ -160,15 +167,26 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
     String reason = abortReason != null ? abortReason
         : "stream failed: " + status.getCode()
             + (status.getDescription() == null ? "" : " " + status.getDescription());
-    end(status, reason);
+    end(status, reason, abortCause != null ? abortCause : causeOf(status));
   }
 
   @Override
   public void onCompleted() {
-    end(Status.OK, "runtime closed the stream");
+    end(Status.OK, "runtime closed the stream", ReconnectReason.RUNTIME_CLOSED);
   }
 
-  private void end(Status status, String reason) {
+  /** The class of an error status, for the reconnect counter. */
+  static ReconnectReason causeOf(Status status) {
+    return switch (status.getCode()) {
+      case OK -> ReconnectReason.RUNTIME_CLOSED;
+      case UNAVAILABLE -> ReconnectReason.UNAVAILABLE;
+      case NOT_FOUND -> ReconnectReason.NOT_FOUND;
+      case UNAUTHENTICATED, PERMISSION_DENIED -> ReconnectReason.UNAUTHENTICATED;
+      default -> ReconnectReason.ERROR;
+    };
+  }
+
+  private void end(Status status, String reason, ReconnectReason cause) {
     if (ended.isDone()) {
       return;
     }
@@ -183,7 +201,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
         }
       }
     }
-    ended.complete(new End(status, reason, registeredAt != null, healthy));
+    ended.complete(new End(status, reason, cause, registeredAt != null, healthy));
   }
 
   /** Periodic work from the client's ticker: heartbeats, the watchdog and the orphan window. */
@@ -194,8 +212,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
     switch (heartbeat.tick()) {
       case SEND -> writer.send(WorkClientMsg.newBuilder()
           .setHeartbeat(WorkHeartbeat.getDefaultInstance()).build());
-      case EXPIRED -> abort("no heartbeat_ack (or registered) for a whole lease TTL of "
-          + heartbeat.ttl().toMillis() + " ms");
+      case EXPIRED -> abort(ReconnectReason.HEARTBEAT_TIMEOUT, "no heartbeat_ack (or registered)"
+          + " for a whole lease TTL of " + heartbeat.ttl().toMillis() + " ms");
       case NONE -> { }
     }
     Instant reg = registeredAt;
@@ -223,7 +241,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   }
 
   /** Ends the stream from our side; {@link #ended()} completes once gRPC has closed it. */
-  void abort(String reason) {
+  void abort(ReconnectReason cause, String reason) {
+    abortCause = cause;
     abortReason = reason;
     requests.cancel(reason, null);
   }
@@ -240,6 +259,11 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
 
   Duration lastHeartbeatRoundTrip() {
     return heartbeat.lastRoundTrip();
+  }
+
+  /** True while registered and the lease was renewed (or granted) within a TTL. */
+  boolean leaseFresh() {
+    return registered() && heartbeat.fresh();
   }
 
   // ---- CallSink ----
@@ -265,7 +289,6 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
 
   @Override
   public void sendNack(String callId, String code, String message) {
-    log.debug("nack {} {}: {}", callId, code, message);
     writer.send(WorkClientMsg.newBuilder().setNack(WorkToolNack.newBuilder()
         .setCallId(callId).setCode(code).setMessage(message)).build());
   }

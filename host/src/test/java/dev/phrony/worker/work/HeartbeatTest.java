@@ -31,6 +31,19 @@ class HeartbeatTest {
   }
 
   @Test
+  void the_lease_is_fresh_until_a_whole_ttl_passes_without_a_sign_of_life() {
+    Heartbeat hb = new Heartbeat(clock);
+    hb.onRegistered(10_000);
+    advance(Duration.ofMillis(9_999));
+    assertThat(hb.fresh()).isTrue();
+    hb.onAck();
+    advance(Duration.ofMillis(9_999));
+    assertThat(hb.fresh()).isTrue();
+    advance(Duration.ofMillis(1));
+    assertThat(hb.fresh()).isFalse();
+  }
+
+  @Test
   void an_ack_keeps_the_stream_alive() {
     Heartbeat hb = new Heartbeat(clock);
     hb.onRegistered(10_000);

@@ -1,0 +1,73 @@
+package dev.phrony.worker.ops;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.LoggerContext;
+import ch.qos.logback.classic.joran.JoranConfigurator;
+import ch.qos.logback.core.joran.spi.JoranException;
+import ch.qos.logback.core.joran.util.ConfigurationWatchListUtil;
+import java.net.URL;
+import org.slf4j.ILoggerFactory;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.bridge.SLF4JBridgeHandler;
+
+/**
+ * Applies {@code --log-format} and {@code --log-level} once a command knows them.
+ *
+ * <p>Ordering: the settings come from flags, the environment and {@code worker.yaml}, so they are
+ * known only after the command line is parsed, while logback configures itself from
+ * {@code conf/logback.xml} as soon as the first logger is created. Nothing logs before a command
+ * runs; the command calls {@link #apply} first thing, which loads the same file again with the
+ * chosen format and level as its variables ({@value #FORMAT_VARIABLE}, {@value #LEVEL_VARIABLE}),
+ * so the file stays the one place that defines what each format looks like. Without a
+ * configuration file (embedded use, tests) only the root level is set.
+ *
+ * <p>It also routes {@code java.util.logging} (gRPC's own logging) through the same appenders, so
+ * every line on stderr has the chosen format, and installs the {@link FrameLogGuard}, so no
+ * configuration can log HTTP/2 frames and the bearer token in their headers.
+ */
+public final class LogSetup {
+  public static final String FORMAT_VARIABLE = "PHRONY_LOG_FORMAT";
+  public static final String LEVEL_VARIABLE = "PHRONY_LOG_LEVEL";
+
+  private LogSetup() {}
+
+  /** Switches format and level; returns the configuration file it loaded, if any. */
+  public static URL apply(LogFormat format, LogLevel level) {
+    ILoggerFactory factory = LoggerFactory.getILoggerFactory();
+    if (!(factory instanceof LoggerContext ctx)) {
+      return null; // not logback: leave logging to whoever configured it
+    }
+    routeJulToSlf4j();
+    URL config = ConfigurationWatchListUtil.getMainWatchURL(ctx);
+    if (config == null) {
+      ctx.getLogger(Logger.ROOT_LOGGER_NAME).setLevel(Level.toLevel(level.name()));
+      FrameLogGuard.install(ctx);
+      return null;
+    }
+    configure(ctx, config, format, level);
+    return config;
+  }
+
+  /** Loads {@code config} into {@code ctx} afresh with the format and level as its variables. */
+  static void configure(LoggerContext ctx, URL config, LogFormat format, LogLevel level) {
+    ctx.reset();
+    ctx.putProperty(FORMAT_VARIABLE, format.name());
+    ctx.putProperty(LEVEL_VARIABLE, level.name());
+    JoranConfigurator configurator = new JoranConfigurator();
+    configurator.setContext(ctx);
+    try {
+      configurator.doConfigure(config);
+    } catch (JoranException e) {
+      System.err.println("logging: " + config + " could not be loaded: " + e.getMessage());
+    }
+    FrameLogGuard.install(ctx);
+  }
+
+  private static synchronized void routeJulToSlf4j() {
+    if (!SLF4JBridgeHandler.isInstalled()) {
+      SLF4JBridgeHandler.removeHandlersForRootLogger();
+      SLF4JBridgeHandler.install();
+    }
+  }
+}

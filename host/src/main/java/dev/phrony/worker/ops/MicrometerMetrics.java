@@ -1,0 +1,192 @@
+package dev.phrony.worker.ops;
+
+import dev.phrony.worker.outbox.DurableOutbox;
+import dev.phrony.worker.outbox.OutboxEntry;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import java.time.Duration;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.function.BooleanSupplier;
+import java.util.function.IntSupplier;
+import java.util.function.Supplier;
+
+/**
+ * {@link WorkerMetrics} on a Micrometer registry (the Prometheus one in {@code run}). Names as
+ * Prometheus shows them:
+ *
+ * <ul>
+ *   <li>{@code phrony_worker_invocations_total{tool,outcome,code}}: invokes by
+ *       {@code tool@version} and outcome ({@code result}, {@code tool_error},
+ *       {@code deadline_exceeded}, {@code cancelled}, {@code nack} with its {@code code});
+ *       {@code tool="unknown"} for keys not served here
+ *   <li>{@code phrony_worker_handler_duration_seconds{tool}}: histogram of handler run time
+ *   <li>{@code phrony_worker_slots_in_use{tool}}, {@code phrony_worker_slots_max{tool}} and
+ *       {@code phrony_worker_slots_in_use_ratio{tool}} (in use / max, for autoscaling)
+ *   <li>{@code phrony_worker_outbox_entries{state}}: held, orphaned and interrupted calls
+ *   <li>{@code phrony_worker_stream_reconnects_total{reason}}: by {@link ReconnectReason}
+ *   <li>{@code phrony_worker_heartbeat_round_trip_seconds}: heartbeat to heartbeat_ack
+ *   <li>{@code phrony_worker_registered}: 1 while registered on a live stream
+ *   <li>JVM memory, GC, threads and CPU ({@code jvm_*}, {@code process_cpu_*}, {@code system_*})
+ * </ul>
+ *
+ * <p>Every meter a call touches is made up front ({@link #tool}), so counting a call is an
+ * increment on a meter already held. Labels are low-cardinality: never a call or session id.
+ */
+public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
+  public static final String INVOCATIONS = "phrony.worker.invocations";
+  public static final String HANDLER_DURATION = "phrony.worker.handler.duration";
+  public static final String SLOTS_IN_USE = "phrony.worker.slots.in.use";
+  public static final String SLOTS_MAX = "phrony.worker.slots.max";
+  public static final String SLOTS_IN_USE_RATIO = "phrony.worker.slots.in.use.ratio";
+  public static final String OUTBOX_ENTRIES = "phrony.worker.outbox.entries";
+  public static final String RECONNECTS = "phrony.worker.stream.reconnects";
+  public static final String HEARTBEAT_ROUND_TRIP = "phrony.worker.heartbeat.round.trip";
+  public static final String REGISTERED = "phrony.worker.registered";
+  /** The {@code tool} label of invokes for a {@code tool@version} this worker does not serve. */
+  public static final String UNKNOWN_TOOL = "unknown";
+
+  private static final Duration[] HANDLER_BUCKETS = durations(5, 10, 25, 50, 100, 250, 500, 1_000,
+      2_500, 5_000, 10_000, 30_000, 60_000, 120_000);
+  private static final Duration[] HEARTBEAT_BUCKETS = durations(1, 5, 10, 25, 50, 100, 250, 500,
+      1_000, 5_000);
+  /** How long one look at the outbox serves the scrape's three gauges. */
+  private static final long OUTBOX_MEMO_NANOS = 1_000_000_000L;
+
+  private final MeterRegistry registry;
+  private final Map<ReconnectReason, Counter> reconnects = new EnumMap<>(ReconnectReason.class);
+  private final Timer heartbeat;
+  private final JvmGcMetrics gc = new JvmGcMetrics();
+  private ToolMetrics unknownTool;
+
+  public MicrometerMetrics(MeterRegistry registry) {
+    this.registry = registry;
+    for (ReconnectReason r : ReconnectReason.values()) {
+      reconnects.put(r, Counter.builder(RECONNECTS).tag("reason", r.label())
+          .description("Work stream reconnects by why the previous stream ended")
+          .register(registry));
+    }
+    heartbeat = Timer.builder(HEARTBEAT_ROUND_TRIP)
+        .description("Time from heartbeat to heartbeat_ack")
+        .serviceLevelObjectives(HEARTBEAT_BUCKETS)
+        .register(registry);
+    new JvmMemoryMetrics().bindTo(registry);
+    gc.bindTo(registry);
+    new JvmThreadMetrics().bindTo(registry);
+    new ProcessorMetrics().bindTo(registry);
+  }
+
+  @Override
+  public ToolMetrics tool(String key, int maxConcurrency, IntSupplier slotsInUse) {
+    Gauge.builder(SLOTS_IN_USE, slotsInUse, IntSupplier::getAsInt).tag("tool", key)
+        .description("Slots in use, as the runtime counts them").strongReference(true)
+        .register(registry);
+    Gauge.builder(SLOTS_MAX, () -> maxConcurrency).tag("tool", key)
+        .description("Slots advertised (max_concurrency)").register(registry);
+    Gauge.builder(SLOTS_IN_USE_RATIO, slotsInUse, s -> (double) s.getAsInt() / maxConcurrency)
+        .tag("tool", key).description("Slots in use / slots advertised").strongReference(true)
+        .register(registry);
+    return meters(key, true);
+  }
+
+  @Override
+  public synchronized ToolMetrics unknownTool() {
+    if (unknownTool == null) {
+      unknownTool = meters(UNKNOWN_TOOL, false);
+    }
+    return unknownTool;
+  }
+
+  private ToolMetrics meters(String tool, boolean withTimer) {
+    Counter[] counters = new Counter[InvocationOutcome.values().length];
+    for (InvocationOutcome o : InvocationOutcome.values()) {
+      counters[o.ordinal()] = Counter.builder(INVOCATIONS)
+          .tags("tool", tool, "outcome", o.outcome(), "code", o.code())
+          .description("Invokes by tool@version and outcome")
+          .register(registry);
+    }
+    Timer timer = withTimer ? Timer.builder(HANDLER_DURATION).tag("tool", tool)
+        .description("Handler run time, to its result, error or deadline")
+        .serviceLevelObjectives(HANDLER_BUCKETS)
+        .register(registry) : null;
+    return new ToolMetrics() {
+      @Override
+      public void count(InvocationOutcome outcome) {
+        counters[outcome.ordinal()].increment();
+      }
+
+      @Override
+      public void handlerTime(Duration time) {
+        if (timer != null) {
+          timer.record(time);
+        }
+      }
+    };
+  }
+
+  @Override
+  public void reconnect(ReconnectReason reason) {
+    reconnects.get(reason).increment();
+  }
+
+  @Override
+  public void heartbeatRoundTrip(Duration roundTrip) {
+    heartbeat.record(roundTrip);
+  }
+
+  /** {@code phrony_worker_registered}: 1 while {@code registered} says so. */
+  public void bindRegistered(BooleanSupplier registered) {
+    Gauge.builder(REGISTERED, registered, r -> r.getAsBoolean() ? 1 : 0)
+        .description("1 while registered with the runtime on a live stream")
+        .strongReference(true).register(registry);
+  }
+
+  /** {@code phrony_worker_outbox_entries{state}} for held, orphaned and interrupted calls. */
+  public void bindOutbox(DurableOutbox outbox) {
+    Supplier<Map<OutboxEntry.State, Integer>> counts = new Supplier<>() {
+      private long at;
+      private Map<OutboxEntry.State, Integer> last;
+
+      @Override
+      public synchronized Map<OutboxEntry.State, Integer> get() {
+        long now = System.nanoTime();
+        if (last == null || now - at > OUTBOX_MEMO_NANOS) {
+          Map<OutboxEntry.State, Integer> m = new EnumMap<>(OutboxEntry.State.class);
+          for (OutboxEntry.State s : OutboxEntry.State.values()) {
+            m.put(s, 0);
+          }
+          outbox.entries().forEach(e -> m.merge(e.state(), 1, Integer::sum));
+          last = m;
+          at = now;
+        }
+        return last;
+      }
+    };
+    for (OutboxEntry.State s : new OutboxEntry.State[] {OutboxEntry.State.HELD,
+        OutboxEntry.State.ORPHANED, OutboxEntry.State.INTERRUPTED}) {
+      Gauge.builder(OUTBOX_ENTRIES, counts, c -> c.get().get(s)).tag("state", s.label())
+          .description("Calls the outbox keeps: held (awaiting result_ack), orphaned,"
+              + " interrupted")
+          .strongReference(true).register(registry);
+    }
+  }
+
+  @Override
+  public void close() {
+    gc.close();
+  }
+
+  private static Duration[] durations(long... millis) {
+    Duration[] out = new Duration[millis.length];
+    for (int i = 0; i < millis.length; i++) {
+      out[i] = Duration.ofMillis(millis[i]);
+    }
+    return out;
+  }
+}

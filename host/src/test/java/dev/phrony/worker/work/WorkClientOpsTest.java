@@ -1,0 +1,94 @@
+package dev.phrony.worker.work;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.phrony.worker.Await;
+import dev.phrony.worker.api.ToolResult;
+import dev.phrony.worker.ops.MicrometerMetrics;
+import dev.phrony.worker.ops.Readiness;
+import dev.phrony.worker.outbox.MemoryOutbox;
+import dev.phrony.worker.testkit.Call;
+import dev.phrony.worker.testkit.LocalRuntime;
+import dev.phrony.worker.testkit.Outcome;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** Readiness and the stream's meters over real gRPC against a {@link LocalRuntime}. */
+class WorkClientOpsTest {
+  private static final Duration WAIT = Duration.ofSeconds(20);
+
+  private final PrometheusMeterRegistry registry =
+      new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+  private final MicrometerMetrics metrics = new MicrometerMetrics(registry);
+  private LocalRuntime rt;
+  private WorkClient client;
+
+  @AfterEach
+  void tearDown() {
+    if (client != null) {
+      client.close();
+    }
+    if (rt != null) {
+      rt.close();
+    }
+    metrics.close();
+    registry.close();
+  }
+
+  private double reconnects() {
+    return registry.find(MicrometerMetrics.RECONNECTS).counters().stream()
+        .mapToDouble(Counter::count).sum();
+  }
+
+  @Test
+  void ready_only_while_registered_and_not_draining_with_the_reason_otherwise() throws Exception {
+    rt = LocalRuntime.builder().port(0).leaseTtl(Duration.ofMillis(2_000))
+        .shutdownGrace(Duration.ofMillis(200)).start();
+    TestHandler echo = TestHandler.of("echo", 4, call -> ToolResult.json(call.argsBytes()));
+    WorkOptions options = WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", ""))
+        .withBackoff(Duration.ofMillis(20), Duration.ofMillis(100))
+        .withDrainTimeout(Duration.ofSeconds(5));
+    client = new WorkClient(options, TestHandler.catalog(echo), new MemoryOutbox(),
+        InstantSource.system(), bound -> bound / 2, metrics);
+    metrics.bindRegistered(client::registered);
+
+    assertThat(client.readiness()).isEqualTo(
+        Readiness.notReady("not registered with the runtime at " + rt.target()));
+    assertThat(registry.get(MicrometerMetrics.REGISTERED).gauge().value()).isZero();
+
+    client.start();
+    Await.until("ready", () -> client.readiness().ready(), WAIT);
+    assertThat(registry.get(MicrometerMetrics.REGISTERED).gauge().value()).isEqualTo(1);
+    Outcome o = rt.dispatch(Call.of("echo", "1.0.0", "{\"a\":1}")).get(20, TimeUnit.SECONDS);
+    assertThat(o.text()).isEqualTo("{\"a\":1}");
+    Await.until("a heartbeat round trip", () -> registry.get(
+        MicrometerMetrics.HEARTBEAT_ROUND_TRIP).timer().count() >= 1, WAIT);
+
+    rt.crash();
+    Await.until("not ready once the runtime is gone", () -> !client.readiness().ready(), WAIT);
+    Await.until("a reconnect counted", () -> reconnects() >= 1, WAIT);
+    assertThat(client.readiness().reason()).startsWith("not registered with the runtime at "
+        + rt.target() + " (last stream ended: ");
+
+    rt.start();
+    Await.until("ready again", () -> client.readiness().ready(), WAIT);
+
+    Thread drain = Thread.ofVirtual().start(() -> {
+      try {
+        client.drain();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    });
+    Await.until("draining", () -> client.readiness().reason().equals("draining for shutdown"),
+        WAIT);
+    assertThat(client.readiness().ready()).isFalse();
+    drain.join(WAIT.toMillis());
+  }
+}
