@@ -1,7 +1,12 @@
 package dev.phrony.worker.cli;
 
 import dev.phrony.worker.UserErrorException;
+import dev.phrony.worker.config.ConfigException;
+import dev.phrony.worker.config.LayeredDefaults;
 import dev.phrony.worker.dev.ControlUnreachableException;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Optional;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -12,8 +17,8 @@ import picocli.CommandLine.Command;
     versionProvider = VersionCommand.Provider.class,
     description = "Hosts tool handlers as plugins for the Phrony agent runtime.",
     subcommands = {VersionCommand.class, ListHandlersCommand.class, CheckCommand.class,
-        RunCommand.class, OutboxCommand.class, DevCommand.class, CallCommand.class,
-        CommandLine.HelpCommand.class},
+        RunCommand.class, ConfigCommand.class, OutboxCommand.class, DevCommand.class,
+        CallCommand.class, CommandLine.HelpCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
         "0:success",
@@ -38,7 +43,22 @@ public final class PhronyWorkerCommand implements Runnable {
    * and never call {@link System#exit}.
    */
   public static CommandLine newCommandLine() {
-    return configure(new CommandLine(new PhronyWorkerCommand()));
+    String home = System.getProperty(LayeredDefaults.HOME_PROPERTY);
+    return newCommandLine(System.getenv(),
+        home == null || home.isBlank() ? Optional.empty() : Optional.of(Path.of(home.strip())));
+  }
+
+  /**
+   * The same, with the environment and the distribution's home given (tests): the settings of
+   * {@code run} and {@code config} come from flags, then {@code env}, then the config file, then
+   * defaults.
+   */
+  public static CommandLine newCommandLine(Map<String, String> env, Optional<Path> home) {
+    CommandLine cmd = configure(new CommandLine(new PhronyWorkerCommand()));
+    for (String name : new String[] {"run", "config"}) {
+      cmd.getSubcommands().get(name).setDefaultValueProvider(new LayeredDefaults(env, home));
+    }
+    return cmd;
   }
 
   /** Applies the exit-code conventions to a command line (tests run subcommands standalone). */
@@ -58,6 +78,13 @@ public final class PhronyWorkerCommand implements Runnable {
 
   private static int onExecutionError(Exception e, CommandLine cmd,
       CommandLine.ParseResult parsed) {
+    if (e instanceof ConfigException c) {
+      // One line per problem, each naming its file and line, variable or flag.
+      c.problems().forEach(p -> cmd.getErr().println(cmd.getCommandSpec().qualifiedName()
+          + ": " + p));
+      cmd.getErr().flush();
+      return ExitCodes.USAGE;
+    }
     if (e instanceof UserErrorException || e instanceof java.io.IOException
         || e instanceof java.io.UncheckedIOException) {
       cmd.getErr().println(cmd.getCommandSpec().qualifiedName() + ": " + e.getMessage());

@@ -1,5 +1,6 @@
 package dev.phrony.worker.cli;
 
+import dev.phrony.worker.config.Configurable;
 import java.nio.file.Path;
 import picocli.CommandLine.Option;
 
@@ -7,6 +8,7 @@ import picocli.CommandLine.Option;
  * {@code --plugins DIR} and {@code --strict}, for every command that loads plugins
  * ({@code @Mixin PluginsOption plugins;}). Resolves the default plugins directory in one place.
  */
+@Configurable
 public final class PluginsOption {
 
   /** Set by {@code bin/phrony-worker} to the distribution's root folder. */

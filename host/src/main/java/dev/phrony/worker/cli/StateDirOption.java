@@ -1,5 +1,6 @@
 package dev.phrony.worker.cli;
 
+import dev.phrony.worker.config.Configurable;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Properties;
@@ -11,6 +12,7 @@ import picocli.CommandLine.Option;
  * {@code <phrony.home>/state} (the launcher sets the system property {@code phrony.home}), else
  * {@code ./state}.
  */
+@Configurable
 public final class StateDirOption {
   public static final String ENV = "PHRONY_WORKER_STATE_DIR";
   public static final String HOME_PROPERTY = "phrony.home";

@@ -1,0 +1,212 @@
+package dev.phrony.worker.config;
+
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import picocli.CommandLine.Model.OptionSpec;
+
+/**
+ * A {@code worker.yaml}: one flat mapping of setting keys (the long flag names without dashes) to
+ * single values. Read with Jackson's YAML parser token by token, so every problem names the file,
+ * the line and the key: unknown keys, duplicate keys, lists or mappings where a value belongs,
+ * values of the wrong type and values the setting's converter refuses (a bad duration). Empty
+ * values ({@code key:} or {@code key: null}) leave the setting at its default.
+ *
+ * @param path the file
+ * @param values valid values by key, as text
+ * @param problems what is wrong, one line each, {@code file:line: key: what}
+ */
+public record ConfigFile(Path path, Map<String, Value> values, List<String> problems) {
+
+  /** A value and the line it is on. */
+  public record Value(String text, int line) {}
+
+  private static final YAMLFactory YAML = new YAMLFactory();
+
+  public ConfigFile {
+    values = Map.copyOf(values);
+    problems = List.copyOf(problems);
+  }
+
+  /** No file: nothing set, nothing wrong. */
+  public static ConfigFile none() {
+    return new ConfigFile(null, Map.of(), List.of());
+  }
+
+  public Optional<Value> get(String key) {
+    return Optional.ofNullable(values.get(key));
+  }
+
+  /** {@code path:line}, as sources and messages print it. */
+  public String at(int line) {
+    return path + ":" + line;
+  }
+
+  /**
+   * Reads {@code file}, checking each key against {@code settings} (by key).
+   *
+   * @param required whether a missing file is a problem (an explicit {@code --config}) or just
+   *     means no file (the distribution's default {@code conf/worker.yaml})
+   * @param requiredBy how the file was named, for the message: {@code --config} or an env name
+   */
+  public static ConfigFile load(Path file, Map<String, OptionSpec> settings, boolean required,
+      String requiredBy) {
+    List<String> problems = new ArrayList<>();
+    Map<String, Value> values = new LinkedHashMap<>();
+    try (Reader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8);
+        JsonParser p = YAML.createParser(reader)) {
+      JsonToken first = p.nextToken();
+      if (first == null) {
+        return new ConfigFile(file, values, problems); // empty, or only comments
+      }
+      if (first != JsonToken.START_OBJECT) {
+        problems.add(file + ":" + line(p.currentTokenLocation())
+            + ": expected a mapping of settings (key: value), found " + describe(first));
+        return new ConfigFile(file, values, problems);
+      }
+      JsonToken t;
+      while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
+        String key = p.currentName();
+        int line = line(p.currentTokenLocation());
+        JsonToken v = p.nextToken();
+        String at = file + ":" + line + ": " + key;
+        OptionSpec option = settings.get(key);
+        if (option == null) {
+          String hint = suggestion(key, settings.keySet());
+          problems.add(at + ": unknown key" + (hint.isEmpty()
+              ? " (the keys are the long options of 'run' without the dashes, as listed by"
+                  + " 'phrony-worker config')" : hint));
+          p.skipChildren();
+          continue;
+        }
+        if (values.containsKey(key)) {
+          problems.add(at + ": set twice (first on line " + values.get(key).line() + ")");
+        }
+        if (v == JsonToken.START_OBJECT || v == JsonToken.START_ARRAY) {
+          problems.add(at + ": expected a single value, found " + describe(v));
+          p.skipChildren();
+          continue;
+        }
+        if (v == JsonToken.VALUE_NULL) {
+          values.remove(key);
+          continue;
+        }
+        String text = switch (v) {
+          case VALUE_TRUE -> "true"; // also YAML 1.1's yes and on
+          case VALUE_FALSE -> "false";
+          case VALUE_NUMBER_INT -> p.getNumberValue().toString(); // 0x10 is 16
+          default -> p.getText().strip();
+        };
+        Optional<String> wrong = typeProblem(option, v, text);
+        if (wrong.isEmpty()) {
+          wrong = Settings.check(option, text);
+        }
+        if (wrong.isPresent()) {
+          problems.add(at + ": " + wrong.get());
+        } else {
+          values.put(key, new Value(text, line));
+        }
+      }
+      if (t != JsonToken.END_OBJECT || p.nextToken() != null) {
+        problems.add(file + ":" + line(p.currentTokenLocation())
+            + ": expected one mapping of settings and nothing after it");
+      }
+    } catch (NoSuchFileException e) {
+      if (required) {
+        problems.add("config file " + file + " (" + requiredBy + ") does not exist: fix the path,"
+            + " or leave it unset to use the defaults");
+      }
+    } catch (JsonProcessingException e) {
+      // Whatever was read before a syntax error is suspect: report the error alone.
+      problems.clear();
+      values.clear();
+      JsonLocation loc = e.getLocation();
+      problems.add(file + (loc == null ? "" : ":" + line(loc)) + ": not valid YAML: "
+          + yamlMessage(e.getOriginalMessage()));
+    } catch (IOException e) {
+      problems.add("config file " + file + " (" + requiredBy + ") cannot be read: " + e);
+    }
+    return new ConfigFile(file, values, problems);
+  }
+
+  /** SnakeYAML's message without its source excerpts: what it expected and found. */
+  private static String yamlMessage(String message) {
+    return String.join("; ", message.lines()
+        .filter(l -> !l.isBlank() && !l.startsWith(" ") && !l.startsWith("\t"))
+        .map(String::strip).toList());
+  }
+
+  private static Optional<String> typeProblem(OptionSpec option, JsonToken v, String text) {
+    if (Settings.isBoolean(option) && v != JsonToken.VALUE_TRUE && v != JsonToken.VALUE_FALSE) {
+      return Optional.of("expected true or false, found " + quoted(v, text));
+    }
+    if (Settings.isInteger(option) && v != JsonToken.VALUE_NUMBER_INT) {
+      return Optional.of("expected a whole number, found " + quoted(v, text));
+    }
+    return Optional.empty();
+  }
+
+  private static String quoted(JsonToken v, String text) {
+    return v == JsonToken.VALUE_STRING ? "the text '" + text + "'" : "'" + text + "'";
+  }
+
+  private static String describe(JsonToken t) {
+    return switch (t) {
+      case START_OBJECT -> "a mapping";
+      case START_ARRAY -> "a list";
+      default -> "a single value";
+    };
+  }
+
+  private static int line(JsonLocation loc) {
+    return loc == null ? 0 : loc.getLineNr();
+  }
+
+  /** {@code  (did you mean 'drain-timeout'?)} for a near miss, else nothing. */
+  static String suggestion(String key, Iterable<String> known) {
+    String best = null;
+    int bestDistance = Integer.MAX_VALUE;
+    for (String k : known) {
+      int d = distance(key, k);
+      if (d < bestDistance) {
+        best = k;
+        bestDistance = d;
+      }
+    }
+    return best != null && bestDistance <= Math.max(2, key.length() / 4)
+        ? " (did you mean '" + best + "'?)" : "";
+  }
+
+  /** Levenshtein distance; keys are short. */
+  private static int distance(String a, String b) {
+    int[] prev = new int[b.length() + 1];
+    int[] cur = new int[b.length() + 1];
+    for (int j = 0; j <= b.length(); j++) {
+      prev[j] = j;
+    }
+    for (int i = 1; i <= a.length(); i++) {
+      cur[0] = i;
+      for (int j = 1; j <= b.length(); j++) {
+        int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+        cur[j] = Math.min(Math.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + cost);
+      }
+      int[] swap = prev;
+      prev = cur;
+      cur = swap;
+    }
+    return prev[b.length()];
+  }
+}
