@@ -4,6 +4,10 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -12,6 +16,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The assembled distribution's {@code bin/phrony-worker} run as a child process, its output
@@ -19,6 +25,10 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class DistProcess implements AutoCloseable {
   static final Duration DEADLINE = Duration.ofSeconds(60);
+  private static final Pattern HTTP_ENDPOINT =
+      Pattern.compile("http endpoint on http://127\\.0\\.0\\.1:(\\d+)/");
+  private static final HttpClient HTTP = HttpClient.newBuilder()
+      .connectTimeout(Duration.ofSeconds(5)).build();
 
   record Result(int exit, String out, String err) {}
 
@@ -132,6 +142,34 @@ final class DistProcess implements AutoCloseable {
             + "; stdout:\n" + stdout() + "\nstderr:\n" + stderr());
       }
       LockSupport.parkNanos(20_000_000);
+    }
+  }
+
+  /** The port of the worker's HTTP endpoint (started with {@code --http 127.0.0.1:0}). */
+  int httpPort() {
+    awaitStderr("http endpoint on", DEADLINE);
+    Matcher m = HTTP_ENDPOINT.matcher(stderr());
+    if (!m.find()) {
+      throw new AssertionError("no http endpoint address on stderr:\n" + stderr());
+    }
+    return Integer.parseInt(m.group(1));
+  }
+
+  /** {@code GET http://127.0.0.1:port/path}. */
+  static HttpResponse<String> get(int port, String path) throws IOException, InterruptedException {
+    return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+        .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  /** The status of {@code GET path}, or -1 when nothing answers. */
+  static int status(int port, String path) {
+    try {
+      return get(port, path).statusCode();
+    } catch (IOException e) {
+      return -1;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return -1;
     }
   }
 

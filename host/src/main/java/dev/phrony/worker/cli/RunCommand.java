@@ -101,10 +101,12 @@ final class RunCommand implements Callable<Integer> {
           }
         });
         log.info("worker {} serving {} handlers from {}; state in {} (durability {}); runtime {}"
-            + " ({}){}", workOptions.identity().workerId(), loaded.catalog().size(),
+            + " ({})", workOptions.identity().workerId(), loaded.catalog().size(),
             config.plugins(), stateDir.path(), config.durability().flagName(), config.runtime(),
-            config.transport().tls() ? "TLS" : "plaintext",
-            http == null ? "; no http endpoint" : "; http on " + hostPort(http));
+            config.transport().tls() ? "TLS" : "plaintext");
+        if (http != null) {
+          log.info("http endpoint on http://{}/ (/metrics, /healthz, /readyz)", hostPort(http));
+        }
         client.start();
         try (var pruner = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().name("phrony-outbox-prune").daemon().factory())) {

@@ -1,11 +1,17 @@
 package dev.phrony.worker.ops;
 
+import ch.qos.logback.classic.ClassicConstants;
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.LoggerContext;
 import ch.qos.logback.classic.joran.JoranConfigurator;
 import ch.qos.logback.core.joran.spi.JoranException;
 import ch.qos.logback.core.joran.util.ConfigurationWatchListUtil;
+import java.net.MalformedURLException;
+import java.net.URI;
 import java.net.URL;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.ILoggerFactory;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -30,6 +36,9 @@ public final class LogSetup {
   public static final String FORMAT_VARIABLE = "PHRONY_LOG_FORMAT";
   public static final String LEVEL_VARIABLE = "PHRONY_LOG_LEVEL";
 
+  private static final AtomicReference<java.util.logging.Logger> GRPC_JUL =
+      new AtomicReference<>();
+
   private LogSetup() {}
 
   /** Switches format and level; returns the configuration file it loaded, if any. */
@@ -39,7 +48,7 @@ public final class LogSetup {
       return null; // not logback: leave logging to whoever configured it
     }
     routeJulToSlf4j();
-    URL config = ConfigurationWatchListUtil.getMainWatchURL(ctx);
+    URL config = configurationFile(ctx);
     if (config == null) {
       ctx.getLogger(Logger.ROOT_LOGGER_NAME).setLevel(Level.toLevel(level.name()));
       FrameLogGuard.install(ctx);
@@ -47,6 +56,23 @@ public final class LogSetup {
     }
     configure(ctx, config, format, level);
     return config;
+  }
+
+  /**
+   * The file logback configured itself from: {@code -Dlogback.configurationFile} (set by
+   * {@code bin/phrony-worker}), else what logback recorded (only kept when it scans).
+   */
+  static URL configurationFile(LoggerContext ctx) {
+    String property = System.getProperty(ClassicConstants.CONFIG_FILE_PROPERTY);
+    if (property != null && !property.isBlank()) {
+      try {
+        return property.contains(":/") ? URI.create(property).toURL()
+            : Path.of(property).toUri().toURL();
+      } catch (MalformedURLException | IllegalArgumentException e) {
+        return null;
+      }
+    }
+    return ConfigurationWatchListUtil.getMainWatchURL(ctx);
   }
 
   /** Loads {@code config} into {@code ctx} afresh with the format and level as its variables. */
@@ -64,10 +90,16 @@ public final class LogSetup {
     FrameLogGuard.install(ctx);
   }
 
+  /**
+   * gRPC logs through {@code java.util.logging}; its loggers (only: the JDK's own stay with
+   * JUL) go to SLF4J instead of JUL's console handler, so they come out in the chosen format.
+   */
   private static synchronized void routeJulToSlf4j() {
-    if (!SLF4JBridgeHandler.isInstalled()) {
-      SLF4JBridgeHandler.removeHandlersForRootLogger();
-      SLF4JBridgeHandler.install();
+    java.util.logging.Logger grpc = java.util.logging.Logger.getLogger("io.grpc");
+    if (Arrays.stream(grpc.getHandlers()).noneMatch(h -> h instanceof SLF4JBridgeHandler)) {
+      grpc.addHandler(new SLF4JBridgeHandler());
+      grpc.setUseParentHandlers(false);
+      GRPC_JUL.set(grpc); // JUL holds loggers weakly: keep the configured one
     }
   }
 }
