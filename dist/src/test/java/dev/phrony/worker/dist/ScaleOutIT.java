@@ -128,7 +128,8 @@ class ScaleOutIT {
         assertThat(DistProcess.get(port, "/metrics").body())
             .contains("phrony_worker_invocations_total{code=\"\",outcome=\"result\","
                 + "tool=\"echo@default\"}")
-            .contains("phrony_worker_slots_in_use_ratio{tool=\"echo@default\"}")
+            .contains("phrony_worker_slots_max{tool=\"echo@default\"} " + SLOTS)
+            .containsPattern("(?m)^phrony_worker_slots_in_use_ratio ")
             .contains("phrony_worker_registered 1");
       }
 

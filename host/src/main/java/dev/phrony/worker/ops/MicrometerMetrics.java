@@ -12,7 +12,10 @@ import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
 import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import java.time.Duration;
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntSupplier;
 import java.util.function.Supplier;
@@ -27,8 +30,10 @@ import java.util.function.Supplier;
  *       {@code deadline_exceeded}, {@code cancelled}, {@code nack} with its {@code code});
  *       {@code tool="unknown"} for keys not served here
  *   <li>{@code phrony_worker_handler_duration_seconds{tool}}: histogram of handler run time
- *   <li>{@code phrony_worker_slots_in_use{tool}}, {@code phrony_worker_slots_max{tool}} and
- *       {@code phrony_worker_slots_in_use_ratio{tool}} (in use / max, for autoscaling)
+ *   <li>{@code phrony_worker_slots_in_use{tool}} and {@code phrony_worker_slots_max{tool}}
+ *   <li>{@code phrony_worker_slots_in_use_ratio}: slots in use over all handlers divided by the
+ *       sum of their max concurrency, 0 to 1 (0 when none is served); no labels: it is the
+ *       autoscaling metric of {@code deploy/} (its README has the contract)
  *   <li>{@code phrony_worker_outbox_entries{state}}: held, orphaned and interrupted calls
  *   <li>{@code phrony_worker_stream_reconnects_total{reason}}: by {@link ReconnectReason}
  *   <li>{@code phrony_worker_heartbeat_round_trip_seconds}: heartbeat to heartbeat_ack
@@ -63,6 +68,9 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
   private final Map<ReconnectReason, Counter> reconnects = new EnumMap<>(ReconnectReason.class);
   private final Timer heartbeat;
   private final JvmGcMetrics gc = new JvmGcMetrics();
+  /** Every tool's slots in use, and the sum of their max, for the worker-wide ratio. */
+  private final List<IntSupplier> inUse = new CopyOnWriteArrayList<>();
+  private final AtomicLong maxSum = new AtomicLong();
   private ToolMetrics unknownTool;
 
   public MicrometerMetrics(MeterRegistry registry) {
@@ -75,6 +83,9 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
     heartbeat = Timer.builder(HEARTBEAT_ROUND_TRIP)
         .description("Time from heartbeat to heartbeat_ack")
         .serviceLevelObjectives(HEARTBEAT_BUCKETS)
+        .register(registry);
+    Gauge.builder(SLOTS_IN_USE_RATIO, this, MicrometerMetrics::slotsInUseRatio)
+        .description("Slots in use over all handlers / the sum of their max_concurrency")
         .register(registry);
     new JvmMemoryMetrics().bindTo(registry);
     gc.bindTo(registry);
@@ -89,10 +100,21 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
         .register(registry);
     Gauge.builder(SLOTS_MAX, () -> maxConcurrency).tag("tool", key)
         .description("Slots advertised (max_concurrency)").register(registry);
-    Gauge.builder(SLOTS_IN_USE_RATIO, slotsInUse, s -> (double) s.getAsInt() / maxConcurrency)
-        .tag("tool", key).description("Slots in use / slots advertised").strongReference(true)
-        .register(registry);
+    inUse.add(slotsInUse);
+    maxSum.addAndGet(maxConcurrency);
     return meters(key, true);
+  }
+
+  private double slotsInUseRatio() {
+    long max = maxSum.get();
+    if (max <= 0) {
+      return 0;
+    }
+    long used = 0;
+    for (IntSupplier s : inUse) {
+      used += s.getAsInt();
+    }
+    return Math.min(1.0, (double) used / max);
   }
 
   @Override
