@@ -44,7 +44,7 @@ class CrashRecoveryIT {
   private DistProcess startWorker(LocalRuntime rt) throws Exception {
     return DistProcess.start(tmp, Map.of("PHRONY_RUNTIME_ADDR", rt.target(),
             "PHRONY_WORKER_LOG_LEVEL", "DEBUG"),
-        "run", "--state-dir", state().toString(), "--drain-timeout", "5s");
+        "run", "--state-dir", state().toString(), "--drain-timeout", "5s", "--http", "none");
   }
 
   /** The worker registered on a stream newer than {@code afterStream}. */
