@@ -135,11 +135,6 @@ class DeployIT {
     CommandLine cli = PhronyWorkerCommand.newCommandLine();
     List<String> args = new ArrayList<>(List.of("run"));
     args.addAll(args());
-    if (cli.getSubcommands().get("run").getCommandSpec().findOption("--http") == null) {
-      // --http arrives with the metrics and health endpoints; until then check the others.
-      int at = args.indexOf("--http");
-      args.subList(at, at + 2).clear();
-    }
 
     cli.parseArgs(args.toArray(String[]::new)); // throws on an unknown option or a bad value
   }

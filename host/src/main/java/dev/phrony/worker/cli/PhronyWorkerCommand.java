@@ -1,5 +1,6 @@
 package dev.phrony.worker.cli;
 
+import dev.phrony.worker.Distribution;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.config.ConfigException;
 import dev.phrony.worker.config.LayeredDefaults;
@@ -43,7 +44,7 @@ public final class PhronyWorkerCommand implements Runnable {
    * and never call {@link System#exit}.
    */
   public static CommandLine newCommandLine() {
-    String home = System.getProperty(LayeredDefaults.HOME_PROPERTY);
+    String home = System.getProperty(Distribution.HOME_PROPERTY);
     return newCommandLine(System.getenv(),
         home == null || home.isBlank() ? Optional.empty() : Optional.of(Path.of(home.strip())));
   }

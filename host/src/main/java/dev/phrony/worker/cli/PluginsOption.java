@@ -1,5 +1,6 @@
 package dev.phrony.worker.cli;
 
+import dev.phrony.worker.Distribution;
 import dev.phrony.worker.config.Configurable;
 import java.nio.file.Path;
 import picocli.CommandLine.Option;
@@ -12,7 +13,6 @@ import picocli.CommandLine.Option;
 public final class PluginsOption {
 
   /** Set by {@code bin/phrony-worker} to the distribution's root folder. */
-  static final String HOME_PROPERTY = "phrony.home";
 
   @Option(names = "--plugins", paramLabel = "DIR",
       description = "Plugins directory: one jar, or one folder of jars (with lib/), per plugin. "
@@ -26,7 +26,8 @@ public final class PluginsOption {
 
   /** The directory given with {@code --plugins}, or the default. */
   public Path pluginsDir() {
-    return plugins != null ? plugins : defaultPluginsDir(System.getProperty(HOME_PROPERTY));
+    return plugins != null ? plugins
+        : defaultPluginsDir(System.getProperty(Distribution.HOME_PROPERTY));
   }
 
   /** Whether any plugin problem must fail the command. */

@@ -1,5 +1,6 @@
 package dev.phrony.worker.cli;
 
+import dev.phrony.worker.Distribution;
 import dev.phrony.worker.config.Configurable;
 import java.nio.file.Path;
 import java.util.Map;
@@ -15,7 +16,6 @@ import picocli.CommandLine.Option;
 @Configurable
 public final class StateDirOption {
   public static final String ENV = "PHRONY_WORKER_STATE_DIR";
-  public static final String HOME_PROPERTY = "phrony.home";
 
   @Option(names = "--state-dir", paramLabel = "DIR",
       description = "Worker state directory (default: $" + ENV + ", else <install dir>/state).")
@@ -40,7 +40,7 @@ public final class StateDirOption {
     if (fromEnv != null && !fromEnv.isBlank()) {
       return Path.of(fromEnv.strip()).toAbsolutePath().normalize();
     }
-    String home = properties.getProperty(HOME_PROPERTY);
+    String home = properties.getProperty(Distribution.HOME_PROPERTY);
     Path base = home == null || home.isBlank() ? Path.of(".") : Path.of(home.strip());
     return base.resolve("state").toAbsolutePath().normalize();
   }

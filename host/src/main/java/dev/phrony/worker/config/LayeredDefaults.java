@@ -1,5 +1,6 @@
 package dev.phrony.worker.config;
 
+import dev.phrony.worker.Distribution;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -29,7 +30,6 @@ import picocli.CommandLine.Model.OptionSpec;
 public final class LayeredDefaults implements CommandLine.IDefaultValueProvider {
   public static final String CONFIG_OPTION = "--config";
   public static final String CONFIG_ENV = "PHRONY_WORKER_CONFIG";
-  public static final String HOME_PROPERTY = "phrony.home";
 
   /** A value this provider gave, and from where. */
   public record Supplied(String text, Source source) {}
@@ -56,7 +56,7 @@ public final class LayeredDefaults implements CommandLine.IDefaultValueProvider 
 
   /** From the real environment and the {@code phrony.home} system property. */
   public static LayeredDefaults fromSystem() {
-    String h = System.getProperty(HOME_PROPERTY);
+    String h = System.getProperty(Distribution.HOME_PROPERTY);
     return new LayeredDefaults(System.getenv(),
         h == null || h.isBlank() ? Optional.empty() : Optional.of(Path.of(h.strip())));
   }
