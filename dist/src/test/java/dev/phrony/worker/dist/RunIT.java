@@ -30,8 +30,8 @@ class RunIT {
   void serves_the_bundled_plugins_then_drains_on_sigterm_and_exits_0() throws Exception {
     try (LocalRuntime rt = LocalRuntime.builder().port(0).start();
         DistProcess worker = DistProcess.start(tmp, Map.of("PHRONY_RUNTIME_ADDR", rt.target()),
-            "run", "--worker-id", "proc-1", "--drain-timeout", "PT30S",
-            "--http", "127.0.0.1:0")) {
+            "run", "--worker-id", "proc-1", "--drain-timeout", "30s",
+            "--http", "127.0.0.1:0", "--state-dir", tmp.resolve("state").toString())) {
       Await.until("worker registered", () -> rt.worker("proc-1")
           .filter(w -> w.connected()).isPresent(), DistProcess.DEADLINE);
 
