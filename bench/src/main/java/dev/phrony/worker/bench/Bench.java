@@ -1,0 +1,585 @@
+package dev.phrony.worker.bench;
+
+import dev.phrony.runtime.v1.WorkServerMsg;
+import dev.phrony.worker.testkit.Call;
+import dev.phrony.worker.testkit.Event;
+import dev.phrony.worker.testkit.LocalRuntime;
+import dev.phrony.worker.testkit.Outcome;
+import dev.phrony.worker.testkit.WorkerView;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongFunction;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * {@code bin/bench [--quick]}: one sitting, one table. The ceiling is a bare grpc-java stream
+ * between this JVM and a child JVM; every host figure is the assembled distribution's
+ * {@code bin/phrony-worker run} as a child process, driven by a {@link LocalRuntime} in this JVM.
+ * So both sides of every figure are two processes on the same loopback and the same cores.
+ *
+ * <p>It reports; it does not fail on a slow machine. It exits 1 only when a scenario could not
+ * run at all (a broken bench must not rot unnoticed in CI).
+ */
+public final class Bench {
+  /** ~64 bytes of JSON args, the same for the ceiling and the no-op host calls. */
+  static final byte[] ARGS = "{\"city\":\"Oslo\",\"days\":3,\"units\":\"metric\",\"lang\":\"en-GB\",\"x\":1}"
+      .getBytes(StandardCharsets.UTF_8);
+  static final byte[] PAY_ARGS = "{\"amount\":12.5,\"currency\":\"EUR\",\"payee\":\"ACME\"}"
+      .getBytes(StandardCharsets.UTF_8);
+  static final Duration START_TIMEOUT = Duration.ofSeconds(60);
+
+  static final String USAGE = """
+      usage: bench [--quick] [--only STEPS] [--dist DIR] [--out FILE.json]
+        --quick        small counts, well under a minute
+        --only STEPS   comma-separated: ceiling,64,1000,10k,durable,start,list (default: all)
+        --dist DIR     the assembled distribution (default: dist/target/dist/phrony-worker)
+        --out FILE     the JSON report (default: bench/target/bench-<time>.json)
+      PHRONY_BENCH_HOST_OPTS: extra JVM options for every host process (e.g. profiling)""";
+
+  private final boolean quick;
+  private final java.util.Set<String> only;
+  private final Path dist;
+  private final Path work;
+  private final Path out;
+  private final Duration warmup;
+  private final Duration measure;
+  private final Report report = new Report();
+  private final List<String> failures = new ArrayList<>();
+  private LocalRuntime runtime;
+  private double pingPong = Double.NaN;
+  private double pipelined = Double.NaN;
+  private int hosts;
+
+  private Bench(boolean quick, Path dist, Path work, Path out, java.util.Set<String> only) {
+    this.quick = quick;
+    this.only = only;
+    this.dist = dist;
+    this.work = work;
+    this.out = out;
+    this.warmup = quick ? Duration.ofMillis(700) : Duration.ofSeconds(5);
+    this.measure = quick ? Duration.ofMillis(1500) : Duration.ofSeconds(10);
+  }
+
+  public static void main(String[] args) throws Exception {
+    boolean quick = false;
+    java.util.Set<String> only = new java.util.HashSet<>();
+    Path dist = null;
+    Path out = null;
+    for (int i = 0; i < args.length; i++) {
+      switch (args[i]) {
+        case "--quick" -> quick = true;
+        case "--dist" -> dist = Path.of(args[++i]);
+        case "--out" -> out = Path.of(args[++i]);
+        case "--only" -> only.addAll(Arrays.asList(args[++i].split(",")));
+        case "-h", "--help" -> {
+          System.out.println(USAGE);
+          return;
+        }
+        default -> {
+          System.err.println("bench: unknown argument " + args[i] + "\n" + USAGE);
+          System.exit(1);
+        }
+      }
+    }
+    Path home = Path.of(System.getProperty("phrony.home", ".")).toAbsolutePath().normalize();
+    if (dist == null) {
+      dist = home.resolve("dist/target/dist/phrony-worker");
+    }
+    if (!Files.isExecutable(dist.resolve("bin/phrony-worker"))) {
+      System.err.println("bench: no distribution at " + dist + " (run ./mvnw package first)");
+      System.exit(1);
+    }
+    String stamp = DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss").withZone(ZoneOffset.UTC)
+        .format(Instant.now());
+    Path target = home.resolve("bench/target");
+    if (out == null) {
+      out = target.resolve("bench-" + stamp + ".json");
+    }
+    Bench bench = new Bench(quick, dist, target.resolve("bench-work/" + stamp), out, only);
+    int rc = bench.run();
+    System.exit(rc);
+  }
+
+  private int run() throws Exception {
+    Files.createDirectories(work);
+    report.meta.put("started", Instant.now().toString());
+    report.meta.put("mode", quick ? "quick" : "full");
+    report.meta.put("java", System.getProperty("java.vm.name") + " "
+        + System.getProperty("java.runtime.version"));
+    report.meta.put("cores", Runtime.getRuntime().availableProcessors());
+    report.meta.put("loadavg_start", loadavg());
+    report.meta.put("warmup_s", warmup.toMillis() / 1000.0);
+    report.meta.put("measure_s", measure.toMillis() / 1000.0);
+    report.meta.put("distribution", dist.toString());
+    System.err.printf("bench: %s run, warm-up %s, measured %s per figure; load average %s"
+        + " (other processes on this machine move absolute figures: compare ratios)%n",
+        quick ? "quick" : "full", human(warmup), human(measure), loadavg());
+
+    step("ceiling", this::ceiling);
+    try (LocalRuntime rt = LocalRuntime.builder().port(0)
+        .queueWait(Duration.ofSeconds(60)).eventLogCapacity(4096).start()) {
+      runtime = rt;
+      step("64", this::hostAt64);
+      step("1000", this::hostAt1000);
+      step("10k", this::tenThousand);
+      step("durable", this::durable);
+      step("start", this::startup);
+    }
+    step("list", this::listHandlers);
+
+    report.meta.put("loadavg_end", loadavg());
+    report.meta.put("failures", failures);
+    System.out.println();
+    System.out.printf("phrony-worker bench (%s), %s, %d cores, load average %s -> %s%n",
+        quick ? "quick" : "full", report.meta.get("java"), Runtime.getRuntime()
+            .availableProcessors(), report.meta.get("loadavg_start"), loadavg());
+    System.out.println();
+    report.print(System.out);
+    System.out.println();
+    report.writeJson(out);
+    System.out.println("written: " + out);
+    if (!failures.isEmpty()) {
+      System.out.println("scenarios that could not run: " + failures);
+      return 1;
+    }
+    return 0;
+  }
+
+  private interface Step {
+    void run() throws Exception;
+  }
+
+  private void step(String name, Step step) {
+    if (!only.isEmpty() && !only.contains(name)) {
+      return;
+    }
+    try {
+      step.run();
+    } catch (Exception | AssertionError e) {
+      failures.add(name + ": " + e);
+      System.err.println("bench: " + name + " failed: " + e);
+      e.printStackTrace();
+      report.add(new Report.Row("!", name, "failed: " + e.getMessage(), "", "", null,
+          Map.of("error", String.valueOf(e))));
+    }
+  }
+
+  // ---------------------------------------------------------------- 1. ceiling
+
+  private void ceiling() throws Exception {
+    try (Ceiling ceiling = new Ceiling(ARGS)) {
+      Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+      Process client = new ProcessBuilder(java.toString(), "-cp",
+          System.getProperty("java.class.path"), CeilingClient.class.getName(), ceiling.target())
+          .redirectErrorStream(true).redirectOutput(work.resolve("ceiling-client.log").toFile())
+          .start();
+      try {
+        ceiling.awaitClient(START_TIMEOUT);
+        Ceiling.Run pp = ceiling.run(1, warmup, measure);
+        pingPong = pp.perSecond();
+        report.add(new Report.Row("1a", "ceiling: bare gRPC stream, ping-pong",
+            String.format(Locale.ROOT, "%s round trips/s, p50 %s, p99 %s", rate(pp.perSecond()),
+                ms(pp.p50Ms()), ms(pp.p99Ms())), "reference", "", null,
+            figures("per_s", pp.perSecond(), "p50_ms", pp.p50Ms(), "p99_ms", pp.p99Ms(),
+                "calls", pp.calls())));
+        Ceiling.Run pl = ceiling.run(64, warmup, measure);
+        pipelined = pl.perSecond();
+        report.add(new Report.Row("1b", "ceiling: bare gRPC stream, pipelined (64)",
+            String.format(Locale.ROOT, "%s round trips/s, p50 %s, p99 %s", rate(pl.perSecond()),
+                ms(pl.p50Ms()), ms(pl.p99Ms())), "reference", "", null,
+            figures("per_s", pl.perSecond(), "p50_ms", pl.p50Ms(), "p99_ms", pl.p99Ms(),
+                "calls", pl.calls(), "window", 64)));
+      } finally {
+        ceiling.close();
+        if (!client.waitFor(10, TimeUnit.SECONDS)) {
+          client.destroyForcibly();
+        }
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- 2, 3, 5: one host each
+
+  private void hostAt64() throws Exception {
+    try (HostProcess host = startHost("host-64", List.of("-Dphrony.echo.maxConcurrency=64"),
+        List.of())) {
+      Driver noop = new Driver(runtime, echo(ARGS, "noop"));
+      Driver.Result c1 = noop.run(1, warmup, measure);
+      addHostRow("2a", "host: no-op (echo), concurrency 1", c1, pingPong, "ping-pong ceiling",
+          0.5);
+      Driver.Result c64 = noop.run(64, warmup, measure);
+      addHostRow("2b", "host: no-op (echo), concurrency 64", c64, pipelined,
+          "pipelined ceiling", 0.5);
+      Driver sleepy = new Driver(runtime, echo("{\"sleep_ms\":50}".getBytes(
+          StandardCharsets.UTF_8), "s64"));
+      Driver.Result s64 = sleepy.run(64, warmup, measure);
+      addHostRow("3a", "host: 50 ms handler, concurrency 64", s64, 64 / 0.05, "ideal (64/50 ms)",
+          0.97);
+      Driver pay = new Driver(runtime, call("payments.process-payment", "1.0.0", PAY_ARGS,
+          "non_idempotent_write", "pay"));
+      Driver.Result p = pay.run(16, warmup, measure);
+      report.add(new Report.Row("5a", "host: payments, in-memory outbox, concurrency 16",
+          callsLine(p), "", "", null, resultFigures(p)));
+    }
+  }
+
+  private void hostAt1000() throws Exception {
+    try (HostProcess host = startHost("host-1000",
+        List.of("-Dphrony.echo.maxConcurrency=1000"), List.of())) {
+      Driver sleepy = new Driver(runtime, echo("{\"sleep_ms\":50}".getBytes(
+          StandardCharsets.UTF_8), "s1000"));
+      Driver.Result s = sleepy.run(1000, warmup, measure);
+      addHostRow("3b", "host: 50 ms handler, concurrency 1 000", s, 1000 / 0.05,
+          "ideal (1000/50 ms)", 0.9);
+    }
+  }
+
+  private void addHostRow(String id, String scenario, Driver.Result r, double reference,
+      String refName, double goal) {
+    double ratio = r.perSecond() / reference;
+    Map<String, Object> f = resultFigures(r);
+    f.put("reference", refName);
+    f.put("reference_per_s", reference);
+    f.put("ratio", ratio);
+    report.add(new Report.Row(id, scenario, callsLine(r),
+        String.format(Locale.ROOT, "%.2fx %s", ratio, refName),
+        String.format(Locale.ROOT, ">= %.2fx", goal),
+        Double.isNaN(ratio) ? null : ratio >= goal, f));
+  }
+
+  // ---------------------------------------------------------------- 4. 10 000 in flight
+
+  private void tenThousand() throws Exception {
+    int n = 10_000;
+    int sleepMs = quick ? 3000 : 5000;
+    Path gcLog = work.resolve("host-10000-gc.log");
+    try (HostProcess host = startHost("host-10000", List.of("-Dphrony.echo.maxConcurrency=" + n,
+        "-Xmx256m", "-Xlog:gc:file=" + gcLog), List.of())) {
+      byte[] args = ("{\"sleep_ms\":" + sleepMs + "}").getBytes(StandardCharsets.UTF_8);
+      LongFunction<Call> calls = echo(args, "k10");
+      long t0 = System.nanoTime();
+      List<CompletableFuture<Outcome>> futures = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        futures.add(runtime.dispatch(calls.apply(i)));
+      }
+      String worker = "bench-" + hosts;
+      long allLeased = awaitUntil(() -> runtime.worker(worker).map(w -> w.busy("echo@default"))
+          .orElse(0) >= n, Duration.ofMillis(sleepMs).plus(Duration.ofSeconds(30)));
+      double leasedS = (allLeased - t0) / 1e9;
+      // Half-way through the sleep every call is inside the host; look at it then.
+      LockSupport.parkNanos(Duration.ofMillis(sleepMs / 3).toNanos());
+      long rssAtPeak = host.procStatusKb("VmRSS");
+      String heapInfo = jcmd(host.pid(), "GC.heap_info");
+      jcmd(host.pid(), "GC.run"); // a full GC while all 10 000 are in flight: the live heap
+      long ok = 0;
+      String firstError = null;
+      for (CompletableFuture<Outcome> f : futures) {
+        Outcome o = f.get(120, TimeUnit.SECONDS);
+        if (o instanceof Outcome.Result) {
+          ok++;
+        } else if (firstError == null) {
+          firstError = o.toString();
+        }
+      }
+      double allDoneS = (System.nanoTime() - t0) / 1e9;
+      long hwm = host.procStatusKb("VmHWM");
+      runtime.clearLedger();
+      Gc gc = Gc.parse(gcLog);
+      Map<String, Object> f = new LinkedHashMap<>();
+      f.put("calls", n);
+      f.put("ok", ok);
+      f.put("first_error", firstError);
+      f.put("sleep_ms", sleepMs);
+      f.put("xmx_mib", 256);
+      f.put("all_invoked_s", leasedS);
+      f.put("all_done_s", allDoneS);
+      f.put("live_heap_mib", gc.systemGcAfterMib());
+      f.put("peak_heap_used_mib", gc.maxBeforeMib());
+      f.put("max_heap_after_gc_mib", gc.maxAfterMib());
+      f.put("gc_pauses", gc.pauses());
+      f.put("gc_pause_total_ms", gc.pauseMs());
+      f.put("rss_at_peak_mib", rssAtPeak / 1024.0);
+      f.put("rss_hwm_mib", hwm / 1024.0);
+      f.put("heap_info", heapInfo);
+      double live = gc.systemGcAfterMib();
+      report.add(new Report.Row("4", "host: 10 000 sleeping calls in flight (-Xmx256m)",
+          String.format(Locale.ROOT, "%d/%d ok; all invoked in %.1f s; live heap %s MiB, peak"
+              + " used %s MiB, RSS peak %.0f MiB", ok, n, leasedS, mib(live),
+              mib(gc.maxBeforeMib()), hwm / 1024.0),
+          String.format(Locale.ROOT, "heap %s MiB", mib(Math.max(live, gc.maxAfterMib()))),
+          "heap <= 256 MiB", ok == n && !Double.isNaN(live) ? live <= 256 : null, f));
+    }
+  }
+
+  /** What the host's GC log says (unified logging, -Xlog:gc). */
+  record Gc(double maxBeforeMib, double maxAfterMib, double systemGcAfterMib, int pauses,
+      double pauseMs) {
+    private static final Pattern LINE = Pattern.compile(
+        "(\\d+)([KMG])->(\\d+)([KMG])\\((\\d+)([KMG])\\)\\s+([\\d.]+)ms");
+
+    static Gc parse(Path log) throws IOException {
+      double before = Double.NaN;
+      double after = Double.NaN;
+      double system = Double.NaN;
+      int pauses = 0;
+      double ms = 0;
+      if (!Files.exists(log)) {
+        return new Gc(before, after, system, 0, 0);
+      }
+      for (String line : Files.readAllLines(log)) {
+        Matcher m = LINE.matcher(line);
+        if (!m.find()) {
+          continue;
+        }
+        double b = mib(m.group(1), m.group(2));
+        double a = mib(m.group(3), m.group(4));
+        before = Double.isNaN(before) ? b : Math.max(before, b);
+        after = Double.isNaN(after) ? a : Math.max(after, a);
+        if (line.contains("Diagnostic Command") || line.contains("System.gc()")) {
+          system = a;
+        }
+        if (line.contains("Pause")) {
+          pauses++;
+          ms += Double.parseDouble(m.group(7));
+        }
+      }
+      return new Gc(before, after, system, pauses, ms);
+    }
+
+    private static double mib(String n, String unit) {
+      double v = Double.parseDouble(n);
+      return switch (unit) {
+        case "K" -> v / 1024;
+        case "G" -> v * 1024;
+        default -> v;
+      };
+    }
+  }
+
+  private static String jcmd(long pid, String command) {
+    Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
+    if (!Files.isExecutable(jcmd)) {
+      return "(no jcmd in this JDK)";
+    }
+    try {
+      Process p = new ProcessBuilder(jcmd.toString(), Long.toString(pid), command)
+          .redirectErrorStream(true).start();
+      String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      p.waitFor(30, TimeUnit.SECONDS);
+      return text.strip();
+    } catch (IOException | InterruptedException e) {
+      return "(jcmd failed: " + e + ")";
+    }
+  }
+
+  // ---------------------------------------------------------------- 5. durable path
+
+  private void durable() throws Exception {
+    String help;
+    try (HostProcess h = HostProcess.start(dist, work, "run-help", List.of(),
+        List.of("run", "--help"))) {
+      h.awaitExit(START_TIMEOUT);
+      help = h.stdout() + h.stderr();
+    }
+    if (!help.contains("--durability")) {
+      report.add(new Report.Row("5b", "host: payments, durable outbox, concurrency 16",
+          "pending: 'run --durability' is not in this build", "", ">= 2 000 calls/s", null,
+          figures("status", "pending")));
+      return;
+    }
+    Path state = work.resolve("state");
+    try (HostProcess host = startHost("host-durable", List.of(),
+        List.of("--durability", "writes", "--state-dir", state.toString()))) {
+      Driver pay = new Driver(runtime, call("payments.process-payment", "1.0.0", PAY_ARGS,
+          "non_idempotent_write", "dpay"));
+      Driver.Result p = pay.run(16, warmup, measure);
+      report.add(new Report.Row("5b", "host: payments, durable outbox, concurrency 16",
+          callsLine(p), String.format(Locale.ROOT, "%s calls/s", rate(p.perSecond())),
+          ">= 2 000 calls/s", p.perSecond() >= 2000, resultFigures(p)));
+    }
+  }
+
+  // ---------------------------------------------------------------- 6. start and list
+
+  private void startup() throws Exception {
+    Path gen = Plugins.generate(work, work.resolve("plugins-100"), 100);
+    Path ten = Plugins.subset(gen, work.resolve("plugins-10"), 10);
+    int runs = quick ? 3 : 5;
+    double[] s = new double[runs];
+    for (int i = 0; i < runs; i++) {
+      String id = "bench-start-" + i;
+      CompletableFuture<Long> registered = new CompletableFuture<>();
+      try (LocalRuntime.Subscription sub = runtime.onEvent(e -> {
+        if (Event.out(WorkServerMsg.BodyCase.REGISTERED).test(e) && id.equals(e.workerId())) {
+          registered.complete(System.nanoTime());
+        }
+      }); HostProcess host = HostProcess.start(dist, work, "start-" + i, List.of(),
+          List.of("run", "--plugins", ten.toString(), "--runtime", runtime.target(),
+              "--worker-id", id, "--drain-timeout", "PT5S"))) {
+        long at = registered.get(START_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+        s[i] = (at - host.startedNanos()) / 1e9;
+        if (!runtime.worker(id).map(w -> w.handlers().size() == 10).orElse(false)) {
+          throw new IllegalStateException("start " + i + ": not 10 handlers registered");
+        }
+      }
+    }
+    double median = median(s);
+    report.add(new Report.Row("6a", "start to registered, 10 plugins (median of " + runs + ")",
+        String.format(Locale.ROOT, "%.2f s (runs: %s)", median, seconds(s)),
+        String.format(Locale.ROOT, "%.2f s", median), "<= 1.0 s", median <= 1.0,
+        figures("median_s", median, "runs_s", Arrays.stream(s).boxed().toList())));
+  }
+
+  private void listHandlers() throws Exception {
+    Path gen = work.resolve("plugins-100");
+    if (!Files.isDirectory(gen)) {
+      gen = Plugins.generate(work, gen, 100);
+    }
+    int runs = quick ? 1 : 3;
+    double[] s = new double[runs];
+    for (int i = 0; i < runs; i++) {
+      try (HostProcess h = HostProcess.start(dist, work, "list-" + i, List.of(),
+          List.of("list-handlers", "--plugins", gen.toString()))) {
+        int rc = h.awaitExit(START_TIMEOUT);
+        s[i] = (System.nanoTime() - h.startedNanos()) / 1e9;
+        long rows = h.stdout().lines().filter(l -> l.startsWith("gen.tool-")).count();
+        if (rc != 0 || rows != 100) {
+          throw new IllegalStateException("list-handlers exited " + rc + " listing " + rows
+              + " of 100 handlers; stderr: " + h.stderr());
+        }
+      }
+    }
+    double median = median(s);
+    report.add(new Report.Row("6b", "list-handlers, 100 plugins"
+        + (runs > 1 ? " (median of " + runs + ")" : ""),
+        String.format(Locale.ROOT, "%.2f s (runs: %s)", median, seconds(s)),
+        String.format(Locale.ROOT, "%.2f s", median), "<= 2.0 s", median <= 2.0,
+        figures("median_s", median, "runs_s", Arrays.stream(s).boxed().toList())));
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private HostProcess startHost(String name, List<String> javaOpts, List<String> extraArgs)
+      throws Exception {
+    String id = "bench-" + (++hosts);
+    javaOpts = new ArrayList<>(javaOpts);
+    String extra = System.getenv("PHRONY_BENCH_HOST_OPTS");
+    if (extra != null && !extra.isBlank()) {
+      javaOpts.addAll(Arrays.asList(extra.trim().split("\\s+")));
+    }
+    List<String> args = new ArrayList<>(List.of("run", "--runtime", runtime.target(),
+        "--worker-id", id, "--drain-timeout", "PT10S"));
+    args.addAll(extraArgs);
+    HostProcess host = HostProcess.start(dist, work, name, javaOpts, args);
+    try {
+      awaitUntil(() -> {
+        if (!host.alive()) {
+          throw new IllegalStateException(name + " exited; stderr:\n" + host.stderr());
+        }
+        return runtime.worker(id).filter(WorkerView::connected).isPresent();
+      }, START_TIMEOUT);
+    } catch (RuntimeException e) {
+      host.close();
+      throw e;
+    }
+    return host;
+  }
+
+  private interface Condition {
+    boolean met();
+  }
+
+  /** Polls until {@code c}; returns System.nanoTime() when it held. */
+  private static long awaitUntil(Condition c, Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!c.met()) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("condition not met within " + timeout);
+      }
+      LockSupport.parkNanos(5_000_000);
+    }
+    return System.nanoTime();
+  }
+
+  private static LongFunction<Call> echo(byte[] args, String tag) {
+    return call("echo", "default", args, "read_only", tag);
+  }
+
+  private static LongFunction<Call> call(String tool, String version, byte[] args,
+      String sideEffect, String tag) {
+    String session = "s-bench-" + tag;
+    return seq -> new Call(session + ":av-bench:1:" + seq, session, "av-bench", 1, tool, version,
+        args, sideEffect, 0);
+  }
+
+  private static String callsLine(Driver.Result r) {
+    return String.format(Locale.ROOT, "%s calls/s, p50 %s, p99 %s%s", rate(r.perSecond()),
+        ms(r.p50Ms()), ms(r.p99Ms()),
+        r.errors() == 0 ? "" : "; " + r.errors() + " errors, first: " + r.firstError());
+  }
+
+  private static Map<String, Object> resultFigures(Driver.Result r) {
+    return figures("per_s", r.perSecond(), "p50_ms", r.p50Ms(), "p99_ms", r.p99Ms(), "calls",
+        r.ok(), "errors", r.errors(), "first_error", r.firstError());
+  }
+
+  private static Map<String, Object> figures(Object... kv) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      m.put((String) kv[i], kv[i + 1]);
+    }
+    return m;
+  }
+
+  private static String rate(double perSecond) {
+    return String.format(Locale.ROOT, "%,.0f", perSecond).replace(',', ' ');
+  }
+
+  private static String ms(double v) {
+    return Double.isNaN(v) ? "n/a" : String.format(Locale.ROOT, v < 10 ? "%.2f ms" : "%.1f ms", v);
+  }
+
+  private static String mib(double v) {
+    return Double.isNaN(v) ? "n/a" : String.format(Locale.ROOT, "%.0f", v);
+  }
+
+  private static String seconds(double[] s) {
+    return String.join(" ", Arrays.stream(s).mapToObj(v -> String.format(Locale.ROOT, "%.2f", v))
+        .toList());
+  }
+
+  private static double median(double[] s) {
+    double[] c = s.clone();
+    Arrays.sort(c);
+    return c.length % 2 == 1 ? c[c.length / 2] : (c[c.length / 2 - 1] + c[c.length / 2]) / 2;
+  }
+
+  private static String human(Duration d) {
+    return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
+  }
+
+  private static String loadavg() {
+    try {
+      String[] p = Files.readString(Path.of("/proc/loadavg")).split(" ");
+      return p[0] + " " + p[1] + " " + p[2];
+    } catch (IOException e) {
+      return "n/a";
+    }
+  }
+}

@@ -1,0 +1,186 @@
+package dev.phrony.worker.bench;
+
+import com.google.protobuf.ByteString;
+import dev.phrony.runtime.v1.RuntimeGrpc;
+import dev.phrony.runtime.v1.WorkClientMsg;
+import dev.phrony.runtime.v1.WorkInvoke;
+import dev.phrony.runtime.v1.WorkServerMsg;
+import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The runtime side of the ceiling: a bare grpc-java server on loopback that pushes
+ * {@code invoke}s shaped like the LocalRuntime's and counts the {@code result}s a
+ * {@link CeilingClient} (a child JVM) sends back. Nothing else happens per message, so the rate
+ * is what this JDK, gRPC and machine allow for the host's message shapes and process layout.
+ *
+ * <p>A run keeps {@code window} invokes outstanding: 1 is ping-pong, more is pipelined. Results
+ * come back in order on one stream, so latency is measured against a ring of send times.
+ */
+final class Ceiling implements AutoCloseable {
+  record Run(double perSecond, long calls, double p50Ms, double p99Ms) {}
+
+  private final Server server;
+  private final CompletableFuture<Session> connected = new CompletableFuture<>();
+  private final ByteString args;
+
+  Ceiling(byte[] args) throws IOException {
+    this.args = ByteString.copyFrom(args);
+    this.server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+        .addService(new RuntimeGrpc.RuntimeImplBase() {
+          @Override
+          public StreamObserver<WorkClientMsg> work(StreamObserver<WorkServerMsg> out) {
+            return new Session((ServerCallStreamObserver<WorkServerMsg>) out);
+          }
+        })
+        .build()
+        .start();
+  }
+
+  String target() {
+    return "127.0.0.1:" + server.getPort();
+  }
+
+  /** Waits for the client's first message. */
+  void awaitClient(Duration timeout) throws Exception {
+    connected.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  Run run(int window, Duration warmup, Duration measure) throws Exception {
+    Session s = connected.get();
+    Phase phase = new Phase(s, window, warmup, measure);
+    s.phase = phase;
+    phase.start();
+    phase.done.get(measure.plus(warmup).toMillis() + 60_000, TimeUnit.MILLISECONDS);
+    double[] p = Latencies.percentilesMs(List.of(phase.latencies), 50, 99);
+    return new Run(phase.counted / (measure.toNanos() / 1e9), phase.counted, p[0], p[1]);
+  }
+
+  /** Ends the stream; the client then exits. */
+  @Override
+  public void close() throws InterruptedException {
+    connected.thenAccept(s -> s.call.onCompleted());
+    server.shutdown();
+    if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
+      server.shutdownNow();
+    }
+  }
+
+  private final class Session implements StreamObserver<WorkClientMsg> {
+    final ServerCallStreamObserver<WorkServerMsg> call;
+    final Writer<WorkServerMsg> writer;
+    volatile Phase phase;
+    private int received;
+
+    Session(ServerCallStreamObserver<WorkServerMsg> call) {
+      this.call = call;
+      this.writer = new Writer<>(call);
+      call.disableAutoRequest();
+      call.setOnReadyHandler(writer::drain);
+      call.request(CeilingClient.INBOUND_BATCH);
+    }
+
+    @Override
+    public void onNext(WorkClientMsg msg) {
+      if (msg.hasRegister()) {
+        connected.complete(this);
+      } else if (msg.hasResult()) {
+        phase.onResult();
+      }
+      if (++received >= CeilingClient.INBOUND_BATCH / 2) {
+        received = 0;
+        call.request(CeilingClient.INBOUND_BATCH / 2);
+      }
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      connected.completeExceptionally(t);
+      Phase p = phase;
+      if (p != null) {
+        p.done.completeExceptionally(t);
+      }
+    }
+
+    @Override
+    public void onCompleted() {
+      call.onCompleted();
+    }
+  }
+
+  /** One measured run; its state is touched by the stream's (serialized) inbound callbacks. */
+  private final class Phase {
+    final Session session;
+    final int window;
+    final long[] sentAt;
+    final int mask;
+    final long warmupNanos;
+    final long measureNanos;
+    final Latencies latencies = new Latencies();
+    final CompletableFuture<Void> done = new CompletableFuture<>();
+    long from;
+    long until;
+    long sent;
+    long answered;
+    long counted;
+    boolean stopping;
+
+    Phase(Session session, int window, Duration warmup, Duration measure) {
+      this.session = session;
+      this.window = window;
+      this.sentAt = new long[Integer.highestOneBit(Math.max(1, window - 1)) << 1];
+      this.mask = sentAt.length - 1;
+      this.warmupNanos = warmup.toNanos();
+      this.measureNanos = measure.toNanos();
+    }
+
+    synchronized void start() {
+      long now = System.nanoTime();
+      from = now + warmupNanos;
+      until = from + measureNanos;
+      for (int i = 0; i < window; i++) {
+        sendNext();
+      }
+    }
+
+    private void sendNext() {
+      long seq = sent++;
+      sentAt[(int) (seq & mask)] = System.nanoTime();
+      session.writer.send(WorkServerMsg.newBuilder().setInvoke(WorkInvoke.newBuilder()
+          .setCallId("s-ceiling:av-bench:1:" + seq)
+          .setSessionId("s-ceiling")
+          .setAgentVersionId("av-bench")
+          .setTurn(1)
+          .setTool("echo")
+          .setVersion("default")
+          .setArgs(args)
+          .setSideEffectClass("")
+          .setDeadlineUnixMs(0)).build());
+    }
+
+    synchronized void onResult() {
+      long now = System.nanoTime();
+      long seq = answered++;
+      if (now >= from && now < until) {
+        counted++;
+        latencies.add(now - sentAt[(int) (seq & mask)]);
+      }
+      if (now >= until) {
+        stopping = true;
+      }
+      if (!stopping) {
+        sendNext();
+      } else if (answered == sent) {
+        done.complete(null);
+      }
+    }
+  }
+}

@@ -1,0 +1,113 @@
+package dev.phrony.worker.bench;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The assembled distribution's {@code bin/phrony-worker} as a child process, on this JVM's JDK,
+ * with its output in files. The launcher {@code exec}s java, so {@link #pid()} is the host JVM.
+ */
+final class HostProcess implements AutoCloseable {
+  private final Process process;
+  private final Path stdout;
+  private final Path stderr;
+  private final long startedNanos;
+
+  private HostProcess(Process process, Path stdout, Path stderr, long startedNanos) {
+    this.process = process;
+    this.stdout = stdout;
+    this.stderr = stderr;
+    this.startedNanos = startedNanos;
+  }
+
+  /**
+   * Starts {@code dist/bin/phrony-worker args...}.
+   *
+   * @param javaOpts PHRONY_WORKER_JAVA_OPTS
+   */
+  static HostProcess start(Path dist, Path workDir, String name, List<String> javaOpts,
+      List<String> args) throws IOException {
+    Files.createDirectories(workDir);
+    List<String> command = new ArrayList<>();
+    command.add(dist.resolve("bin/phrony-worker").toString());
+    command.addAll(args);
+    Path out = workDir.resolve(name + ".out");
+    Path err = workDir.resolve(name + ".err");
+    ProcessBuilder pb = new ProcessBuilder(command).directory(workDir.toFile())
+        .redirectOutput(out.toFile()).redirectError(err.toFile());
+    pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
+    pb.environment().put("PHRONY_WORKER_JAVA_OPTS", String.join(" ", javaOpts));
+    pb.environment().remove("PHRONY_RUNTIME_ADDR");
+    pb.environment().remove("PHRONY_WORKER_LOG_LEVEL");
+    long t0 = System.nanoTime();
+    return new HostProcess(pb.start(), out, err, t0);
+  }
+
+  long pid() {
+    return process.pid();
+  }
+
+  long startedNanos() {
+    return startedNanos;
+  }
+
+  boolean alive() {
+    return process.isAlive();
+  }
+
+  String stderr() {
+    try {
+      return Files.readString(stderr);
+    } catch (IOException e) {
+      return "(unreadable: " + e + ")";
+    }
+  }
+
+  String stdout() {
+    try {
+      return Files.readString(stdout);
+    } catch (IOException e) {
+      return "(unreadable: " + e + ")";
+    }
+  }
+
+  /** {@code /proc/<pid>/status} field in KiB (VmRSS, VmHWM), or -1. */
+  long procStatusKb(String field) {
+    try {
+      for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid()), "status"))) {
+        if (line.startsWith(field + ":")) {
+          return Long.parseLong(line.substring(field.length() + 1).trim().split("\\s+")[0]);
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      // not Linux, or the process is gone
+    }
+    return -1;
+  }
+
+  /** Waits for the process to exit on its own; its exit code, or -1 after killing it. */
+  int awaitExit(Duration timeout) throws InterruptedException {
+    if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+      process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+      return -1;
+    }
+    return process.exitValue();
+  }
+
+  /** SIGTERM (the host drains), then SIGKILL if it has not exited in time. */
+  @Override
+  public void close() throws InterruptedException {
+    if (!process.isAlive()) {
+      return;
+    }
+    process.destroy();
+    if (!process.waitFor(30, TimeUnit.SECONDS)) {
+      process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+    }
+  }
+}
