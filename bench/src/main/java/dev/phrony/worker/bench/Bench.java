@@ -48,6 +48,8 @@ public final class Bench {
       usage: bench [--quick] [--only STEPS] [--dist DIR] [--out FILE.json]
         --quick        small counts, well under a minute
         --only STEPS   comma-separated: ceiling,64,1000,10k,durable,start,list (default: all)
+        --warmup S     seconds of warm-up before each measured figure (default 5, quick 0.7)
+        --measure S    seconds measured per figure (default 10, quick 1.5)
         --dist DIR     the assembled distribution (default: dist/target/dist/phrony-worker)
         --out FILE     the JSON report (default: bench/target/bench-<time>.json)
       PHRONY_BENCH_HOST_OPTS: extra JVM options for every host process (e.g. profiling)""";
@@ -66,19 +68,22 @@ public final class Bench {
   private double pipelined = Double.NaN;
   private int hosts;
 
-  private Bench(boolean quick, Path dist, Path work, Path out, java.util.Set<String> only) {
+  private Bench(boolean quick, Path dist, Path work, Path out, java.util.Set<String> only,
+      Duration warm, Duration meas) {
     this.quick = quick;
     this.only = only;
     this.dist = dist;
     this.work = work;
     this.out = out;
-    this.warmup = quick ? Duration.ofMillis(700) : Duration.ofSeconds(5);
-    this.measure = quick ? Duration.ofMillis(1500) : Duration.ofSeconds(10);
+    this.warmup = warm != null ? warm : quick ? Duration.ofMillis(700) : Duration.ofSeconds(5);
+    this.measure = meas != null ? meas : quick ? Duration.ofMillis(1500) : Duration.ofSeconds(10);
   }
 
   public static void main(String[] args) throws Exception {
     boolean quick = false;
     java.util.Set<String> only = new java.util.HashSet<>();
+    Duration warm = null;
+    Duration meas = null;
     Path dist = null;
     Path out = null;
     for (int i = 0; i < args.length; i++) {
@@ -87,6 +92,8 @@ public final class Bench {
         case "--dist" -> dist = Path.of(args[++i]);
         case "--out" -> out = Path.of(args[++i]);
         case "--only" -> only.addAll(Arrays.asList(args[++i].split(",")));
+        case "--warmup" -> warm = Duration.ofMillis((long) (Double.parseDouble(args[++i]) * 1000));
+        case "--measure" -> meas = Duration.ofMillis((long) (Double.parseDouble(args[++i]) * 1000));
         case "-h", "--help" -> {
           System.out.println(USAGE);
           return;
@@ -111,7 +118,8 @@ public final class Bench {
     if (out == null) {
       out = target.resolve("bench-" + stamp + ".json");
     }
-    Bench bench = new Bench(quick, dist, target.resolve("bench-work/" + stamp), out, only);
+    Bench bench = new Bench(quick, dist, target.resolve("bench-work/" + stamp), out, only, warm,
+        meas);
     int rc = bench.run();
     System.exit(rc);
   }
@@ -191,19 +199,23 @@ public final class Bench {
           .start();
       try {
         ceiling.awaitClient(START_TIMEOUT);
-        Ceiling.Run pp = ceiling.run(1, warmup, measure);
+        Ceiling.Run pp = ceiling.run(1, warmup, measure, client.pid());
         pingPong = pp.perSecond();
         report.add(new Report.Row("1a", "ceiling: bare gRPC stream, ping-pong",
-            String.format(Locale.ROOT, "%s round trips/s, p50 %s, p99 %s", rate(pp.perSecond()),
-                ms(pp.p50Ms()), ms(pp.p99Ms())), "reference", "", null,
+            String.format(Locale.ROOT, "%s round trips/s, p50 %s, p99 %s, client CPU %s/call",
+                rate(pp.perSecond()), ms(pp.p50Ms()), ms(pp.p99Ms()), us(pp.clientCpuUs())), "reference", "", null,
             figures("per_s", pp.perSecond(), "p50_ms", pp.p50Ms(), "p99_ms", pp.p99Ms(),
+                "client_cpu_us_per_call", pp.clientCpuUs(), "server_cpu_us_per_call",
+                pp.serverCpuUs(),
                 "calls", pp.calls())));
-        Ceiling.Run pl = ceiling.run(64, warmup, measure);
+        Ceiling.Run pl = ceiling.run(64, warmup, measure, client.pid());
         pipelined = pl.perSecond();
         report.add(new Report.Row("1b", "ceiling: bare gRPC stream, pipelined (64)",
-            String.format(Locale.ROOT, "%s round trips/s, p50 %s, p99 %s", rate(pl.perSecond()),
-                ms(pl.p50Ms()), ms(pl.p99Ms())), "reference", "", null,
+            String.format(Locale.ROOT, "%s round trips/s, p50 %s, p99 %s, client CPU %s/call",
+                rate(pl.perSecond()), ms(pl.p50Ms()), ms(pl.p99Ms()), us(pl.clientCpuUs())), "reference", "", null,
             figures("per_s", pl.perSecond(), "p50_ms", pl.p50Ms(), "p99_ms", pl.p99Ms(),
+                "client_cpu_us_per_call", pl.clientCpuUs(), "server_cpu_us_per_call",
+                pl.serverCpuUs(),
                 "calls", pl.calls(), "window", 64)));
       } finally {
         ceiling.close();
@@ -219,7 +231,7 @@ public final class Bench {
   private void hostAt64() throws Exception {
     try (HostProcess host = startHost("host-64", List.of("-Dphrony.echo.maxConcurrency=64"),
         List.of())) {
-      Driver noop = new Driver(runtime, echo(ARGS, "noop"));
+      Driver noop = new Driver(runtime, echo(ARGS, "noop"), host.pid());
       Driver.Result c1 = noop.run(1, warmup, measure);
       addHostRow("2a", "host: no-op (echo), concurrency 1", c1, pingPong, "ping-pong ceiling",
           0.5);
@@ -227,12 +239,12 @@ public final class Bench {
       addHostRow("2b", "host: no-op (echo), concurrency 64", c64, pipelined,
           "pipelined ceiling", 0.5);
       Driver sleepy = new Driver(runtime, echo("{\"sleep_ms\":50}".getBytes(
-          StandardCharsets.UTF_8), "s64"));
+          StandardCharsets.UTF_8), "s64"), host.pid());
       Driver.Result s64 = sleepy.run(64, warmup, measure);
       addHostRow("3a", "host: 50 ms handler, concurrency 64", s64, 64 / 0.05, "ideal (64/50 ms)",
           0.97);
       Driver pay = new Driver(runtime, call("payments.process-payment", "1.0.0", PAY_ARGS,
-          "non_idempotent_write", "pay"));
+          "non_idempotent_write", "pay"), host.pid());
       Driver.Result p = pay.run(16, warmup, measure);
       report.add(new Report.Row("5a", "host: payments, in-memory outbox, concurrency 16",
           callsLine(p), "", "", null, resultFigures(p)));
@@ -243,7 +255,7 @@ public final class Bench {
     try (HostProcess host = startHost("host-1000",
         List.of("-Dphrony.echo.maxConcurrency=1000"), List.of())) {
       Driver sleepy = new Driver(runtime, echo("{\"sleep_ms\":50}".getBytes(
-          StandardCharsets.UTF_8), "s1000"));
+          StandardCharsets.UTF_8), "s1000"), host.pid());
       Driver.Result s = sleepy.run(1000, warmup, measure);
       addHostRow("3b", "host: 50 ms handler, concurrency 1 000", s, 1000 / 0.05,
           "ideal (1000/50 ms)", 0.9);
@@ -407,7 +419,7 @@ public final class Bench {
     try (HostProcess host = startHost("host-durable", List.of(),
         List.of("--durability", "writes", "--state-dir", state.toString()))) {
       Driver pay = new Driver(runtime, call("payments.process-payment", "1.0.0", PAY_ARGS,
-          "non_idempotent_write", "dpay"));
+          "non_idempotent_write", "dpay"), host.pid());
       Driver.Result p = pay.run(16, warmup, measure);
       report.add(new Report.Row("5b", "host: payments, durable outbox, concurrency 16",
           callsLine(p), String.format(Locale.ROOT, "%s calls/s", rate(p.perSecond())),
@@ -529,14 +541,15 @@ public final class Bench {
   }
 
   private static String callsLine(Driver.Result r) {
-    return String.format(Locale.ROOT, "%s calls/s, p50 %s, p99 %s%s", rate(r.perSecond()),
-        ms(r.p50Ms()), ms(r.p99Ms()),
+    return String.format(Locale.ROOT, "%s calls/s, p50 %s, p99 %s, host CPU %s/call%s",
+        rate(r.perSecond()), ms(r.p50Ms()), ms(r.p99Ms()), us(r.hostCpuUsPerCall()),
         r.errors() == 0 ? "" : "; " + r.errors() + " errors, first: " + r.firstError());
   }
 
   private static Map<String, Object> resultFigures(Driver.Result r) {
     return figures("per_s", r.perSecond(), "p50_ms", r.p50Ms(), "p99_ms", r.p99Ms(), "calls",
-        r.ok(), "errors", r.errors(), "first_error", r.firstError());
+        r.ok(), "errors", r.errors(), "first_error", r.firstError(), "host_cpu_us_per_call",
+        r.hostCpuUsPerCall(), "driver_cpu_us_per_call", r.driverCpuUsPerCall());
   }
 
   private static Map<String, Object> figures(Object... kv) {
@@ -553,6 +566,10 @@ public final class Bench {
 
   private static String ms(double v) {
     return Double.isNaN(v) ? "n/a" : String.format(Locale.ROOT, v < 10 ? "%.2f ms" : "%.1f ms", v);
+  }
+
+  private static String us(double v) {
+    return Double.isNaN(v) ? "n/a" : String.format(Locale.ROOT, "%.0f us", v);
   }
 
   private static String mib(double v) {

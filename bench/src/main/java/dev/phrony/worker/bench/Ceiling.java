@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The runtime side of the ceiling: a bare grpc-java server on loopback that pushes
@@ -26,7 +27,9 @@ import java.util.concurrent.TimeUnit;
  * come back in order on one stream, so latency is measured against a ring of send times.
  */
 final class Ceiling implements AutoCloseable {
-  record Run(double perSecond, long calls, double p50Ms, double p99Ms) {}
+  /** One run; CPU per round trip of the client process and of this JVM (the server side). */
+  record Run(double perSecond, long calls, double p50Ms, double p99Ms, double clientCpuUs,
+      double serverCpuUs) {}
 
   private final Server server;
   private final CompletableFuture<Session> connected = new CompletableFuture<>();
@@ -54,14 +57,23 @@ final class Ceiling implements AutoCloseable {
     connected.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
   }
 
-  Run run(int window, Duration warmup, Duration measure) throws Exception {
+  Run run(int window, Duration warmup, Duration measure, long clientPid) throws Exception {
     Session s = connected.get();
     Phase phase = new Phase(s, window, warmup, measure);
     s.phase = phase;
     phase.start();
+    long self = ProcessHandle.current().pid();
+    LockSupport.parkNanos(Math.max(0, phase.from - System.nanoTime()));
+    long c0 = HostProcess.cpuNanos(clientPid);
+    long s0 = HostProcess.cpuNanos(self);
+    LockSupport.parkNanos(Math.max(0, phase.until - System.nanoTime()));
+    long c1 = HostProcess.cpuNanos(clientPid);
+    long s1 = HostProcess.cpuNanos(self);
     phase.done.get(measure.plus(warmup).toMillis() + 60_000, TimeUnit.MILLISECONDS);
     double[] p = Latencies.percentilesMs(List.of(phase.latencies), 50, 99);
-    return new Run(phase.counted / (measure.toNanos() / 1e9), phase.counted, p[0], p[1]);
+    long n = phase.counted;
+    return new Run(n / (measure.toNanos() / 1e9), n, p[0], p[1],
+        c0 < 0 ? Double.NaN : (c1 - c0) / 1e3 / n, s0 < 0 ? Double.NaN : (s1 - s0) / 1e3 / n);
   }
 
   /** Ends the stream; the client then exits. */
@@ -126,8 +138,8 @@ final class Ceiling implements AutoCloseable {
     final long measureNanos;
     final Latencies latencies = new Latencies();
     final CompletableFuture<Void> done = new CompletableFuture<>();
-    long from;
-    long until;
+    volatile long from;
+    volatile long until;
     long sent;
     long answered;
     long counted;

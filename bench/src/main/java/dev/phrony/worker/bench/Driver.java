@@ -20,11 +20,18 @@ import java.util.function.LongFunction;
  * Calls finishing inside the measurement window (after the warm-up) are counted and timed.
  */
 final class Driver {
+  /**
+   * One run. {@code hostCpuUsPerCall} is the host process's CPU time (user + system) over the
+   * measured window divided by the calls counted in it: unlike calls/s it barely moves when other
+   * processes share the cores. {@code driverCpuUsPerCall} is the same for this JVM (the runtime
+   * and the driver).
+   */
   record Result(double perSecond, long ok, long errors, String firstError, double p50Ms,
-      double p99Ms) {}
+      double p99Ms, double hostCpuUsPerCall, double driverCpuUsPerCall) {}
 
   private final LocalRuntime runtime;
   private final LongFunction<Call> calls;
+  private final long hostPid;
   private final AtomicLong seq = new AtomicLong();
   private final AtomicLong errors = new AtomicLong();
   private final AtomicReference<String> firstError = new AtomicReference<>();
@@ -32,9 +39,10 @@ final class Driver {
   private long until;
   private CountDownLatch lanesDone;
 
-  Driver(LocalRuntime runtime, LongFunction<Call> calls) {
+  Driver(LocalRuntime runtime, LongFunction<Call> calls, long hostPid) {
     this.runtime = runtime;
     this.calls = calls;
+    this.hostPid = hostPid;
   }
 
   Result run(int concurrency, Duration warmup, Duration measure) throws InterruptedException {
@@ -51,18 +59,52 @@ final class Driver {
     lanes.forEach(Lane::next);
     long deadline = until + TimeUnit.SECONDS.toNanos(60);
     // The runtime's ledger keeps every completed call; empty it as we go (as LocalRuntime says).
-    while (!lanesDone.await(500, TimeUnit.MILLISECONDS)) {
+    boolean trace = System.getenv("PHRONY_BENCH_TRACE") != null;
+    long[] cpu = new long[4]; // host and driver CPU at the window's start and end
+    boolean[] sampled = new boolean[2];
+    while (!lanesDone.await(pollNanos(sampled), TimeUnit.NANOSECONDS)) {
+      long t = System.nanoTime();
+      if (!sampled[0] && t >= from) {
+        sampled[0] = true;
+        cpu[0] = HostProcess.cpuNanos(hostPid);
+        cpu[1] = HostProcess.cpuNanos(ProcessHandle.current().pid());
+      }
+      if (!sampled[1] && t >= until) {
+        sampled[1] = true;
+        cpu[2] = HostProcess.cpuNanos(hostPid);
+        cpu[3] = HostProcess.cpuNanos(ProcessHandle.current().pid());
+      }
       runtime.clearLedger();
+      if (trace) {
+        System.err.printf("bench: trace t=%.1fs in flight %d, queues %s, workers %s%n",
+            (System.nanoTime() - now) / 1e9, runtime.inFlight(), runtime.queues(),
+            runtime.workers().stream().map(w -> w.workerId() + " busy " + w.handlers().stream()
+                .mapToInt(h -> h.busy()).sum()).toList());
+      }
       if (System.nanoTime() > deadline) {
         throw new IllegalStateException(lanesDone.getCount() + " lanes still running 60 s after"
             + " the end of the measurement");
       }
     }
+    if (!sampled[1]) { // the lanes all ended before the loop saw the window close
+      sampled[1] = sampled[0];
+      cpu[2] = HostProcess.cpuNanos(hostPid);
+      cpu[3] = HostProcess.cpuNanos(ProcessHandle.current().pid());
+    }
     runtime.clearLedger();
     long ok = lanes.stream().mapToLong(l -> l.counted).sum();
     double[] p = Latencies.percentilesMs(lanes.stream().map(l -> l.latencies).toList(), 50, 99);
+    double hostCpu = sampled[1] && cpu[0] >= 0 ? (cpu[2] - cpu[0]) / 1e3 / ok : Double.NaN;
+    double driverCpu = sampled[1] && cpu[1] >= 0 ? (cpu[3] - cpu[1]) / 1e3 / ok : Double.NaN;
     return new Result(ok / (measure.toNanos() / 1e9), ok, errors.get(), firstError.get(), p[0],
-        p[1]);
+        p[1], hostCpu, driverCpu);
+  }
+
+  /** Half a second, or less when a CPU sample point (start or end of the window) comes first. */
+  private long pollNanos(boolean[] sampled) {
+    long next = !sampled[0] ? from : !sampled[1] ? until : Long.MAX_VALUE;
+    long half = TimeUnit.MILLISECONDS.toNanos(500);
+    return next == Long.MAX_VALUE ? half : Math.max(0, Math.min(half, next - System.nanoTime()));
   }
 
   private final class Lane {

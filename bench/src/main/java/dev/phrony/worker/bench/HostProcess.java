@@ -76,6 +76,27 @@ final class HostProcess implements AutoCloseable {
     }
   }
 
+  /** CPU time (user + system) the process has used so far, in ns; -1 when unknown. */
+  long cpuNanos() {
+    return cpuNanos(pid());
+  }
+
+  /** CPU time (user + system) of {@code pid} from {@code /proc/<pid>/stat}, in ns; -1 if unknown. */
+  static long cpuNanos(long pid) {
+    try {
+      String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+      // Fields after the command (which may hold spaces) start at state, field 3.
+      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+      long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime (14, 15)
+      return ticks * (1_000_000_000L / CLOCK_TICKS);
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
+  }
+
+  /** USER_HZ; 100 on every Linux this runs on (sysconf is not reachable from Java). */
+  private static final long CLOCK_TICKS = 100;
+
   /** {@code /proc/<pid>/status} field in KiB (VmRSS, VmHWM), or -1. */
   long procStatusKb(String field) {
     try {
