@@ -231,7 +231,7 @@ public final class Bench {
   private void hostAt64() throws Exception {
     try (HostProcess host = startHost("host-64", List.of("-Dphrony.echo.maxConcurrency=64"),
         List.of())) {
-      Driver noop = new Driver(runtime, echo(ARGS, "noop"), host.pid());
+      Driver noop = new Driver(runtime, echo(ARGS, "noop"), host);
       Driver.Result c1 = noop.run(1, warmup, measure);
       addHostRow("2a", "host: no-op (echo), concurrency 1", c1, pingPong, "ping-pong ceiling",
           0.5);
@@ -239,12 +239,12 @@ public final class Bench {
       addHostRow("2b", "host: no-op (echo), concurrency 64", c64, pipelined,
           "pipelined ceiling", 0.5);
       Driver sleepy = new Driver(runtime, echo("{\"sleep_ms\":50}".getBytes(
-          StandardCharsets.UTF_8), "s64"), host.pid());
+          StandardCharsets.UTF_8), "s64"), host);
       Driver.Result s64 = sleepy.run(64, warmup, measure);
       addHostRow("3a", "host: 50 ms handler, concurrency 64", s64, 64 / 0.05, "ideal (64/50 ms)",
           0.97);
       Driver pay = new Driver(runtime, call("payments.process-payment", "1.0.0", PAY_ARGS,
-          "non_idempotent_write", "pay"), host.pid());
+          "non_idempotent_write", "pay"), host);
       Driver.Result p = pay.run(16, warmup, measure);
       report.add(new Report.Row("5a", "host: payments, in-memory outbox, concurrency 16",
           callsLine(p), "", "", null, resultFigures(p)));
@@ -255,7 +255,7 @@ public final class Bench {
     try (HostProcess host = startHost("host-1000",
         List.of("-Dphrony.echo.maxConcurrency=1000"), List.of())) {
       Driver sleepy = new Driver(runtime, echo("{\"sleep_ms\":50}".getBytes(
-          StandardCharsets.UTF_8), "s1000"), host.pid());
+          StandardCharsets.UTF_8), "s1000"), host);
       Driver.Result s = sleepy.run(1000, warmup, measure);
       addHostRow("3b", "host: 50 ms handler, concurrency 1 000", s, 1000 / 0.05,
           "ideal (1000/50 ms)", 0.9);
@@ -280,9 +280,9 @@ public final class Bench {
   private void tenThousand() throws Exception {
     int n = 10_000;
     int sleepMs = quick ? 3000 : 5000;
-    Path gcLog = work.resolve("host-10000-gc.log");
     try (HostProcess host = startHost("host-10000", List.of("-Dphrony.echo.maxConcurrency=" + n,
-        "-Xmx256m", "-Xlog:gc:file=" + gcLog), List.of())) {
+        "-Xmx256m"), List.of())) {
+      Path gcLog = host.gcLog();
       byte[] args = ("{\"sleep_ms\":" + sleepMs + "}").getBytes(StandardCharsets.UTF_8);
       LongFunction<Call> calls = echo(args, "k10");
       long t0 = System.nanoTime();
@@ -419,7 +419,7 @@ public final class Bench {
     try (HostProcess host = startHost("host-durable", List.of(),
         List.of("--durability", "writes", "--state-dir", state.toString()))) {
       Driver pay = new Driver(runtime, call("payments.process-payment", "1.0.0", PAY_ARGS,
-          "non_idempotent_write", "dpay"), host.pid());
+          "non_idempotent_write", "dpay"), host);
       Driver.Result p = pay.run(16, warmup, measure);
       report.add(new Report.Row("5b", "host: payments, durable outbox, concurrency 16",
           callsLine(p), String.format(Locale.ROOT, "%s calls/s", rate(p.perSecond())),
@@ -498,7 +498,7 @@ public final class Bench {
     List<String> args = new ArrayList<>(List.of("run", "--runtime", runtime.target(),
         "--worker-id", id, "--drain-timeout", "PT10S"));
     args.addAll(extraArgs);
-    HostProcess host = HostProcess.start(dist, work, name, javaOpts, args);
+    HostProcess host = HostProcess.start(dist, work, name, javaOpts, args, true);
     try {
       awaitUntil(() -> {
         if (!host.alive()) {
@@ -541,15 +541,19 @@ public final class Bench {
   }
 
   private static String callsLine(Driver.Result r) {
-    return String.format(Locale.ROOT, "%s calls/s, p50 %s, p99 %s, host CPU %s/call%s",
+    return String.format(Locale.ROOT,
+        "%s calls/s, p50 %s, p99 %s, host CPU %s/call, alloc %s/call%s",
         rate(r.perSecond()), ms(r.p50Ms()), ms(r.p99Ms()), us(r.hostCpuUsPerCall()),
+        Double.isNaN(r.hostAllocKibPerCall()) ? "n/a"
+            : String.format(Locale.ROOT, "%.1f KiB", r.hostAllocKibPerCall()),
         r.errors() == 0 ? "" : "; " + r.errors() + " errors, first: " + r.firstError());
   }
 
   private static Map<String, Object> resultFigures(Driver.Result r) {
     return figures("per_s", r.perSecond(), "p50_ms", r.p50Ms(), "p99_ms", r.p99Ms(), "calls",
         r.ok(), "errors", r.errors(), "first_error", r.firstError(), "host_cpu_us_per_call",
-        r.hostCpuUsPerCall(), "driver_cpu_us_per_call", r.driverCpuUsPerCall());
+        r.hostCpuUsPerCall(), "driver_cpu_us_per_call", r.driverCpuUsPerCall(),
+        "host_alloc_kib_per_call", r.hostAllocKibPerCall());
   }
 
   private static Map<String, Object> figures(Object... kv) {

@@ -27,11 +27,13 @@ final class Driver {
    * and the driver).
    */
   record Result(double perSecond, long ok, long errors, String firstError, double p50Ms,
-      double p99Ms, double hostCpuUsPerCall, double driverCpuUsPerCall) {}
+      double p99Ms, double hostCpuUsPerCall, double driverCpuUsPerCall,
+      double hostAllocKibPerCall) {}
 
   private final LocalRuntime runtime;
   private final LongFunction<Call> calls;
   private final long hostPid;
+  private final java.nio.file.Path hostGcLog;
   private final AtomicLong seq = new AtomicLong();
   private final AtomicLong errors = new AtomicLong();
   private final AtomicReference<String> firstError = new AtomicReference<>();
@@ -39,10 +41,11 @@ final class Driver {
   private long until;
   private CountDownLatch lanesDone;
 
-  Driver(LocalRuntime runtime, LongFunction<Call> calls, long hostPid) {
+  Driver(LocalRuntime runtime, LongFunction<Call> calls, HostProcess host) {
     this.runtime = runtime;
     this.calls = calls;
-    this.hostPid = hostPid;
+    this.hostPid = host.pid();
+    this.hostGcLog = host.gcLog();
   }
 
   Result run(int concurrency, Duration warmup, Duration measure) throws InterruptedException {
@@ -61,16 +64,19 @@ final class Driver {
     // The runtime's ledger keeps every completed call; empty it as we go (as LocalRuntime says).
     boolean trace = System.getenv("PHRONY_BENCH_TRACE") != null;
     long[] cpu = new long[4]; // host and driver CPU at the window's start and end
+    long[] wall = new long[2]; // the window in wall-clock ms, to match the host's GC log
     boolean[] sampled = new boolean[2];
     while (!lanesDone.await(pollNanos(sampled), TimeUnit.NANOSECONDS)) {
       long t = System.nanoTime();
       if (!sampled[0] && t >= from) {
         sampled[0] = true;
+        wall[0] = System.currentTimeMillis();
         cpu[0] = HostProcess.cpuNanos(hostPid);
         cpu[1] = HostProcess.cpuNanos(ProcessHandle.current().pid());
       }
       if (!sampled[1] && t >= until) {
         sampled[1] = true;
+        wall[1] = System.currentTimeMillis();
         cpu[2] = HostProcess.cpuNanos(hostPid);
         cpu[3] = HostProcess.cpuNanos(ProcessHandle.current().pid());
       }
@@ -88,6 +94,7 @@ final class Driver {
     }
     if (!sampled[1]) { // the lanes all ended before the loop saw the window close
       sampled[1] = sampled[0];
+      wall[1] = System.currentTimeMillis();
       cpu[2] = HostProcess.cpuNanos(hostPid);
       cpu[3] = HostProcess.cpuNanos(ProcessHandle.current().pid());
     }
@@ -96,8 +103,10 @@ final class Driver {
     double[] p = Latencies.percentilesMs(lanes.stream().map(l -> l.latencies).toList(), 50, 99);
     double hostCpu = sampled[1] && cpu[0] >= 0 ? (cpu[2] - cpu[0]) / 1e3 / ok : Double.NaN;
     double driverCpu = sampled[1] && cpu[1] >= 0 ? (cpu[3] - cpu[1]) / 1e3 / ok : Double.NaN;
-    return new Result(ok / (measure.toNanos() / 1e9), ok, errors.get(), firstError.get(), p[0],
-        p[1], hostCpu, driverCpu);
+    double perSecond = ok / (measure.toNanos() / 1e9);
+    double alloc = GcLog.allocatedBytesPerSecond(hostGcLog, wall[0], wall[1]) / perSecond / 1024;
+    return new Result(perSecond, ok, errors.get(), firstError.get(), p[0], p[1], hostCpu,
+        driverCpu, alloc);
   }
 
   /** Half a second, or less when a CPU sample point (start or end of the window) comes first. */

@@ -17,9 +17,11 @@ final class HostProcess implements AutoCloseable {
   private final Path stdout;
   private final Path stderr;
   private final long startedNanos;
+  private final Path gcLog;
 
-  private HostProcess(Process process, Path stdout, Path stderr, long startedNanos) {
+  private HostProcess(Process process, Path stdout, Path stderr, long startedNanos, Path gcLog) {
     this.process = process;
+    this.gcLog = gcLog;
     this.stdout = stdout;
     this.stderr = stderr;
     this.startedNanos = startedNanos;
@@ -32,6 +34,12 @@ final class HostProcess implements AutoCloseable {
    */
   static HostProcess start(Path dist, Path workDir, String name, List<String> javaOpts,
       List<String> args) throws IOException {
+    return start(dist, workDir, name, javaOpts, args, false);
+  }
+
+  /** As {@link #start(Path, Path, String, List, List)}; {@code gcLog}: log GCs to a file. */
+  static HostProcess start(Path dist, Path workDir, String name, List<String> javaOpts,
+      List<String> args, boolean gcLog) throws IOException {
     Files.createDirectories(workDir);
     List<String> command = new ArrayList<>();
     command.add(dist.resolve("bin/phrony-worker").toString());
@@ -41,11 +49,21 @@ final class HostProcess implements AutoCloseable {
     ProcessBuilder pb = new ProcessBuilder(command).directory(workDir.toFile())
         .redirectOutput(out.toFile()).redirectError(err.toFile());
     pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
-    pb.environment().put("PHRONY_WORKER_JAVA_OPTS", String.join(" ", javaOpts));
+    Path gc = workDir.resolve(name + "-gc.log");
+    List<String> opts = new ArrayList<>(javaOpts);
+    if (gcLog) {
+      opts.add("-Xlog:gc:file=" + gc + ":timemillis");
+    }
+    pb.environment().put("PHRONY_WORKER_JAVA_OPTS", String.join(" ", opts));
     pb.environment().remove("PHRONY_RUNTIME_ADDR");
     pb.environment().remove("PHRONY_WORKER_LOG_LEVEL");
     long t0 = System.nanoTime();
-    return new HostProcess(pb.start(), out, err, t0);
+    return new HostProcess(pb.start(), out, err, t0, gcLog ? gc : null);
+  }
+
+  /** The GC log ({@code -Xlog:gc} with wall-clock millisecond stamps), or null. */
+  Path gcLog() {
+    return gcLog;
   }
 
   long pid() {
