@@ -3,6 +3,8 @@ package dev.phrony.worker.work;
 import dev.phrony.runtime.v1.WorkClientMsg;
 import io.grpc.stub.ClientCallStreamObserver;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -11,18 +13,27 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@code onReady}), and never by two threads at once ({@code StreamObserver} is not
  * thread-safe). A drain loop with a work-in-progress counter gives that without a lock on the
  * hot path.
+ *
+ * <p>The drain runs on {@code drainer} (one platform thread for the client), never on the
+ * sender's thread: handler threads are virtual and short-lived, and gRPC/Netty serialise each
+ * message into buffers from per-thread caches, which a thread that writes once and dies would
+ * create and throw away on every call. On one long-lived thread the caches are reused, and the
+ * results that finish while it writes go out in the same drain.
  */
 final class StreamWriter {
   private final ClientCallStreamObserver<WorkClientMsg> out;
+  private final Executor drainer;
   private final ConcurrentLinkedQueue<WorkClientMsg> queue = new ConcurrentLinkedQueue<>();
   private final AtomicInteger wip = new AtomicInteger();
+  private final Runnable drainLoop = this::drainLoop;
   private volatile boolean closed;
 
   /** Queue marker for a half-close (identity compared; never written). */
   private static final WorkClientMsg HALF_CLOSE = WorkClientMsg.newBuilder().build();
 
-  StreamWriter(ClientCallStreamObserver<WorkClientMsg> out) {
+  StreamWriter(ClientCallStreamObserver<WorkClientMsg> out, Executor drainer) {
     this.out = out;
+    this.drainer = drainer;
   }
 
   /** Queues {@code msg}; returns false when the stream is already closed. */
@@ -45,11 +56,19 @@ final class StreamWriter {
         || (m.hasNack() && m.getNack().getCallId().equals(callId)));
   }
 
-  /** Called by gRPC's onReady handler and after each send. */
+  /** Called by gRPC's onReady handler and after each send: makes sure a drain will run. */
   void drain() {
     if (wip.getAndIncrement() != 0) {
-      return;
+      return; // the drain running (or scheduled) will loop once more
     }
+    try {
+      drainer.execute(drainLoop);
+    } catch (RejectedExecutionException e) {
+      drainLoop(); // the client is shutting down: write what is left here
+    }
+  }
+
+  private void drainLoop() {
     int missed = 1;
     do {
       while (!closed && out.isReady()) {

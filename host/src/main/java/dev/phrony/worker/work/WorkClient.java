@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
@@ -42,6 +43,8 @@ public final class WorkClient implements AutoCloseable {
   private final Backoff backoff;
   private final ManagedChannel channel;
   private final ScheduledExecutorService ticker;
+  /** Where every stream's writes happen: one long-lived thread (see {@link StreamWriter}). */
+  private final ExecutorService writes;
   private final Dispatcher dispatcher;
   private final WorkerMetrics metrics;
   private final CountDownLatch stopped = new CountDownLatch(1);
@@ -89,12 +92,18 @@ public final class WorkClient implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
+    this.writes = Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "phrony-work-writer");
+      t.setDaemon(true);
+      return t;
+    });
     this.dispatcher = new Dispatcher(catalog, outbox, new JsonCodec(), options.maxResultBytes(),
         clock, ticker, metrics);
     try {
       this.channel = channel(options);
     } catch (RuntimeException e) {
       ticker.shutdownNow();
+      writes.shutdownNow();
       throw e;
     }
   }
@@ -145,7 +154,7 @@ public final class WorkClient implements AutoCloseable {
     try {
       while (!stopping) {
         WorkSession s = new WorkSession(++streamId, catalog, dispatcher, outbox,
-            options.identity(), clock, dispatcher.inFlightIds(), metrics);
+            options.identity(), clock, dispatcher.inFlightIds(), metrics, writes);
         log.info("connecting to {} (stream {})", options.target(), streamId);
         // Our backoff paces reconnects; the channel's own (1 s and up) would only add to it.
         channel.resetConnectBackoff();
@@ -266,6 +275,7 @@ public final class WorkClient implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     ticker.shutdownNow();
+    writes.shutdown();
     channel.shutdownNow();
   }
 

@@ -25,6 +25,7 @@ import java.time.InstantSource;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,6 +54,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   private final Set<String> advertised;
   private final Heartbeat heartbeat;
   private final WorkerMetrics metrics;
+  private final Executor writes;
   private final CompletableFuture<End> ended = new CompletableFuture<>();
   private final CompletableFuture<Void> registration = new CompletableFuture<>();
   /** Results sent on this stream and not yet acked. */
@@ -68,8 +70,10 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   private int receivedSinceRequest;
 
   WorkSession(long id, HandlerCatalog catalog, Dispatcher dispatcher, ResultOutbox outbox,
-      WorkerIdentity identity, InstantSource clock, Set<String> inFlight, WorkerMetrics metrics) {
+      WorkerIdentity identity, InstantSource clock, Set<String> inFlight, WorkerMetrics metrics,
+      Executor writes) {
     this.id = id;
+    this.writes = writes;
     this.catalog = catalog;
     this.dispatcher = dispatcher;
     this.outbox = outbox;
@@ -104,7 +108,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   @Override
   public void beforeStart(ClientCallStreamObserver<WorkClientMsg> requestStream) {
     this.requests = requestStream;
-    this.writer = new StreamWriter(requestStream);
+    this.writer = new StreamWriter(requestStream, writes);
     requestStream.disableAutoRequestWithInitial(INBOUND_BATCH);
     requestStream.setOnReadyHandler(() -> writer.drain());
   }
