@@ -1,7 +1,9 @@
 package dev.phrony.worker.work;
 
+import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.util.JsonRecyclerPools;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
@@ -10,7 +12,14 @@ import java.io.IOException;
 
 /** The host's JSON codec for handler arguments and results (records, maps, lists). */
 public final class JsonCodec {
-  private final ObjectMapper mapper = JsonMapper.builder()
+  private final ObjectMapper mapper = JsonMapper.builder(JsonFactory.builder()
+          // Jackson recycles its parser/generator buffers per thread by default; calls run on
+          // virtual threads that live for one call, so every parse and encode would allocate
+          // them afresh (~12 KiB per encode). A shared pool reuses them across threads; it holds
+          // about as many as there are carrier threads, since buffers are only taken while a
+          // parse or an encode runs.
+          .recyclerPool(JsonRecyclerPools.newConcurrentDequePool())
+          .build())
       // Models add fields a handler does not know; refusing them would fail calls for nothing.
       .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
       .build();
