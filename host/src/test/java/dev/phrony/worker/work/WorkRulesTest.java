@@ -231,10 +231,15 @@ class WorkRulesTest {
     Call call = Call.of("block", "1.0.0", "{}");
     CompletableFuture<Outcome> first = rt.dispatch(call);
     Await.until("running", () -> runsOf(call.callId()) == 1, WAIT);
+    long beforeRestart = rt.events().stream().mapToLong(Event::seq).max().orElse(-1);
     rt.restart(); // the runtime forgets the call: indeterminate
     assertThat(await(first)).isInstanceOfSatisfying(Outcome.DispatchError.class,
         e -> assertThat(e.kind()).isEqualTo(Outcome.DispatchError.Kind.INDETERMINATE));
-    Await.until("re-registered", c::registered, WAIT);
+    // The old stream may not have seen its end yet (and still count as registered): wait for
+    // a register sent after the restart.
+    Await.until("re-registered", () -> c.registered() && rt.events().stream()
+        .anyMatch(e -> e.seq() > beforeRestart && Event.in(WorkClientMsg.BodyCase.REGISTER)
+            .test(e)), WAIT);
     Event register = rt.events().stream().filter(Event.in(WorkClientMsg.BodyCase.REGISTER))
         .reduce((a, b) -> b).orElseThrow();
     assertThat(register.clientMsg().getRegister().getInFlightList())
