@@ -442,7 +442,7 @@ public final class Bench {
         }
       }); HostProcess host = HostProcess.start(dist, work, "start-" + i, withExtraOpts(List.of()),
           List.of("run", "--plugins", ten.toString(), "--runtime", runtime.target(),
-              "--worker-id", id, "--drain-timeout", "5s", "--state-dir",
+              "--worker-id", id, "--drain-timeout", "5s", "--http", "none", "--state-dir",
               work.resolve("state-start").toString()))) {
         long at = registered.get(START_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
         cpu[i] = host.cpuNanos() / 1e9;
@@ -496,7 +496,7 @@ public final class Bench {
     String id = "bench-" + (++hosts);
     javaOpts = withExtraOpts(javaOpts);
     List<String> args = new ArrayList<>(List.of("run", "--runtime", runtime.target(),
-        "--worker-id", id, "--drain-timeout", "10s", "--state-dir",
+        "--worker-id", id, "--drain-timeout", "10s", "--http", "none", "--state-dir",
         work.resolve("state-" + name).toString()));
     args.addAll(extraArgs);
     HostProcess host = HostProcess.start(dist, work, name, javaOpts, args, true);
