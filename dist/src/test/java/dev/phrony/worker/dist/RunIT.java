@@ -11,6 +11,8 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -21,6 +23,22 @@ import org.junit.jupiter.api.io.TempDir;
 class RunIT {
   @TempDir
   Path tmp;
+
+  private static final Pattern ECHO_SLOTS = Pattern.compile(
+      "(?m)^phrony_worker_slots_in_use\\{[^}]*tool=\"echo@default\"[^}]*\\} ([0-9.]+)");
+
+  /** The worker's own count of echo slots in use, from its /metrics; -1 when unreadable. */
+  private static double echoSlotsInUse(int port) {
+    try {
+      Matcher m = ECHO_SLOTS.matcher(DistProcess.get(port, "/metrics").body());
+      return m.find() ? Double.parseDouble(m.group(1)) : -1;
+    } catch (java.io.IOException e) {
+      return -1;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return -1;
+    }
+  }
 
   private static Outcome await(CompletableFuture<Outcome> f) throws Exception {
     return f.get(30, TimeUnit.SECONDS);
@@ -49,8 +67,11 @@ class RunIT {
 
       CompletableFuture<Outcome> running = rt.dispatch(
           Call.of("echo", "default", "{\"sleep_ms\":3000}"));
-      Await.until("echo running", () -> rt.worker("proc-1").orElseThrow()
-          .busy("echo@default") == 1, Duration.ofSeconds(30));
+      // The runtime counts the slot when it sends the invoke; wait until the worker has it too,
+      // or SIGTERM may come first and the drain find nothing running.
+      int port = worker.httpPort();
+      Await.until("echo running in the worker", () -> echoSlotsInUse(port) == 1,
+          Duration.ofSeconds(30));
       worker.terminate();
       worker.awaitStderr("draining", Duration.ofSeconds(30));
       Outcome refused = await(rt.dispatch(Call.of("echo", "default", "{}")));
