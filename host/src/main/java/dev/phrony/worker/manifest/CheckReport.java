@@ -1,5 +1,6 @@
 package dev.phrony.worker.manifest;
 
+import dev.phrony.worker.TextColumns;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
@@ -177,7 +178,7 @@ public record CheckReport(String manifest, List<Row> rows) {
             r.key().orElse(b.ref()), r.status().wireName(),
             r.reason().or(r::plugin).orElse("")));
       }
-      appendColumns(out, lines);
+      TextColumns.append(out, lines);
     }
     String counts = counts().entrySet().stream()
         .filter(e -> e.getValue() > 0)
@@ -213,26 +214,6 @@ public record CheckReport(String manifest, List<Row> rows) {
       return JSON.writeValueAsString(root) + "\n";
     } catch (JsonProcessingException e) {
       throw new IllegalStateException("a tree of strings and numbers always serializes", e);
-    }
-  }
-
-  /** Left-aligned columns two spaces apart; the last column is not padded. */
-  private static void appendColumns(StringBuilder out, List<List<String>> rows) {
-    int[] widths = new int[rows.getFirst().size()];
-    for (List<String> row : rows) {
-      for (int i = 0; i < row.size(); i++) {
-        widths[i] = Math.max(widths[i], row.get(i).length());
-      }
-    }
-    for (List<String> row : rows) {
-      StringBuilder line = new StringBuilder();
-      for (int i = 0; i < row.size(); i++) {
-        line.append(row.get(i));
-        if (i < row.size() - 1) {
-          line.append(" ".repeat(widths[i] - row.get(i).length() + 2));
-        }
-      }
-      out.append(line.toString().stripTrailing()).append('\n');
     }
   }
 }

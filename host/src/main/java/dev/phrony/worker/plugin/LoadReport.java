@@ -1,5 +1,6 @@
 package dev.phrony.worker.plugin;
 
+import dev.phrony.worker.TextColumns;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
@@ -40,7 +41,7 @@ public final class LoadReport {
         rows.add(List.of(e.key(), d.contractVersion(), Integer.toString(d.maxConcurrency()),
             d.sideEffectClass().wireName(), e.plugin(), shortHash(e.descriptorHash())));
       }
-      appendColumns(out, rows);
+      TextColumns.append(out, rows);
     }
     List<LoadProblem> problems = result.problems();
     if (!problems.isEmpty()) {
@@ -88,25 +89,5 @@ public final class LoadReport {
   private static String shortHash(String hash) {
     String hex = hash.startsWith("sha256:") ? hash.substring("sha256:".length()) : hash;
     return hex.substring(0, Math.min(SHORT_HASH, hex.length()));
-  }
-
-  /** Left-aligned columns two spaces apart; the last column is not padded. */
-  private static void appendColumns(StringBuilder out, List<List<String>> rows) {
-    int[] widths = new int[rows.getFirst().size()];
-    for (List<String> row : rows) {
-      for (int i = 0; i < row.size(); i++) {
-        widths[i] = Math.max(widths[i], row.get(i).length());
-      }
-    }
-    for (List<String> row : rows) {
-      StringBuilder line = new StringBuilder();
-      for (int i = 0; i < row.size(); i++) {
-        line.append(row.get(i));
-        if (i < row.size() - 1) {
-          line.append(" ".repeat(widths[i] - row.get(i).length() + 2));
-        }
-      }
-      out.append(line).append('\n');
-    }
   }
 }

@@ -1,0 +1,31 @@
+package dev.phrony.worker;
+
+import java.util.List;
+
+/** Plain-text tables for command output. */
+public final class TextColumns {
+  private TextColumns() {}
+
+  /**
+   * Appends {@code rows} as left-aligned columns two spaces apart, one line each; the last
+   * column is not padded and no line ends in spaces.
+   */
+  public static void append(StringBuilder out, List<List<String>> rows) {
+    int[] widths = new int[rows.getFirst().size()];
+    for (List<String> row : rows) {
+      for (int i = 0; i < row.size(); i++) {
+        widths[i] = Math.max(widths[i], row.get(i).length());
+      }
+    }
+    for (List<String> row : rows) {
+      StringBuilder line = new StringBuilder();
+      for (int i = 0; i < row.size(); i++) {
+        line.append(row.get(i));
+        if (i < row.size() - 1) {
+          line.append(" ".repeat(widths[i] - row.get(i).length() + 2));
+        }
+      }
+      out.append(line.toString().stripTrailing()).append('\n');
+    }
+  }
+}
