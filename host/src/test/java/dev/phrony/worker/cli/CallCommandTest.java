@@ -1,11 +1,10 @@
 package dev.phrony.worker.cli;
 
+import static dev.phrony.worker.cli.CliRun.run;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.phrony.worker.dev.DevFixture;
 import dev.phrony.worker.dev.DevServer;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
@@ -14,7 +13,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /** {@code phrony-worker call} through picocli against a real {@code dev}, output captured. */
 class CallCommandTest {
@@ -33,9 +31,8 @@ class CallCommandTest {
     dev.close();
   }
 
-  record Run(int exit, String out, String err) {}
 
-  static Run call(String... args) {
+  static CliRun call(String... args) {
     String[] full = new String[args.length + 3];
     full[0] = "call";
     System.arraycopy(args, 0, full, 1, args.length);
@@ -44,19 +41,10 @@ class CallCommandTest {
     return run(full);
   }
 
-  static Run run(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cmd = PhronyWorkerCommand.newCommandLine();
-    cmd.setOut(new PrintWriter(out, true));
-    cmd.setErr(new PrintWriter(err, true));
-    int exit = cmd.execute(args);
-    return new Run(exit, out.toString(), err.toString());
-  }
 
   @Test
   void a_result_prints_pretty_json_and_exits_0() {
-    Run r = call("echo@1.0.0", "{\"city\":\"Oslo\",\"days\":[1,2],\"price\":1.10}");
+    CliRun r = call("echo@1.0.0", "{\"city\":\"Oslo\",\"days\":[1,2],\"price\":1.10}");
 
     assertThat(r.exit()).as(r.err()).isZero();
     assertThat(r.out()).isEqualTo("""
@@ -74,8 +62,8 @@ class CallCommandTest {
 
   @Test
   void a_payload_that_is_not_json_prints_as_is_and_no_args_means_an_empty_object() {
-    Run text = call("text");
-    Run empty = call("echo@1.0.0");
+    CliRun text = call("text");
+    CliRun empty = call("echo@1.0.0");
 
     assertThat(text.exit()).isZero();
     assertThat(text.out()).isEqualTo("plain words\n");
@@ -84,7 +72,7 @@ class CallCommandTest {
 
   @Test
   void a_tool_error_prints_code_and_message_on_stderr_and_exits_4() {
-    Run r = call("fail@1.0.0", "{}");
+    CliRun r = call("fail@1.0.0", "{}");
 
     assertThat(r.exit()).isEqualTo(4);
     assertThat(r.out()).isEmpty();
@@ -93,7 +81,7 @@ class CallCommandTest {
 
   @Test
   void no_handler_exits_5_with_the_runtime_error_and_a_hint() {
-    Run r = call("nope@1", "--timeout", "200ms");
+    CliRun r = call("nope@1", "--timeout", "200ms");
 
     assertThat(r.exit()).isEqualTo(5);
     assertThat(r.err().lines().toList()).containsExactly(
@@ -103,7 +91,7 @@ class CallCommandTest {
 
   @Test
   void a_deadline_interrupts_the_handler() {
-    Run r = call("hold@1.0.0", "--timeout", "300ms", "--session", "cli-deadline");
+    CliRun r = call("hold@1.0.0", "--timeout", "300ms", "--session", "cli-deadline");
 
     assertThat(r.exit()).isEqualTo(4);
     assertThat(r.err()).startsWith("deadline_exceeded: ");
@@ -115,9 +103,9 @@ class CallCommandTest {
     Path good = Files.writeString(tmp.resolve("good.json"), "{\n  \"from\": \"file\"\n}\n");
     Path bad = Files.writeString(tmp.resolve("bad.json"), "{\n  \"from\": \"file\",\n}\n");
 
-    Run ok = call("echo@1.0.0", "--args-file", good.toString());
-    Run broken = call("echo@1.0.0", "--args-file", bad.toString());
-    Run missing = call("echo@1.0.0", "--args-file", tmp.resolve("none.json").toString());
+    CliRun ok = call("echo@1.0.0", "--args-file", good.toString());
+    CliRun broken = call("echo@1.0.0", "--args-file", bad.toString());
+    CliRun missing = call("echo@1.0.0", "--args-file", tmp.resolve("none.json").toString());
 
     assertThat(ok.out()).isEqualTo("{\n  \"from\": \"file\"\n}\n");
     assertThat(broken.exit()).isEqualTo(1);
@@ -129,7 +117,7 @@ class CallCommandTest {
 
   @Test
   void arguments_that_are_not_json_are_refused_before_sending() {
-    Run r = run("call", "echo", "{city:Oslo}", "--control", "http://127.0.0.1:1");
+    CliRun r = run("call", "echo", "{city:Oslo}", "--control", "http://127.0.0.1:1");
 
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err().lines().toList()).singleElement().asString()
@@ -142,7 +130,7 @@ class CallCommandTest {
     assertThat(call("echo", "{}", "--args-file", "x.json").err())
         .contains("give the arguments as ARGS_JSON or with --args-file, not both");
     assertThat(call("echo@", "{}").err()).contains("'echo@' has an empty version");
-    Run badTimeout = call("echo", "--timeout", "soon");
+    CliRun badTimeout = call("echo", "--timeout", "soon");
     assertThat(badTimeout.exit()).isEqualTo(1);
     assertThat(badTimeout.err()).contains("--timeout").contains("30m");
     assertThat(call("echo", "--timeout", "0s").exit()).isEqualTo(1);
@@ -156,7 +144,7 @@ class CallCommandTest {
       port = probe.getLocalPort();
     }
 
-    Run r = run("call", "echo", "--control", "http://127.0.0.1:" + port);
+    CliRun r = run("call", "echo", "--control", "http://127.0.0.1:" + port);
 
     assertThat(r.exit()).isEqualTo(6);
     assertThat(r.err().lines().toList()).singleElement().asString()

@@ -1,5 +1,6 @@
 package dev.phrony.worker.cli;
 
+import static dev.phrony.worker.cli.CliRun.run;
 import static dev.phrony.worker.plugin.TestPlugins.descriptor;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -8,8 +9,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.phrony.worker.manifest.Samples;
 import dev.phrony.worker.plugin.TestPlugins;
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -17,7 +16,6 @@ import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * {@code phrony-worker check} through picocli, against plugins built like the stock ones
@@ -51,23 +49,9 @@ class CheckCommandTest {
     TestPlugins.corruptJar(withBroken.resolve("broken.jar"));
   }
 
-  record Run(int exit, String out, String err) {
-    JsonNode json() throws IOException {
-      return new ObjectMapper().readTree(out);
-    }
-  }
 
-  static Run run(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cmd = PhronyWorkerCommand.newCommandLine();
-    cmd.setOut(new PrintWriter(out, true));
-    cmd.setErr(new PrintWriter(err, true));
-    int exit = cmd.execute(args);
-    return new Run(exit, out.toString(), err.toString());
-  }
 
-  static Run check(Path manifest, String... more) {
+  static CliRun check(Path manifest, String... more) {
     List<String> args = new ArrayList<>(List.of("check", "--manifest", manifest.toString(),
         "--plugins", stock.toString()));
     args.addAll(List.of(more));
@@ -76,7 +60,7 @@ class CheckCommandTest {
 
   @Test
   void the_weather_agent_is_fully_served() throws IOException {
-    Run r = check(Samples.weather());
+    CliRun r = check(Samples.weather());
 
     assertThat(r.exit()).as("stderr: %s", r.err()).isZero();
     assertThat(r.err()).isEmpty();
@@ -98,7 +82,7 @@ class CheckCommandTest {
 
   @Test
   void the_mismatch_agent_exits_3_with_each_problem_named() throws IOException {
-    Run r = check(Samples.mismatch(), "--format", "json");
+    CliRun r = check(Samples.mismatch(), "--format", "json");
 
     assertThat(r.exit()).as("stderr: %s", r.err()).isEqualTo(3);
     assertThat(r.err()).isEmpty();
@@ -153,7 +137,7 @@ class CheckCommandTest {
 
   @Test
   void the_table_names_every_problem_and_the_counts() {
-    Run r = check(Samples.mismatch());
+    CliRun r = check(Samples.mismatch());
 
     assertThat(r.exit()).isEqualTo(3);
     List<String> lines = r.out().lines().toList();
@@ -190,7 +174,7 @@ class CheckCommandTest {
               side_effect_class: non_idempotent_write
         """);
 
-    Run r = check(manifest, "--format", "json");
+    CliRun r = check(manifest, "--format", "json");
 
     assertThat(r.exit()).isEqualTo(3);
     JsonNode b = r.json().get("bindings");
@@ -210,7 +194,7 @@ class CheckCommandTest {
     Path manifest = Files.writeString(tmp.resolve("unclassified.yaml"),
         "kind: Agent\nspec:\n  tools:\n    - ref: echo\n");
 
-    Run r = check(manifest, "--format", "json");
+    CliRun r = check(manifest, "--format", "json");
 
     assertThat(r.exit()).isEqualTo(3);
     JsonNode echo = r.json().get("bindings").get(0);
@@ -226,7 +210,7 @@ class CheckCommandTest {
     Path manifest = Files.writeString(tmp.resolve("broken.yaml"),
         "kind: Agent\nspec:\n  tools:\n    - ref: echo\n     side_effect_class: read_only\n");
 
-    Run r = check(manifest);
+    CliRun r = check(manifest);
 
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.out()).isEmpty();
@@ -239,7 +223,7 @@ class CheckCommandTest {
     Path manifest = Files.writeString(tmp.resolve("noref.yaml"),
         "kind: Agent\nspec:\n  tools:\n    - ref: echo\n    - version: 1.0.0\n");
 
-    Run r = check(manifest);
+    CliRun r = check(manifest);
 
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err()).isEqualTo("phrony-worker check: manifest " + manifest + ": "
@@ -251,14 +235,14 @@ class CheckCommandTest {
   void a_missing_manifest_is_a_usage_error() {
     Path missing = tmp.resolve("nowhere.yaml");
 
-    Run r = check(missing);
+    CliRun r = check(missing);
 
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.out()).isEmpty();
     assertThat(r.err()).isEqualTo("phrony-worker check: manifest " + missing + " does not "
         + "exist: check the path given with --manifest\n");
 
-    Run none = run("check", "--plugins", stock.toString());
+    CliRun none = run("check", "--plugins", stock.toString());
     assertThat(none.exit()).isEqualTo(1);
     assertThat(none.err()).contains("Missing required option: '--manifest=FILE'")
         .hasLineCount(1);
@@ -266,7 +250,7 @@ class CheckCommandTest {
 
   @Test
   void a_missing_plugins_dir_is_a_usage_error() {
-    Run r = run("check", "--manifest", Samples.weather().toString(), "--plugins",
+    CliRun r = run("check", "--manifest", Samples.weather().toString(), "--plugins",
         tmp.resolve("no-plugins").toString());
 
     assertThat(r.exit()).isEqualTo(1);
@@ -278,7 +262,7 @@ class CheckCommandTest {
     String[] args = {"check", "--manifest", Samples.weather().toString(), "--plugins",
         withBroken.toString()};
 
-    Run lenient = run(args);
+    CliRun lenient = run(args);
     assertThat(lenient.exit()).isZero();
     assertThat(lenient.out()).endsWith("ok: 3 served\n");
     assertThat(lenient.err()).isEqualTo("phrony-worker check: plugin "
@@ -292,7 +276,7 @@ class CheckCommandTest {
 
   @Test
   void help_documents_options_statuses_and_exit_codes() {
-    Run r = run("check", "--help");
+    CliRun r = run("check", "--help");
 
     assertThat(r.exit()).isZero();
     assertThat(r.out())

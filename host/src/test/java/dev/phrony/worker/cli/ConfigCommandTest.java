@@ -7,8 +7,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import dev.phrony.worker.config.Settings;
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -36,22 +34,15 @@ class ConfigCommandTest {
 
   private final Map<String, String> env = new HashMap<>();
 
-  record Run(int exit, String out, String err) {}
 
-  private Run run(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cmd = PhronyWorkerCommand.newCommandLine(env, Optional.of(home));
-    cmd.setOut(new PrintWriter(out, true));
-    cmd.setErr(new PrintWriter(err, true));
-    int exit = cmd.execute(args);
-    return new Run(exit, out.toString(), err.toString());
+  private CliRun run(String... args) {
+    return CliRun.execute(PhronyWorkerCommand.newCommandLine(env, Optional.of(home)), args);
   }
 
   private JsonNode config(String... args) throws IOException {
     List<String> all = new ArrayList<>(List.of("config", "--format", "json"));
     all.addAll(List.of(args));
-    Run r = run(all.toArray(String[]::new));
+    CliRun r = run(all.toArray(String[]::new));
     assertThat(r.exit()).as("stderr: %s", r.err()).isZero();
     return new ObjectMapper().readTree(r.out()).get("settings");
   }
@@ -142,7 +133,7 @@ class ConfigCommandTest {
         http: [127.0.0.1:1]
         log-level: loud
         """);
-    Run r = run("run");
+    CliRun r = run("run");
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err().lines()).containsExactly(
         "phrony-worker run: " + file + ":1: drain-timeout: '3 s' is not a duration: use a number"
@@ -161,7 +152,7 @@ class ConfigCommandTest {
   @Test
   void yaml_that_does_not_parse_or_is_not_a_mapping_is_refused_with_its_line() throws IOException {
     Path file = workerYaml("runtime: 127.0.0.1:7777\nhttp: [\n");
-    Run r = run("config");
+    CliRun r = run("config");
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err()).isEqualTo("phrony-worker config: " + file + ":2: not valid YAML: while"
         + " parsing a flow node; expected the node content, but found '<stream end>'\n");
@@ -176,7 +167,7 @@ class ConfigCommandTest {
   void bad_environment_values_name_the_variable() {
     env.put("PHRONY_WORKER_KEEPALIVE", "soon");
     env.put("PHRONY_WORKER_TLS", "maybe");
-    Run r = run("config");
+    CliRun r = run("config");
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err()).contains("phrony-worker config: PHRONY_WORKER_KEEPALIVE: 'soon' is not a"
         + " duration").contains("phrony-worker config: PHRONY_WORKER_TLS: 'maybe' is not a"
@@ -189,7 +180,7 @@ class ConfigCommandTest {
     assertThat(s.at("/runtime/value").asText()).isEqualTo("127.0.0.1:7777");
 
     Path missing = home.resolve("nope.yaml");
-    Run r = run("run", "--config", missing.toString());
+    CliRun r = run("run", "--config", missing.toString());
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err()).isEqualTo("phrony-worker run: config file " + missing + " (--config) does"
         + " not exist: fix the path, or leave it unset to use the defaults\n");
@@ -210,7 +201,7 @@ class ConfigCommandTest {
 
   @Test
   void the_yaml_format_is_the_same_document() throws IOException {
-    Run r = run("config", "--worker-id", "w-1");
+    CliRun r = run("config", "--worker-id", "w-1");
     assertThat(r.exit()).isZero();
     JsonNode doc = new YAMLMapper().readTree(r.out());
     assertThat(doc.at("/settings/worker-id/value").asText()).isEqualTo("w-1");
@@ -222,7 +213,7 @@ class ConfigCommandTest {
   @Test
   void the_token_is_redacted_and_never_printed() throws IOException {
     env.put("PHRONY_WORKER_TOKEN", TOKEN);
-    Run r = run("config", "--format", "json", "--tls");
+    CliRun r = run("config", "--format", "json", "--tls");
     assertThat(r.exit()).as(r.err()).isZero();
     assertThat(r.out()).doesNotContain(TOKEN);
     JsonNode s = new ObjectMapper().readTree(r.out()).get("settings");
@@ -237,7 +228,7 @@ class ConfigCommandTest {
   @Test
   void a_token_over_plaintext_is_refused_without_printing_it() throws IOException {
     env.put("PHRONY_WORKER_TOKEN", TOKEN);
-    Run r = run("run");
+    CliRun r = run("run");
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err()).isEqualTo("phrony-worker run: PHRONY_WORKER_TOKEN: a bearer token is only"
         + " sent over TLS: turn on TLS (--tls), or allow plaintext with --allow-insecure-token"
@@ -254,7 +245,7 @@ class ConfigCommandTest {
 
   @Test
   void tls_files_must_exist_and_a_client_cert_needs_its_key() {
-    Run r = run("config", "--tls-cert", home.resolve("c.pem").toString());
+    CliRun r = run("config", "--tls-cert", home.resolve("c.pem").toString());
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err().lines()).containsExactly(
         "phrony-worker config: --tls-cert: " + home.resolve("c.pem") + " does not exist",
@@ -265,7 +256,7 @@ class ConfigCommandTest {
   void the_http_endpoint_is_host_port_or_none() throws IOException {
     assertThat(config("--http", "none").at("/http/value").asText()).isEqualTo("none");
     assertThat(config("--http", "[::1]:9000").at("/http/value").asText()).isEqualTo("[::1]:9000");
-    Run r = run("config", "--http", "9464");
+    CliRun r = run("config", "--http", "9464");
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err()).contains("--http").contains("'9464' is not HOST:PORT");
   }

@@ -1,13 +1,11 @@
 package dev.phrony.worker.cli;
 
+import static dev.phrony.worker.cli.CliRun.run;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
 
 /**
  * {@code phrony-worker dev}'s refusals through picocli. (Running it until a signal is covered
@@ -15,17 +13,7 @@ import picocli.CommandLine;
  */
 class DevCommandTest {
 
-  record Run(int exit, String out, String err) {}
 
-  static Run run(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cmd = PhronyWorkerCommand.newCommandLine();
-    cmd.setOut(new PrintWriter(out, true));
-    cmd.setErr(new PrintWriter(err, true));
-    int exit = cmd.execute(args);
-    return new Run(exit, out.toString(), err.toString());
-  }
 
   private static ServerSocket occupy() throws Exception {
     return new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"));
@@ -36,7 +24,7 @@ class DevCommandTest {
     try (ServerSocket taken = occupy()) {
       int port = taken.getLocalPort();
 
-      Run r = run("dev", "--no-host", "--port", String.valueOf(port), "--control-port", "0");
+      CliRun r = run("dev", "--no-host", "--port", String.valueOf(port), "--control-port", "0");
 
       assertThat(r.exit()).isEqualTo(1);
       assertThat(r.out()).isEmpty();
@@ -51,7 +39,7 @@ class DevCommandTest {
     try (ServerSocket taken = occupy()) {
       int port = taken.getLocalPort();
 
-      Run r = run("dev", "--no-host", "--port", "0", "--control-port", String.valueOf(port));
+      CliRun r = run("dev", "--no-host", "--port", "0", "--control-port", String.valueOf(port));
 
       assertThat(r.exit()).isEqualTo(1);
       assertThat(r.err()).isEqualTo("phrony-worker dev: the control port " + port
@@ -66,14 +54,14 @@ class DevCommandTest {
         .isEqualTo("phrony-worker dev: --port and --control-port are both 7000: give them "
             + "different ports\n");
     assertThat(run("dev", "--port", "70000").err()).contains("--port 70000 is not a port");
-    Run plugins = run("dev", "--no-host", "--plugins", "x");
+    CliRun plugins = run("dev", "--no-host", "--plugins", "x");
     assertThat(plugins.exit()).isEqualTo(1);
     assertThat(plugins.err()).contains("--plugins has no effect with --no-host");
   }
 
   @Test
   void a_missing_plugins_directory_is_a_usage_error() {
-    Run r = run("dev", "--plugins", "no-such-plugins", "--port", "0", "--control-port", "0");
+    CliRun r = run("dev", "--plugins", "no-such-plugins", "--port", "0", "--control-port", "0");
 
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err()).startsWith("phrony-worker dev: plugins directory no-such-plugins");

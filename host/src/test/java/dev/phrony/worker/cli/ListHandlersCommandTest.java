@@ -1,5 +1,6 @@
 package dev.phrony.worker.cli;
 
+import static dev.phrony.worker.cli.CliRun.run;
 import static dev.phrony.worker.plugin.TestPlugins.descriptor;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -9,13 +10,10 @@ import dev.phrony.worker.plugin.DescriptorHash;
 import dev.phrony.worker.plugin.PluginLoader;
 import dev.phrony.worker.plugin.TestPlugins;
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Path;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /** {@code phrony-worker list-handlers} through picocli, with captured output. */
 class ListHandlersCommandTest {
@@ -46,21 +44,11 @@ class ListHandlersCommandTest {
     TestPlugins.corruptJar(mixed.resolve("broken.jar"));
   }
 
-  record Run(int exit, String out, String err) {}
 
-  static Run run(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cmd = PhronyWorkerCommand.newCommandLine();
-    cmd.setOut(new PrintWriter(out, true));
-    cmd.setErr(new PrintWriter(err, true));
-    int exit = cmd.execute(args);
-    return new Run(exit, out.toString(), err.toString());
-  }
 
   @Test
   void table_lists_handlers_and_the_image_digest() {
-    Run r = run("list-handlers", "--plugins", good.toString());
+    CliRun r = run("list-handlers", "--plugins", good.toString());
 
     assertThat(r.exit()).isZero();
     assertThat(r.err()).isEmpty();
@@ -88,7 +76,7 @@ class ListHandlersCommandTest {
 
   @Test
   void json_has_the_documented_fields() throws Exception {
-    Run r = run("list-handlers", "--plugins", good.toString(), "--format", "json");
+    CliRun r = run("list-handlers", "--plugins", good.toString(), "--format", "json");
 
     assertThat(r.exit()).isZero();
     JsonNode json = new ObjectMapper().readTree(r.out());
@@ -115,7 +103,7 @@ class ListHandlersCommandTest {
 
   @Test
   void problems_exit_3_and_the_other_handlers_are_still_listed() throws Exception {
-    Run table = run("list-handlers", "--plugins", mixed.toString());
+    CliRun table = run("list-handlers", "--plugins", mixed.toString());
     assertThat(table.exit()).isEqualTo(3);
     assertThat(table.out())
         .contains("payments.process-payment@1.0.0")
@@ -123,7 +111,7 @@ class ListHandlersCommandTest {
         .contains("1 problem:\n  " + mixed.resolve("broken.jar") + ": broken.jar is not a valid jar")
         .contains("image digest: sha256:");
 
-    Run json = run("list-handlers", "--plugins", mixed.toString(), "--format", "json");
+    CliRun json = run("list-handlers", "--plugins", mixed.toString(), "--format", "json");
     assertThat(json.exit()).isEqualTo(3);
     JsonNode problems = new ObjectMapper().readTree(json.out()).get("problems");
     assertThat(problems.size()).isEqualTo(1);
@@ -142,7 +130,7 @@ class ListHandlersCommandTest {
   @Test
   void missing_plugins_dir_is_a_one_line_usage_error() {
     Path missing = tmp.resolve("nowhere");
-    Run r = run("list-handlers", "--plugins", missing.toString());
+    CliRun r = run("list-handlers", "--plugins", missing.toString());
 
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.out()).isEmpty();
@@ -153,16 +141,16 @@ class ListHandlersCommandTest {
 
   @Test
   void bad_flags_are_one_line_usage_errors() {
-    Run unknown = run("list-handlers", "--plugins", good.toString(), "--colour");
+    CliRun unknown = run("list-handlers", "--plugins", good.toString(), "--colour");
     assertThat(unknown.exit()).isEqualTo(1);
     assertThat(unknown.err()).isEqualTo("phrony-worker list-handlers: Unknown option: "
         + "'--colour' (see 'phrony-worker list-handlers --help')\n");
 
-    Run format = run("list-handlers", "--plugins", good.toString(), "--format", "yaml");
+    CliRun format = run("list-handlers", "--plugins", good.toString(), "--format", "yaml");
     assertThat(format.exit()).isEqualTo(1);
     assertThat(format.err()).contains("--format").contains("yaml").hasLineCount(1);
 
-    Run none = run();
+    CliRun none = run();
     assertThat(none.exit()).isEqualTo(1);
     assertThat(none.err()).isEqualTo("phrony-worker: a command is required "
         + "(see 'phrony-worker --help')\n");
@@ -170,7 +158,7 @@ class ListHandlersCommandTest {
 
   @Test
   void help_documents_options_and_exit_codes() {
-    Run r = run("list-handlers", "--help");
+    CliRun r = run("list-handlers", "--help");
     assertThat(r.exit()).isZero();
     assertThat(r.out())
         .contains("--plugins=DIR", "--strict", "--format=FORMAT", "table, json")

@@ -13,8 +13,6 @@ import dev.phrony.worker.testkit.ManualClock;
 import dev.phrony.worker.outbox.OutboxView;
 import dev.phrony.worker.state.StateDir;
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -32,16 +30,9 @@ class OutboxCommandTest {
   private final ManualClock clock = new ManualClock(Instant.parse("2026-03-01T12:00:00Z"));
   private Path dir;
 
-  private record Run(int exit, String out, String err) {}
 
-  private Run run(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cl = PhronyWorkerCommand.configure(new CommandLine(new OutboxCommand(clock)));
-    cl.setOut(new PrintWriter(out, true));
-    cl.setErr(new PrintWriter(err, true));
-    int exit = cl.execute(args);
-    return new Run(exit, out.toString(), err.toString());
+  private CliRun run(String... args) {
+    return CliRun.execute(PhronyWorkerCommand.configure(new CommandLine(new OutboxCommand(clock))), args);
   }
 
   private static HeldResult result(String id, String tool, String payload, Instant at) {
@@ -82,7 +73,7 @@ class OutboxCommandTest {
 
   @Test
   void list_prints_a_table_oldest_first() {
-    Run r = run("list", "--state-dir", dir.toString());
+    CliRun r = run("list", "--state-dir", dir.toString());
     assertThat(r.exit()).as(r.err()).isZero();
     assertThat(r.err()).isEmpty();
     assertThat(r.out().lines()).containsExactly(
@@ -96,7 +87,7 @@ class OutboxCommandTest {
 
   @Test
   void list_as_json() throws IOException {
-    Run r = run("list", "--state-dir", dir.toString(), "--format", "json");
+    CliRun r = run("list", "--state-dir", dir.toString(), "--format", "json");
     assertThat(r.exit()).as(r.err()).isZero();
     JsonNode root = new ObjectMapper().readTree(r.out());
     assertThat(root.get("state_dir").asText()).isEqualTo(dir.toString());
@@ -114,7 +105,7 @@ class OutboxCommandTest {
   @SuppressWarnings("try") // held for its lock only
   void list_works_while_the_worker_holds_the_dir() throws IOException {
     try (StateDir sd = StateDir.open(dir)) {
-      Run r = run("list", "--state-dir", dir.toString(), "--format", "json");
+      CliRun r = run("list", "--state-dir", dir.toString(), "--format", "json");
       assertThat(r.exit()).as(r.err()).isZero();
       assertThat(new ObjectMapper().readTree(r.out()).get("worker_pid").asLong())
           .isEqualTo(ProcessHandle.current().pid());
@@ -123,7 +114,7 @@ class OutboxCommandTest {
 
   @Test
   void show_pretty_prints_a_json_payload() {
-    Run r = run("show", "o1", "--state-dir", dir.toString());
+    CliRun r = run("show", "o1", "--state-dir", dir.toString());
     assertThat(r.exit()).as(r.err()).isZero();
     assertThat(r.out()).contains("call_id:            o1")
         .contains("state:              orphaned")
@@ -141,7 +132,7 @@ class OutboxCommandTest {
         .contains("payload:\nnot json\n");
     assertThat(run("show", "e1", "--state-dir", dir.toString()).out())
         .contains("error:              deadline_exceeded: after 10s");
-    Run i = run("show", "i1", "--state-dir", dir.toString());
+    CliRun i = run("show", "i1", "--state-dir", dir.toString());
     assertThat(i.out()).contains("state:              interrupted")
         .contains("started at:         2026-02-24T12:00:00Z")
         .contains("may or may not have acted");
@@ -156,7 +147,7 @@ class OutboxCommandTest {
 
   @Test
   void show_of_an_unknown_call_id_says_so_and_exits_1() {
-    Run r = run("show", "nope", "--state-dir", dir.toString());
+    CliRun r = run("show", "nope", "--state-dir", dir.toString());
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err()).startsWith("outbox show: no call 'nope' in the outbox of " + dir);
     assertThat(r.out()).isEmpty();
@@ -166,7 +157,7 @@ class OutboxCommandTest {
   void a_missing_state_dir_is_a_user_error_and_is_not_created() {
     Path missing = tmp.resolve("nowhere");
     for (String sub : new String[] {"list", "purge"}) {
-      Run r = sub.equals("list") ? run(sub, "--state-dir", missing.toString())
+      CliRun r = sub.equals("list") ? run(sub, "--state-dir", missing.toString())
           : run(sub, "--all", "--state-dir", missing.toString());
       assertThat(r.exit()).as(sub).isEqualTo(1);
       assertThat(r.err()).contains("no state dir at " + missing)
@@ -177,7 +168,7 @@ class OutboxCommandTest {
 
   @Test
   void purge_without_a_filter_is_a_usage_error() {
-    Run r = run("purge", "--state-dir", dir.toString());
+    CliRun r = run("purge", "--state-dir", dir.toString());
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err()).contains("Missing required argument").contains("--older-than")
         .contains("--all");
@@ -186,7 +177,7 @@ class OutboxCommandTest {
 
   @Test
   void a_bad_duration_names_the_flag_and_gives_an_example() {
-    Run r = run("purge", "--older-than", "7x", "--state-dir", dir.toString());
+    CliRun r = run("purge", "--older-than", "7x", "--state-dir", dir.toString());
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err()).contains("--older-than").contains("'7x' is not a duration")
         .contains("e.g. 7d");
@@ -194,7 +185,7 @@ class OutboxCommandTest {
 
   @Test
   void purge_older_than_removes_old_orphans_and_interrupted_calls_only() throws IOException {
-    Run r = run("purge", "--older-than", "2d12h", "--state-dir", dir.toString());
+    CliRun r = run("purge", "--older-than", "2d12h", "--state-dir", dir.toString());
     assertThat(r.exit()).as(r.err()).isZero();
     assertThat(r.out()).contains("purged o2 (orphaned, mail.send@2, 10d)")
         .contains("purged i1 (interrupted, pay.charge@1, 3d)")
@@ -209,7 +200,7 @@ class OutboxCommandTest {
         .contains("purged 3 calls");
     assertThat(OutboxView.read(dir).entries()).extracting(e -> e.callId())
         .containsExactlyInAnyOrder("e1", "h1");
-    Run r = run("purge", "--all", "--include-held", "--format", "json", "--state-dir",
+    CliRun r = run("purge", "--all", "--include-held", "--format", "json", "--state-dir",
         dir.toString());
     assertThat(new ObjectMapper().readTree(r.out()).get("purged")).hasSize(2);
     assertThat(OutboxView.read(dir).entries()).isEmpty();
@@ -219,7 +210,7 @@ class OutboxCommandTest {
   @SuppressWarnings("try") // held for its lock only
   void purge_while_the_worker_runs_says_stop_it_first_naming_the_pid() throws IOException {
     try (StateDir running = StateDir.open(dir)) {
-      Run r = run("purge", "--all", "--state-dir", dir.toString());
+      CliRun r = run("purge", "--all", "--state-dir", dir.toString());
       assertThat(r.exit()).isEqualTo(1);
       assertThat(r.err()).contains("stop the worker first")
           .contains("pid " + ProcessHandle.current().pid());
@@ -229,10 +220,10 @@ class OutboxCommandTest {
 
   @Test
   void no_subcommand_is_a_usage_error_and_help_documents_exit_codes() {
-    Run r = run();
+    CliRun r = run();
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err()).contains("a subcommand is required");
-    Run help = run("purge", "--help");
+    CliRun help = run("purge", "--help");
     assertThat(help.exit()).isZero();
     assertThat(help.out()).contains("Exit codes:").contains("stop the worker first");
   }
