@@ -167,10 +167,23 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   public void hold(HeldResult result) {
     if (memory.find(result.callId()).isPresent()) {
       synchronized (removals) { // a re-hold (re-invoke of an orphan) must not race a prune
-        doHold(result);
+        reHold(result);
       }
     } else {
       doHold(result);
+    }
+  }
+
+  /**
+   * Holds again a result that is already held (the runtime re-invoked an orphaned call). Its
+   * payload is on disk already, so the record that clears the orphan mark is queued without
+   * waiting: this runs on the stream's I/O thread. A crash before it is written leaves the
+   * result orphaned, which a later re-invoke repairs the same way.
+   */
+  private void reHold(HeldResult result) {
+    memory.hold(result);
+    if (onDisk.contains(result.callId())) {
+      journal.appendLater(new LogRecord.Result(result, null));
     }
   }
 

@@ -99,7 +99,7 @@ public final class Dispatcher {
     return Math.max(1, e.descriptor().maxConcurrency());
   }
 
-  // ---- from the stream (the session's inbound thread) ----
+  // ---- from the stream (the channel's I/O thread: nothing here may block) ----
 
   /** The stream that is registered now; results of older streams are judged against it. */
   void attachSession(CallSink sink) {

@@ -14,11 +14,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * thread-safe). A drain loop with a work-in-progress counter gives that without a lock on the
  * hot path.
  *
- * <p>The drain runs on {@code drainer} (one platform thread for the client), never on the
- * sender's thread: handler threads are virtual and short-lived, and gRPC/Netty serialise each
- * message into buffers from per-thread caches, which a thread that writes once and dies would
- * create and throw away on every call. On one long-lived thread the caches are reused, and the
- * results that finish while it writes go out in the same drain.
+ * <p>The drain runs on {@code drainer}: for the client, the channel's own event loop, at once
+ * when the sender is already on it (an inbound message answered with a nack) and as a task
+ * otherwise. Never on a handler's thread: those are virtual and short-lived, and gRPC/Netty
+ * serialise each message into buffers from per-thread caches, which a thread that writes once
+ * and dies would create and throw away on every call. On the one long-lived I/O thread the
+ * caches are reused, no other thread has to be woken to write, and the results that finish
+ * while it writes go out in the same drain.
  */
 final class StreamWriter {
   private final ClientCallStreamObserver<WorkClientMsg> out;

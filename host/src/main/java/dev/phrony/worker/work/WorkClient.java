@@ -9,13 +9,18 @@ import dev.phrony.worker.plugin.HandlerCatalog;
 import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
+import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioSocketChannel;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
@@ -43,8 +48,14 @@ public final class WorkClient implements AutoCloseable {
   private final Backoff backoff;
   private final ManagedChannel channel;
   private final ScheduledExecutorService ticker;
-  /** Where every stream's writes happen: one long-lived thread (see {@link StreamWriter}). */
-  private final ExecutorService writes;
+  /**
+   * The channel's one I/O thread. Inbound messages are handled on it directly (nothing in
+   * {@link WorkSession#onNext} blocks) and every stream's writes are drained on it (see
+   * {@link StreamWriter}), so a call costs two thread hand-offs: to its handler's virtual
+   * thread and back.
+   */
+  private final EventLoopGroup ioThread;
+  private final Executor writes;
   private final Dispatcher dispatcher;
   private final WorkerMetrics metrics;
   private final CountDownLatch stopped = new CountDownLatch(1);
@@ -92,23 +103,31 @@ public final class WorkClient implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
-    this.writes = Executors.newSingleThreadExecutor(r -> {
-      Thread t = new Thread(r, "phrony-work-writer");
+    this.ioThread = new MultiThreadIoEventLoopGroup(1, r -> {
+      Thread t = new Thread(r, "phrony-work-io");
       t.setDaemon(true);
       return t;
-    });
+    }, NioIoHandler.newFactory());
+    EventLoop loop = ioThread.next();
+    this.writes = r -> {
+      if (loop.inEventLoop()) {
+        r.run();
+      } else {
+        loop.execute(r);
+      }
+    };
     this.dispatcher = new Dispatcher(catalog, outbox, new JsonCodec(), options.maxResultBytes(),
         clock, ticker, metrics);
     try {
-      this.channel = channel(options);
+      this.channel = channel(options, ioThread);
     } catch (RuntimeException e) {
       ticker.shutdownNow();
-      writes.shutdownNow();
+      ioThread.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
       throw e;
     }
   }
 
-  private static ManagedChannel channel(WorkOptions options) {
+  private static ManagedChannel channel(WorkOptions options, EventLoopGroup io) {
     NettyChannelBuilder b;
     try {
       b = NettyChannelBuilder.forTarget(options.target(),
@@ -116,6 +135,7 @@ public final class WorkClient implements AutoCloseable {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+    b.eventLoopGroup(io).channelType(NioSocketChannel.class).directExecutor();
     b.maxInboundMessageSize(options.maxInboundBytes());
     options.keepAlive().ifPresent(interval -> {
       if (interval.compareTo(WorkOptions.MIN_SAFE_KEEPALIVE) < 0) {
@@ -275,8 +295,8 @@ public final class WorkClient implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     ticker.shutdownNow();
-    writes.shutdown();
     channel.shutdownNow();
+    ioThread.shutdownGracefully(0, CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
   }
 
   // ---- views for health, metrics and tests ----

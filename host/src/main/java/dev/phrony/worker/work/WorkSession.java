@@ -32,8 +32,8 @@ import org.slf4j.LoggerFactory;
 /**
  * One Work stream, from {@code register} to its end. Never outlives its stream: the
  * {@link WorkClient} makes a new session per connection. Inbound messages arrive serialized on
- * gRPC's thread; handler threads only reach the stream through {@link CallSink} and the single
- * {@link StreamWriter}.
+ * the channel's I/O thread, so {@link #onNext} must never block; handler threads only reach the
+ * stream through {@link CallSink} and the single {@link StreamWriter}.
  */
 final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMsg, WorkServerMsg> {
   private static final Logger log = LoggerFactory.getLogger(WorkSession.class);

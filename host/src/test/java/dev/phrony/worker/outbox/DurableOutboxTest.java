@@ -20,6 +20,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -159,6 +160,27 @@ class DurableOutboxTest {
     o = reopen(Durability.WRITES);
     assertThat(o.isOrphaned("a")).isFalse();
     assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b");
+  }
+
+  @Test
+  void a_rehold_does_not_wait_for_the_disk_but_is_written_with_the_next_batch()
+      throws IOException {
+    // Lazy records linger for an hour here: only close (or an urgent batch) writes them.
+    DurableOutbox o = open(Durability.WRITES,
+        new OutboxLog.Tuning(32, 1024, TimeUnit.HOURS.toNanos(1)));
+    o.hold(result("a", "idempotent_write", "{}"));
+    o.markOrphaned("a");
+    o.sync();
+    long flushes = o.flushCount();
+
+    // A re-hold runs on the stream's I/O thread: it must return without a flush of its own.
+    o.hold(o.find("a").orElseThrow());
+    assertThat(o.flushCount()).isEqualTo(flushes);
+    assertThat(o.isOrphaned("a")).isFalse();
+
+    o = reopen(Durability.WRITES);
+    assertThat(o.isOrphaned("a")).isFalse();
+    assertThat(o.pendingIds()).containsExactly("a");
   }
 
   @Test
