@@ -145,11 +145,6 @@ public final class Dispatcher {
           "this worker serves no handler for " + invoke.getTool() + "@" + invoke.getVersion());
       return;
     }
-    if (!codec.isJson(invoke.getArgs().toByteArray())) {
-      nack(sink, invoke, slots, InvocationOutcome.NACK_INVALID_ARGS, INVALID_ARGS,
-          "arguments are not valid JSON");
-      return;
-    }
     if (slots.busy.incrementAndGet() > slots.max) {
       slots.busy.decrementAndGet();
       nack(sink, invoke, slots, InvocationOutcome.NACK_CAPACITY_EXHAUSTED, CAPACITY_EXHAUSTED,
@@ -285,6 +280,9 @@ public final class Dispatcher {
 
   private void run(Invocation inv) {
     try (var ctx = context(inv)) {
+      if (!argsAreJson(inv)) {
+        return;
+      }
       if (recordIntent(inv)) {
         CallOutcome outcome = execute(inv);
         if (outcome != null && inv.tryComplete()) {
@@ -298,6 +296,30 @@ public final class Dispatcher {
         }
       }
     }
+  }
+
+  /**
+   * Checks the arguments on the call's own thread, not the stream's I/O thread, where a large
+   * document would hold up every other message. Not JSON: the call is nacked {@code
+   * invalid_args} on its stream, which frees the slot it took (rule 6), and false is returned.
+   */
+  private boolean argsAreJson(Invocation inv) {
+    if (codec.isJson(inv.argsBytes())) {
+      return true;
+    }
+    if (inv.tryComplete()) {
+      CallSink owner = inv.done();
+      running.remove(inv.callId(), inv);
+      releaseSlot(inv);
+      inv.slots().metrics.count(InvocationOutcome.NACK_INVALID_ARGS);
+      log.debug("nack {}: arguments are not valid JSON", INVALID_ARGS);
+      if (owner != null && owner.live()) {
+        owner.sendNack(inv.callId(), INVALID_ARGS, "arguments are not valid JSON");
+      }
+    } else if (inv.state() == Invocation.State.CANCELLED) {
+      apart.decrementAndGet();
+    }
+    return false;
   }
 
   /** Runs the handler; null when a cancel or the deadline decided the outcome instead. */

@@ -16,6 +16,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -93,6 +94,21 @@ class DispatcherTest {
     d.startDraining();
     d.onInvoke(invoke("c3", "t", "{}"), sink);
     assertThat(((FakeSink.Nack) sink.next()).code()).isEqualTo("draining");
+  }
+
+  @Test
+  void invalid_args_never_reach_the_handler_and_give_their_slot_back() throws Exception {
+    AtomicInteger runs = new AtomicInteger();
+    Dispatcher d = dispatcher(TestHandler.of("t", 1, call -> {
+      runs.incrementAndGet();
+      return ToolResult.json("{}");
+    }));
+    d.onInvoke(invoke("c1", "t", "{\"a\":"), sink);
+    assertThat(((FakeSink.Nack) sink.next()).callId()).isEqualTo("c1");
+    assertThat(d.busy("t@1.0.0")).isZero();
+    d.onInvoke(invoke("c2", "t", "{}"), sink); // the one slot is free again
+    assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c2");
+    assertThat(runs).hasValue(1);
   }
 
   @Test
