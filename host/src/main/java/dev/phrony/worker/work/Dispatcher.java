@@ -188,13 +188,7 @@ public final class Dispatcher {
   /** Rule 4: interrupt, free the slot, and send nothing for this call, ever. */
   void onCancel(String callId, CallSink sink) {
     Invocation inv = running.get(callId);
-    if (inv != null && inv.cancel()) {
-      outbox.markInterrupted(callId);
-      running.remove(callId, inv);
-      releaseSlot(inv);
-      apart.incrementAndGet();
-      inv.interrupt();
-      inv.slots().metrics.count(InvocationOutcome.CANCELLED);
+    if (inv != null && cancel(inv)) {
       if (log.isDebugEnabled()) {
         try (var ctx = context(inv)) {
           log.debug("call cancelled by the runtime; handler interrupted");
@@ -237,15 +231,24 @@ public final class Dispatcher {
 
   /** Interrupts every running call (end of a drain). */
   void cancelAll() {
-    for (Invocation inv : running.values()) {
-      if (inv.cancel()) {
-        outbox.markInterrupted(inv.callId());
-        running.remove(inv.callId(), inv);
-        releaseSlot(inv);
-        inv.interrupt();
-        inv.slots().metrics.count(InvocationOutcome.CANCELLED);
-      }
+    running.values().forEach(this::cancel);
+  }
+
+  /**
+   * Cancels {@code inv} unless an outcome already stands: it may have acted, so it is marked
+   * interrupted; its slot is freed and its handler interrupted and left to finish apart.
+   */
+  private boolean cancel(Invocation inv) {
+    if (!inv.cancel()) {
+      return false;
     }
+    outbox.markInterrupted(inv.callId());
+    running.remove(inv.callId(), inv);
+    releaseSlot(inv);
+    apart.incrementAndGet();
+    inv.interrupt();
+    inv.slots().metrics.count(InvocationOutcome.CANCELLED);
+    return true;
   }
 
   /** Calls the runtime should be told about at register: running ones and held results. */

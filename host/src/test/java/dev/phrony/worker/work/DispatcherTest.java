@@ -112,6 +112,34 @@ class DispatcherTest {
   }
 
   @Test
+  void handlers_cancelled_at_the_end_of_a_drain_are_counted_apart_until_they_finish()
+      throws Exception {
+    CountDownLatch started = new CountDownLatch(1);
+    CountDownLatch finish = new CountDownLatch(1);
+    Dispatcher d = dispatcher(TestHandler.of("t", 1, call -> {
+      started.countDown();
+      while (true) { // ignores interruption, as rule 4 says a handler may
+        try {
+          finish.await();
+          return ToolResult.json("{}");
+        } catch (InterruptedException e) {
+          // keep waiting
+        }
+      }
+    }));
+    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    started.await();
+    d.startDraining();
+    d.cancelAll();
+    assertThat(d.runningCount()).isZero();
+    assertThat(d.busy("t@1.0.0")).isZero();
+    assertThat(d.runningApart()).isEqualTo(1);
+    finish.countDown();
+    Await.until("the cancelled handler returned", () -> d.runningApart() == 0);
+    assertThat(sink.sent).isEmpty(); // its result is dropped
+  }
+
+  @Test
   void a_duplicate_invoke_of_a_running_call_runs_the_handler_once() throws Exception {
     TestHandler h = blocking("t", 4);
     Dispatcher d = dispatcher(h);
