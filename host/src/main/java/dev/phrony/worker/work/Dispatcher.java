@@ -289,9 +289,10 @@ public final class Dispatcher {
       if (recordIntent(inv)) {
         CallOutcome outcome = execute(inv);
         if (outcome != null && inv.tryComplete()) {
-          inv.slots().metrics.handlerTime(Duration.between(inv.startedAt(), clock.instant()));
+          Instant end = clock.instant();
+          inv.slots().metrics.handlerTime(Duration.between(inv.startedAt(), end));
           finish(inv, outcome, outcome instanceof CallOutcome.Payload
-              ? InvocationOutcome.RESULT : InvocationOutcome.TOOL_ERROR);
+              ? InvocationOutcome.RESULT : InvocationOutcome.TOOL_ERROR, end);
         } else if (inv.state() == Invocation.State.CANCELLED) {
           apart.decrementAndGet();
           log.info("handler of cancelled call finished after {}; its result is dropped",
@@ -352,14 +353,14 @@ public final class Dispatcher {
   private boolean recordIntent(Invocation inv) {
     try {
       outbox.recordIntent(new IntentRecord(inv.callId(), inv.sessionId(), inv.key(),
-          inv.entry().descriptor().sideEffectClass().wireName(), clock.instant()));
+          inv.entry().descriptor().sideEffectClass().wireName(), inv.startedAt()));
       return true;
     } catch (UncheckedIOException e) {
       log.error("intent for call {} could not be made durable; not running it", inv.callId(), e);
       if (inv.tryComplete()) {
         finish(inv, CallOutcome.error(INTENT_NOT_DURABLE, "the worker could not record its"
             + " intent durably, so it did not run the call: " + e.getMessage()),
-            InvocationOutcome.TOOL_ERROR);
+            InvocationOutcome.TOOL_ERROR, clock.instant());
       }
       return false;
     }
@@ -389,12 +390,13 @@ public final class Dispatcher {
       return;
     }
     inv.interrupt();
-    Duration ran = Duration.between(inv.startedAt(), clock.instant());
+    Instant end = clock.instant();
+    Duration ran = Duration.between(inv.startedAt(), end);
     inv.slots().metrics.handlerTime(ran);
     Thread.ofVirtual().start(() -> {
       try (var ctx = context(inv)) {
         finish(inv, CallOutcome.error(DEADLINE_EXCEEDED, "the call's deadline passed after "
-            + ran.toMillis() + " ms"), InvocationOutcome.DEADLINE_EXCEEDED);
+            + ran.toMillis() + " ms"), InvocationOutcome.DEADLINE_EXCEEDED, end);
       }
     });
   }
@@ -403,11 +405,15 @@ public final class Dispatcher {
     return Duration.between(inv.startedAt(), clock.instant()).toMillis();
   }
 
-  /** Holds the outcome (durably if the outbox does), then sends it on the owning stream. */
-  private void finish(Invocation inv, CallOutcome outcome, InvocationOutcome counted) {
+  /**
+   * Holds the outcome (durably if the outbox does), then sends it on the owning stream.
+   * {@code at} is when the outcome was decided (the handler returned, the deadline passed).
+   */
+  private void finish(Invocation inv, CallOutcome outcome, InvocationOutcome counted,
+      Instant at) {
     inv.slots().metrics.count(counted);
     HeldResult held = new HeldResult(inv.callId(), inv.sessionId(), inv.key(),
-        inv.entry().descriptor().sideEffectClass().wireName(), clock.instant(), outcome);
+        inv.entry().descriptor().sideEffectClass().wireName(), at, outcome);
     outbox.hold(held);
     CallSink owner = inv.done();
     running.remove(inv.callId(), inv);

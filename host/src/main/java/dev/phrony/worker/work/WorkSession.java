@@ -1,6 +1,6 @@
 package dev.phrony.worker.work;
 
-import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
 import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkHandlerAdvertisement;
 import dev.phrony.runtime.v1.WorkHeartbeat;
@@ -281,7 +281,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   public void sendResult(HeldResult result) {
     WorkToolResult.Builder r = WorkToolResult.newBuilder().setCallId(result.callId());
     switch (result.outcome()) {
-      case CallOutcome.Payload p -> r.setPayload(ByteString.copyFrom(p.bytes()));
+      // No copy: a held payload is never modified (the outbox keeps this same array).
+      case CallOutcome.Payload p -> r.setPayload(UnsafeByteOperations.unsafeWrap(p.bytes()));
       case CallOutcome.Error e -> r.setError(
           WorkToolError.newBuilder().setCode(e.code()).setMessage(e.message()));
     }
