@@ -43,6 +43,9 @@ public final class Bench {
   static final byte[] PAY_ARGS = "{\"amount\":12.5,\"currency\":\"EUR\",\"payee\":\"ACME\"}"
       .getBytes(StandardCharsets.UTF_8);
   static final Duration START_TIMEOUT = Duration.ofSeconds(60);
+  /** Rows 2a and 2b: slices per figure in a full run, and the warm-up of all but the first. */
+  static final int PAIRED_SLICES = 5;
+  static final Duration SLICE_WARMUP = Duration.ofSeconds(1);
 
   static final String USAGE = """
       usage: bench [--quick] [--only STEPS] [--dist DIR] [--out FILE.json]
@@ -64,8 +67,7 @@ public final class Bench {
   private final Report report = new Report();
   private final List<String> failures = new ArrayList<>();
   private LocalRuntime runtime;
-  private double pingPong = Double.NaN;
-  private double pipelined = Double.NaN;
+  private Ceiling ceiling;
   private int hosts;
 
   private Bench(boolean quick, Path dist, Path work, Path out, java.util.Set<String> only,
@@ -139,17 +141,22 @@ public final class Bench {
         + " (other processes on this machine move absolute figures: compare ratios)%n",
         quick ? "quick" : "full", human(warmup), human(measure), loadavg());
 
-    step("ceiling", this::ceiling);
-    try (LocalRuntime rt = LocalRuntime.builder().port(0)
-        .queueWait(Duration.ofSeconds(60)).eventLogCapacity(4096).start()) {
-      runtime = rt;
-      step("64", this::hostAt64);
-      step("1000", this::hostAt1000);
-      step("10k", this::tenThousand);
-      step("durable", this::durable);
-      step("start", this::startup);
+    try {
+      step("ceiling", this::ceiling);
+      try (LocalRuntime rt = LocalRuntime.builder().port(0)
+          .queueWait(Duration.ofSeconds(60)).eventLogCapacity(4096).start()) {
+        runtime = rt;
+        step("64", this::hostAt64);
+        closeCeiling(); // only rows 1 and 2 use it
+        step("1000", this::hostAt1000);
+        step("10k", this::tenThousand);
+        step("durable", this::durable);
+        step("start", this::startup);
+      }
+      step("list", this::listHandlers);
+    } finally {
+      closeCeiling();
     }
-    step("list", this::listHandlers);
 
     report.meta.put("loadavg_end", loadavg());
     report.meta.put("failures", failures);
@@ -191,39 +198,59 @@ public final class Bench {
   // ---------------------------------------------------------------- 1. ceiling
 
   private void ceiling() throws Exception {
-    try (Ceiling ceiling = new Ceiling(ARGS)) {
-      Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-      Process client = new ProcessBuilder(java.toString(), "-cp",
-          System.getProperty("java.class.path"), CeilingClient.class.getName(), ceiling.target())
-          .redirectErrorStream(true).redirectOutput(work.resolve("ceiling-client.log").toFile())
-          .start();
-      try {
-        ceiling.awaitClient(START_TIMEOUT);
-        Ceiling.Run pp = ceiling.run(1, warmup, measure, client.pid());
-        pingPong = pp.perSecond();
-        report.add(new Report.Row("1a", "ceiling: bare gRPC stream, ping-pong",
-            String.format(Locale.ROOT, "%s round trips/s, p50 %s, p99 %s, client CPU %s/call",
-                rate(pp.perSecond()), ms(pp.p50Ms()), ms(pp.p99Ms()), us(pp.clientCpuUs())), "reference", "", null,
-            figures("per_s", pp.perSecond(), "p50_ms", pp.p50Ms(), "p99_ms", pp.p99Ms(),
-                "client_cpu_us_per_call", pp.clientCpuUs(), "server_cpu_us_per_call",
-                pp.serverCpuUs(),
-                "calls", pp.calls())));
-        Ceiling.Run pl = ceiling.run(64, warmup, measure, client.pid());
-        pipelined = pl.perSecond();
-        report.add(new Report.Row("1b", "ceiling: bare gRPC stream, pipelined (64)",
-            String.format(Locale.ROOT, "%s round trips/s, p50 %s, p99 %s, client CPU %s/call",
-                rate(pl.perSecond()), ms(pl.p50Ms()), ms(pl.p99Ms()), us(pl.clientCpuUs())), "reference", "", null,
-            figures("per_s", pl.perSecond(), "p50_ms", pl.p50Ms(), "p99_ms", pl.p99Ms(),
-                "client_cpu_us_per_call", pl.clientCpuUs(), "server_cpu_us_per_call",
-                pl.serverCpuUs(),
-                "calls", pl.calls(), "window", 64)));
-      } finally {
-        ceiling.close();
-        if (!client.waitFor(10, TimeUnit.SECONDS)) {
-          client.destroyForcibly();
-        }
-      }
+    Ceiling ceiling = ceilingRig();
+    addCeilingRow("1a", "ceiling: bare gRPC stream, ping-pong", ceiling.run(1, warmup, measure));
+    addCeilingRow("1b", "ceiling: bare gRPC stream, pipelined (64)",
+        ceiling.run(64, warmup, measure));
+  }
+
+  private void addCeilingRow(String id, String scenario, Ceiling.Run run) {
+    report.add(new Report.Row(id, scenario,
+        String.format(Locale.ROOT, "%s round trips/s, p50 %s, p99 %s, client CPU %s/call",
+            rate(run.perSecond()), ms(run.p50Ms()), ms(run.p99Ms()), us(run.clientCpuUs())),
+        "reference", "", null,
+        figures("per_s", run.perSecond(), "p50_ms", run.p50Ms(), "p99_ms", run.p99Ms(),
+            "client_cpu_us_per_call", run.clientCpuUs(), "server_cpu_us_per_call",
+            run.serverCpuUs(), "calls", run.calls())));
+  }
+
+  /** The ceiling's server and client, started on first use and kept until the end. */
+  private Ceiling ceilingRig() throws Exception {
+    if (ceiling == null) {
+      ceiling = Ceiling.start(ARGS, work.resolve("ceiling-client.log"), START_TIMEOUT);
     }
+    return ceiling;
+  }
+
+  private void closeCeiling() throws InterruptedException {
+    if (ceiling != null) {
+      ceiling.close();
+      ceiling = null;
+    }
+  }
+
+  /** A host figure and the ceiling it is compared with, measured in alternating slices. */
+  private record Paired(Driver.Result host, double reference) {}
+
+  /**
+   * Measures the host ({@code concurrency} lanes) and the ceiling (the same number of messages
+   * outstanding) in alternating slices of the measured time, so a change in what else the
+   * machine runs hits both alike; a ratio of figures taken a minute apart moved by 10% from run
+   * to run here. The first slice of each warms up for the whole warm-up, later ones for
+   * {@link #SLICE_WARMUP}.
+   */
+  private Paired paired(Driver driver, int concurrency) throws Exception {
+    Ceiling c = ceilingRig();
+    int slices = quick ? 1 : PAIRED_SLICES;
+    Duration slice = measure.dividedBy(slices);
+    List<Driver.Slice> host = new ArrayList<>(slices);
+    double reference = 0;
+    for (int i = 0; i < slices; i++) {
+      Duration warm = i == 0 ? warmup : SLICE_WARMUP;
+      reference += c.run(concurrency, warm, slice).perSecond();
+      host.add(driver.slice(concurrency, warm, slice));
+    }
+    return new Paired(Driver.Result.of(host), reference / slices);
   }
 
   // ---------------------------------------------------------------- 2, 3, 5: one host each
@@ -232,12 +259,12 @@ public final class Bench {
     try (HostProcess host = startHost("host-64", List.of("-Dphrony.echo.maxConcurrency=64"),
         List.of())) {
       Driver noop = new Driver(runtime, echo(ARGS, "noop"), host);
-      Driver.Result c1 = noop.run(1, warmup, measure);
-      addHostRow("2a", "host: no-op (echo), concurrency 1", c1, pingPong, "ping-pong ceiling",
-          0.5);
-      Driver.Result c64 = noop.run(64, warmup, measure);
-      addHostRow("2b", "host: no-op (echo), concurrency 64", c64, pipelined,
-          "pipelined ceiling", 0.5);
+      Paired c1 = paired(noop, 1);
+      addHostRow("2a", "host: no-op (echo), concurrency 1", c1.host(), c1.reference(),
+          "ping-pong ceiling (paired)", 0.5);
+      Paired c64 = paired(noop, 64);
+      addHostRow("2b", "host: no-op (echo), concurrency 64", c64.host(), c64.reference(),
+          "pipelined ceiling (paired)", 0.5);
       Driver sleepy = new Driver(runtime, echo("{\"sleep_ms\":50}".getBytes(
           StandardCharsets.UTF_8), "s64"), host);
       Driver.Result s64 = sleepy.run(64, warmup, measure);

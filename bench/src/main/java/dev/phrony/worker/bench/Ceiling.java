@@ -11,6 +11,7 @@ import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -34,8 +35,28 @@ final class Ceiling implements AutoCloseable {
   private final Server server;
   private final CompletableFuture<Session> connected = new CompletableFuture<>();
   private final ByteString args;
+  private Process client;
 
-  Ceiling(byte[] args) throws IOException {
+  /**
+   * Starts the server and its {@link CeilingClient} in a child JVM (output to {@code clientLog})
+   * and waits until the client's stream is open.
+   */
+  static Ceiling start(byte[] args, Path clientLog, Duration timeout) throws Exception {
+    Ceiling c = new Ceiling(args);
+    try {
+      Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+      c.client = new ProcessBuilder(java.toString(), "-cp",
+          System.getProperty("java.class.path"), CeilingClient.class.getName(), c.target())
+          .redirectErrorStream(true).redirectOutput(clientLog.toFile()).start();
+      c.connected.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      return c;
+    } catch (Exception e) {
+      c.close();
+      throw e;
+    }
+  }
+
+  private Ceiling(byte[] args) throws IOException {
     this.args = ByteString.copyFrom(args);
     this.server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
         .addService(new RuntimeGrpc.RuntimeImplBase() {
@@ -48,16 +69,13 @@ final class Ceiling implements AutoCloseable {
         .start();
   }
 
-  String target() {
+  private String target() {
     return "127.0.0.1:" + server.getPort();
   }
 
-  /** Waits for the client's first message. */
-  void awaitClient(Duration timeout) throws Exception {
-    connected.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-  }
-
-  Run run(int window, Duration warmup, Duration measure, long clientPid) throws Exception {
+  /** Keeps {@code window} invokes outstanding for {@code warmup}, then counts for {@code measure}. */
+  Run run(int window, Duration warmup, Duration measure) throws Exception {
+    long clientPid = client.pid();
     Session s = connected.get();
     Phase phase = new Phase(s, window, warmup, measure);
     s.phase = phase;
@@ -83,6 +101,9 @@ final class Ceiling implements AutoCloseable {
     server.shutdown();
     if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
       server.shutdownNow();
+    }
+    if (client != null && !client.waitFor(10, TimeUnit.SECONDS)) {
+      client.destroyForcibly();
     }
   }
 

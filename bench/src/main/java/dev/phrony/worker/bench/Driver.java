@@ -21,14 +21,47 @@ import java.util.function.LongFunction;
  */
 final class Driver {
   /**
-   * One run. {@code hostCpuUsPerCall} is the host process's CPU time (user + system) over the
-   * measured window divided by the calls counted in it: unlike calls/s it barely moves when other
-   * processes share the cores. {@code driverCpuUsPerCall} is the same for this JVM (the runtime
-   * and the driver).
+   * One figure, from one or more measured slices. {@code hostCpuUsPerCall} is the host process's
+   * CPU time (user + system) over the measured windows divided by the calls counted in them:
+   * unlike calls/s it barely moves when other processes share the cores.
+   * {@code driverCpuUsPerCall} is the same for this JVM (the runtime and the driver).
    */
   record Result(double perSecond, long ok, long errors, String firstError, double p50Ms,
       double p99Ms, double hostCpuUsPerCall, double driverCpuUsPerCall,
-      double hostAllocKibPerCall) {}
+      double hostAllocKibPerCall) {
+
+    /** The slices taken together: as if their measured windows were one. */
+    static Result of(List<Slice> slices) {
+      long ok = 0;
+      long errors = 0;
+      String firstError = null;
+      long measured = 0;
+      long hostCpu = 0;
+      long driverCpu = 0;
+      double allocBytes = 0;
+      boolean cpuKnown = true;
+      List<Latencies> latencies = new ArrayList<>();
+      for (Slice s : slices) {
+        ok += s.ok();
+        errors += s.errors();
+        firstError = firstError != null ? firstError : s.firstError();
+        measured += s.measuredNanos();
+        cpuKnown &= s.hostCpuNanos() >= 0 && s.driverCpuNanos() >= 0;
+        hostCpu += s.hostCpuNanos();
+        driverCpu += s.driverCpuNanos();
+        allocBytes += s.hostAllocBytes();
+        latencies.addAll(s.latencies());
+      }
+      double[] p = Latencies.percentilesMs(latencies, 50, 99);
+      return new Result(ok / (measured / 1e9), ok, errors, firstError, p[0], p[1],
+          cpuKnown ? hostCpu / 1e3 / ok : Double.NaN,
+          cpuKnown ? driverCpu / 1e3 / ok : Double.NaN, allocBytes / ok / 1024);
+    }
+  }
+
+  /** One measured window: raw counts, so that slices add up. CPU is -1 when unknown. */
+  record Slice(long ok, long errors, String firstError, List<Latencies> latencies,
+      long measuredNanos, long hostCpuNanos, long driverCpuNanos, double hostAllocBytes) {}
 
   private final LocalRuntime runtime;
   private final LongFunction<Call> calls;
@@ -49,6 +82,11 @@ final class Driver {
   }
 
   Result run(int concurrency, Duration warmup, Duration measure) throws InterruptedException {
+    return Result.of(List.of(slice(concurrency, warmup, measure)));
+  }
+
+  /** Runs {@code concurrency} lanes for {@code warmup}, then counts for {@code measure}. */
+  Slice slice(int concurrency, Duration warmup, Duration measure) throws InterruptedException {
     errors.set(0);
     firstError.set(null);
     List<Lane> lanes = new ArrayList<>(concurrency);
@@ -100,13 +138,12 @@ final class Driver {
     }
     runtime.clearLedger();
     long ok = lanes.stream().mapToLong(l -> l.counted).sum();
-    double[] p = Latencies.percentilesMs(lanes.stream().map(l -> l.latencies).toList(), 50, 99);
-    double hostCpu = sampled[1] && cpu[0] >= 0 ? (cpu[2] - cpu[0]) / 1e3 / ok : Double.NaN;
-    double driverCpu = sampled[1] && cpu[1] >= 0 ? (cpu[3] - cpu[1]) / 1e3 / ok : Double.NaN;
-    double perSecond = ok / (measure.toNanos() / 1e9);
-    double alloc = GcLog.allocatedBytesPerSecond(hostGcLog, wall[0], wall[1]) / perSecond / 1024;
-    return new Result(perSecond, ok, errors.get(), firstError.get(), p[0], p[1], hostCpu,
-        driverCpu, alloc);
+    boolean cpuKnown = sampled[1] && cpu[0] >= 0 && cpu[1] >= 0;
+    double allocPerSecond = GcLog.allocatedBytesPerSecond(hostGcLog, wall[0], wall[1]);
+    return new Slice(ok, errors.get(), firstError.get(),
+        lanes.stream().map(l -> l.latencies).toList(), measure.toNanos(),
+        cpuKnown ? cpu[2] - cpu[0] : -1, cpuKnown ? cpu[3] - cpu[1] : -1,
+        allocPerSecond * measure.toNanos() / 1e9);
   }
 
   /** Half a second, or less when a CPU sample point (start or end of the window) comes first. */
