@@ -206,8 +206,10 @@ public final class Bench {
 
   private void addCeilingRow(String id, String scenario, Ceiling.Run run) {
     report.add(new Report.Row(id, scenario,
-        String.format(Locale.ROOT, "%s round trips/s, p50 %s, p99 %s, client CPU %s/call",
-            rate(run.perSecond()), ms(run.p50Ms()), ms(run.p99Ms()), us(run.clientCpuUs())),
+        String.format(Locale.ROOT,
+            "%s round trips/s, p50 %s, p99 %s, CPU/call client %s + server %s",
+            rate(run.perSecond()), ms(run.p50Ms()), ms(run.p99Ms()), us(run.clientCpuUs()),
+            us(run.serverCpuUs())),
         "reference", "", null,
         figures("per_s", run.perSecond(), "p50_ms", run.p50Ms(), "p99_ms", run.p99Ms(),
             "client_cpu_us_per_call", run.clientCpuUs(), "server_cpu_us_per_call",
@@ -580,8 +582,9 @@ public final class Bench {
 
   private static String callsLine(Driver.Result r) {
     return String.format(Locale.ROOT,
-        "%s calls/s, p50 %s, p99 %s, host CPU %s/call, alloc %s/call%s",
+        "%s calls/s, p50 %s, p99 %s, CPU/call host %s + runtime %s, alloc %s/call%s",
         rate(r.perSecond()), ms(r.p50Ms()), ms(r.p99Ms()), us(r.hostCpuUsPerCall()),
+        us(r.driverCpuUsPerCall()),
         Double.isNaN(r.hostAllocKibPerCall()) ? "n/a"
             : String.format(Locale.ROOT, "%.1f KiB", r.hostAllocKibPerCall()),
         r.errors() == 0 ? "" : "; " + r.errors() + " errors, first: " + r.firstError());
@@ -611,7 +614,7 @@ public final class Bench {
   }
 
   private static String us(double v) {
-    return Double.isNaN(v) ? "n/a" : String.format(Locale.ROOT, "%.0f us", v);
+    return Double.isNaN(v) ? "n/a" : String.format(Locale.ROOT, v < 10 ? "%.1f us" : "%.0f us", v);
   }
 
   private static String mib(double v) {
