@@ -34,8 +34,6 @@ import picocli.CommandLine.Option;
             + "some plugins had problems)"})
 final class CheckCommand implements Callable<Integer> {
 
-  enum Format { table, json }
-
   @Option(names = "--manifest", paramLabel = "FILE", required = true,
       description = "Agent manifest (YAML, one or more documents; kind: Agent documents are "
           + "checked).")
@@ -44,9 +42,8 @@ final class CheckCommand implements Callable<Integer> {
   @Mixin
   private PluginsOption plugins;
 
-  @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "table",
-      description = "Output format: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
-  private Format format;
+  @Mixin
+  private FormatOption format;
 
   @CommandLine.Spec
   private CommandLine.Model.CommandSpec spec;
@@ -62,7 +59,7 @@ final class CheckCommand implements Callable<Integer> {
 
     CheckReport report = CheckReport.check(manifest.toString(), bindings, loaded.catalog());
     PrintWriter out = spec.commandLine().getOut();
-    out.print(format == Format.json ? report.json() : report.table());
+    out.print(format.json() ? report.json() : report.table());
     out.flush();
     boolean failed = !report.ok() || plugins.strict() && loaded.hasProblems();
     return failed ? ExitCodes.PROBLEMS : ExitCodes.OK;

@@ -8,7 +8,6 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Option;
 
 /** {@code phrony-worker list-handlers}: what this host would advertise, and every load problem. */
 @Command(name = "list-handlers", mixinStandardHelpOptions = true,
@@ -25,14 +24,11 @@ import picocli.CommandLine.Option;
         "3:some plugins had problems (the handlers of the others are still listed)"})
 final class ListHandlersCommand implements Callable<Integer> {
 
-  enum Format { table, json }
-
   @Mixin
   private PluginsOption plugins;
 
-  @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "table",
-      description = "Output format: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
-  private Format format;
+  @Mixin
+  private FormatOption format;
 
   @CommandLine.Spec
   private CommandLine.Model.CommandSpec spec;
@@ -41,7 +37,7 @@ final class ListHandlersCommand implements Callable<Integer> {
   public Integer call() {
     LoadResult result = new PluginLoader().load(plugins.pluginsDir());
     PrintWriter out = spec.commandLine().getOut();
-    out.print(format == Format.json ? LoadReport.json(result) : LoadReport.table(result));
+    out.print(format.json() ? LoadReport.json(result) : LoadReport.table(result));
     out.flush();
     // Listing problems is this command's purpose, so --strict changes nothing here: any problem
     // already fails it.

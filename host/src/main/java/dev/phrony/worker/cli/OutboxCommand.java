@@ -53,9 +53,6 @@ import picocli.CommandLine.ParentCommand;
         + " worker running during purge, I/O error)"})
 public final class OutboxCommand implements Runnable {
 
-  /** Output formats. */
-  enum Format { table, json }
-
   private static final ObjectMapper JSON =
       new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
@@ -96,9 +93,8 @@ public final class OutboxCommand implements Runnable {
     CommandLine.Model.CommandSpec spec;
     @Mixin
     StateDirOption stateDir;
-    @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "table",
-        description = "table or json (default: ${DEFAULT-VALUE}).")
-    Format format;
+    @Mixin
+    FormatOption format;
 
     @Override
     public Integer call() throws IOException {
@@ -106,7 +102,7 @@ public final class OutboxCommand implements Runnable {
       PrintWriter out = spec.commandLine().getOut();
       Instant now = parent.clock.instant();
       warnProblems(spec, view.problems());
-      if (format == Format.json) {
+      if (format.json()) {
         ObjectNode root = JSON.createObjectNode();
         root.put("state_dir", view.stateDir().toString());
         view.workerPid().ifPresentOrElse(p -> root.put("worker_pid", p),
@@ -145,9 +141,8 @@ public final class OutboxCommand implements Runnable {
     CommandLine.Model.CommandSpec spec;
     @Mixin
     StateDirOption stateDir;
-    @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "table",
-        description = "table or json (default: ${DEFAULT-VALUE}).")
-    Format format;
+    @Mixin
+    FormatOption format;
     @Parameters(paramLabel = "CALL_ID", description = "The call to show.")
     String callId;
 
@@ -158,7 +153,7 @@ public final class OutboxCommand implements Runnable {
           + "' in the outbox of " + view.stateDir() + " (see 'phrony-worker outbox list')"));
       PrintWriter out = spec.commandLine().getOut();
       Instant now = parent.clock.instant();
-      if (format == Format.json) {
+      if (format.json()) {
         ObjectNode node = summary(e, now);
         putTime(node, "started_at", e.startedAt());
         putTime(node, "completed_at", e.completedAt());
@@ -244,9 +239,8 @@ public final class OutboxCommand implements Runnable {
     @Option(names = "--include-held", description = "Also purge held results: the runtime will "
         + "never receive them.")
     boolean includeHeld;
-    @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "table",
-        description = "table or json (default: ${DEFAULT-VALUE}).")
-    Format format;
+    @Mixin
+    FormatOption format;
 
     @Override
     public Integer call() throws IOException {
@@ -269,7 +263,7 @@ public final class OutboxCommand implements Runnable {
         }
       }
       PrintWriter out = spec.commandLine().getOut();
-      if (format == Format.json) {
+      if (format.json()) {
         ObjectNode root = JSON.createObjectNode();
         root.put("state_dir", dir.toString());
         ArrayNode arr = root.putArray("purged");
