@@ -102,7 +102,7 @@ public final class LocalRuntime implements AutoCloseable {
                 Thread.ofPlatform().name("local-runtime-grpc-", 1).daemon().factory());
         this.timers = new ScheduledThreadPoolExecutor(1,
                 Thread.ofPlatform().name("local-runtime-timer-", 1).daemon().factory());
-        this.timers.setRemoveOnCancelPolicy(true); // a completed call's timer must not linger for the whole wait
+        this.timers.setRemoveOnCancelPolicy(true); // a re-armed call timeout must not linger for the whole wait
     }
 
     /** A builder with the real runtime's defaults (30 s lease, 10 s queue wait, 256 waiting per key, 4 MiB inbound). */

@@ -19,8 +19,6 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 import org.slf4j.Logger;
@@ -43,8 +41,12 @@ final class Registry {
 
     private final Settings settings;
     private final ConcurrentMap<String, Outcome> ledger;
-    private final ScheduledExecutorService timers;
+    private final Timeouts<Pending> timeouts;
     private final BooleanSupplier withholdResultAcks;
+
+    /** Lanes of {@link #timeouts}: every call's first bound, then the execution bound of a leased one. */
+    private static final int FIRST_BOUND = 0;
+    private static final int EXECUTION_BOUND = 1;
 
     private final Object lock = new Object();
     // Everything below is guarded by lock.
@@ -63,7 +65,7 @@ final class Registry {
              BooleanSupplier withholdResultAcks) {
         this.settings = settings;
         this.ledger = ledger;
-        this.timers = timers;
+        this.timeouts = new Timeouts<>(lock, timers, 2, this::onTimer);
         this.withholdResultAcks = withholdResultAcks;
     }
 
@@ -104,7 +106,7 @@ final class Registry {
         final DispatchFuture future = new DispatchFuture(this);
         String workerId;
         boolean queued;
-        ScheduledFuture<?> timer;
+        Timeouts.Entry<Pending> timer;
 
         Pending(Call call) {
             this.call = call;
@@ -219,7 +221,7 @@ final class Registry {
                 Outcome outcome = result.hasError()
                         ? new Outcome.ToolError(result.getError().getCode(), result.getError().getMessage(), false, trace)
                         : new Outcome.Result(result.getPayload().toByteArray(), trace);
-                ledger.put(callId, outcome);
+                ledger.put(p.call.callId(), outcome); // the dispatched id: its hash is already computed
                 finishLocked(p, outcome, fx);
                 releaseSlotLocked(workerId, p.key, fx);
                 Worker w = workers.get(workerId);
@@ -310,7 +312,7 @@ final class Registry {
             p.queued = true;
             queue.addLast(p);
         }
-        scheduleLocked(p, Math.min(settings.queueWait().toNanos(), settings.executionTimeout().toNanos()));
+        p.timer = timeouts.add(FIRST_BOUND, p, p.startNanos + firstBound());
         return p.future;
     }
 
@@ -348,22 +350,30 @@ final class Registry {
         fx.run();
     }
 
+    /** A waiting call's bound: the queue wait, or the execution bound if that is shorter. */
+    private long firstBound() {
+        return Math.min(settings.queueWait().toNanos(), settings.executionTimeout().toNanos());
+    }
+
     /** The dispatch bound passed: a waiting call gives up, a running one is forgotten and cancelled. */
     private void onTimer(Pending p) {
         Effects fx = new Effects();
-        synchronized (lock) {
-            if (inflight.get(p.call.callId()) != p) {
-                return;
+        try {
+            synchronized (lock) {
+                if (inflight.get(p.call.callId()) != p) {
+                    return;
+                }
+                long elapsed = System.nanoTime() - p.startNanos;
+                long bound = p.queued ? firstBound() : settings.executionTimeout().toNanos();
+                if (elapsed < bound) {
+                    // Leased since the first bound was set: wait for the execution bound.
+                    p.timer = timeouts.add(EXECUTION_BOUND, p, p.startNanos + bound);
+                } else {
+                    cancelLocked(p, Outcome.Kind.TIMEOUT, Wire.DEADLINE_EXCEEDED, fx);
+                }
             }
-            long elapsed = System.nanoTime() - p.startNanos;
-            long bound = p.queued
-                    ? Math.min(settings.queueWait().toNanos(), settings.executionTimeout().toNanos())
-                    : settings.executionTimeout().toNanos();
-            if (elapsed < bound) {
-                scheduleLocked(p, bound - elapsed); // leased since the timer was set: wait for the execution bound
-            } else {
-                cancelLocked(p, Outcome.Kind.TIMEOUT, Wire.DEADLINE_EXCEEDED, fx);
-            }
+        } catch (RuntimeException e) { // the timer thread would swallow it and leave the call hanging
+            log.error("call_id={} timeout handling failed", p.call.callId(), e);
         }
         fx.run();
     }
@@ -562,9 +572,7 @@ final class Registry {
             removeFromQueueLocked(p);
             p.queued = false;
         }
-        if (p.timer != null) {
-            p.timer.cancel(false);
-        }
+        timeouts.remove(p.timer);
         fx.complete(p.future, outcome);
     }
 
@@ -579,16 +587,6 @@ final class Registry {
         if (queue != null && queue.remove(p) && queue.isEmpty()) {
             queues.remove(p.key);
         }
-    }
-
-    private void scheduleLocked(Pending p, long delayNanos) {
-        p.timer = timers.schedule(() -> {
-            try {
-                onTimer(p);
-            } catch (RuntimeException e) { // the executor would swallow it and leave the call hanging
-                log.error("call_id={} timeout handling failed", p.call.callId(), e);
-            }
-        }, delayNanos, TimeUnit.NANOSECONDS);
     }
 
     private void trackSessionLocked(Pending p) {
