@@ -26,6 +26,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
@@ -55,6 +56,9 @@ public final class Dispatcher {
   static final String DEADLINE_EXCEEDED = "deadline_exceeded";
   static final String RESULT_TOO_LARGE = "result_too_large";
 
+  /** Makes the virtual thread of each call (thread-safe, unlike a builder). */
+  private static final ThreadFactory CALL_THREADS = Thread.ofVirtual().factory();
+
   private final ResultOutbox outbox;
   private final JsonCodec codec;
   private final int maxResultBytes;
@@ -64,6 +68,8 @@ public final class Dispatcher {
   private final ConcurrentHashMap<String, Invocation> running = new ConcurrentHashMap<>();
   /** By {@code tool@version}; never changes after construction. */
   private final Map<String, ToolSlots> tools;
+  /** The same slots by tool, then version: an invoke finds its own without building its key. */
+  private final Map<String, Map<String, ToolSlots>> byTool;
   private final ToolMetrics unknownTool;
   private final AtomicInteger apart = new AtomicInteger();
   private volatile boolean draining;
@@ -84,13 +90,19 @@ public final class Dispatcher {
     this.clock = clock;
     this.timers = timers;
     Map<String, ToolSlots> t = new HashMap<>();
+    Map<String, Map<String, ToolSlots>> v = new HashMap<>();
     for (HandlerCatalog.Entry e : catalog.entries()) {
       AtomicInteger busy = new AtomicInteger();
       int max = slotsOf(e);
       ToolSlots slots = new ToolSlots(e, max, busy, metrics.tool(e.key(), max, busy::get));
       t.put(e.key(), slots);
+      v.computeIfAbsent(e.descriptor().tool(), k -> new HashMap<>())
+          .put(e.descriptor().version(), slots);
     }
     this.tools = Map.copyOf(t);
+    Map<String, Map<String, ToolSlots>> frozen = new HashMap<>();
+    v.forEach((tool, versions) -> frozen.put(tool, Map.copyOf(versions)));
+    this.byTool = Map.copyOf(frozen);
     this.unknownTool = metrics.unknownTool();
   }
 
@@ -127,7 +139,7 @@ public final class Dispatcher {
       sink.sendResult(held.get());
       return;
     }
-    ToolSlots slots = tools.get(invoke.getTool() + "@" + invoke.getVersion());
+    ToolSlots slots = byTool.getOrDefault(invoke.getTool(), Map.of()).get(invoke.getVersion());
     if (outbox.wasInterrupted(callId)) {
       // A previous attempt may have acted before the worker stopped: never run it twice.
       nack(sink, invoke, slots, InvocationOutcome.NACK_PREVIOUS_ATTEMPT_INTERRUPTED,
@@ -154,7 +166,8 @@ public final class Dispatcher {
     Invocation inv = new Invocation(invoke, slots, codec, sink, clock.instant());
     running.put(callId, inv);
     // The thread is known to the invocation before it starts, so a cancel can always reach it.
-    Thread thread = Thread.ofVirtual().name("call-" + callId).unstarted(() -> run(inv));
+    Thread thread = CALL_THREADS.newThread(() -> run(inv));
+    thread.setName("call-" + callId); // a thread dump names the call
     inv.runningOn(thread);
     thread.start();
     if (invoke.getDeadlineUnixMs() > 0) {

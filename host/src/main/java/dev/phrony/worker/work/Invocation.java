@@ -54,7 +54,7 @@ final class Invocation implements ToolCall {
   }
 
   String key() {
-    return entry.key();
+    return slots.key();
   }
 
   Instant startedAt() {

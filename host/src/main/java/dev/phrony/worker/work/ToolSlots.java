@@ -11,18 +11,21 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class ToolSlots {
   final HandlerCatalog.Entry entry;
+  /** {@code tool@version}, made once: it is on every call's log context and held result. */
+  final String key;
   final int max;
   final AtomicInteger busy;
   final ToolMetrics metrics;
 
   ToolSlots(HandlerCatalog.Entry entry, int max, AtomicInteger busy, ToolMetrics metrics) {
     this.entry = entry;
+    this.key = entry.key();
     this.max = max;
     this.busy = busy;
     this.metrics = metrics;
   }
 
   String key() {
-    return entry.key();
+    return key;
   }
 }

@@ -135,7 +135,9 @@ public final class WorkClient implements AutoCloseable {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    b.eventLoopGroup(io).channelType(NioSocketChannel.class).directExecutor();
+    // No retry layer: the reconnect loop owns retries, and on a stream that lives for hours the
+    // layer only adds work to every message.
+    b.eventLoopGroup(io).channelType(NioSocketChannel.class).directExecutor().disableRetry();
     b.maxInboundMessageSize(options.maxInboundBytes());
     options.keepAlive().ifPresent(interval -> {
       if (interval.compareTo(WorkOptions.MIN_SAFE_KEEPALIVE) < 0) {

@@ -89,6 +89,9 @@ class DispatcherTest {
     Dispatcher d = dispatcher(TestHandler.of("t", 1, call -> ToolResult.json("{}")));
     d.onInvoke(invoke("c1", "nope", "{}"), sink);
     assertThat(((FakeSink.Nack) sink.next()).code()).isEqualTo("unknown_tool");
+    d.onInvoke(invoke("c1b", "t", "{}").toBuilder().setVersion("2.0.0").build(), sink);
+    assertThat(((FakeSink.Nack) sink.next()).code())
+        .as("a served tool at a version not served").isEqualTo("unknown_tool");
     d.onInvoke(invoke("c2", "t", "{not json"), sink);
     assertThat(((FakeSink.Nack) sink.next()).code()).isEqualTo("invalid_args");
     d.startDraining();
