@@ -357,8 +357,8 @@ final class Registry {
 
     /** The dispatch bound passed: a waiting call gives up, a running one is forgotten and cancelled. */
     private void onTimer(Pending p) {
-        Effects fx = new Effects();
         try {
+            Effects fx = new Effects();
             synchronized (lock) {
                 if (inflight.get(p.call.callId()) != p) {
                     return;
@@ -372,10 +372,10 @@ final class Registry {
                     cancelLocked(p, Outcome.Kind.TIMEOUT, Wire.DEADLINE_EXCEEDED, fx);
                 }
             }
-        } catch (RuntimeException e) { // the timer thread would swallow it and leave the call hanging
+            fx.run();
+        } catch (RuntimeException e) { // on the timer thread it would stop the other due calls
             log.error("call_id={} timeout handling failed", p.call.callId(), e);
         }
-        fx.run();
     }
 
     /**
