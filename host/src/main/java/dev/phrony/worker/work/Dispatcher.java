@@ -321,7 +321,7 @@ public final class Dispatcher {
    * invalid_args} on its stream, which frees the slot it took (rule 6), and false is returned.
    */
   private boolean argsAreJson(Invocation inv) {
-    if (codec.isJson(inv.argsBytes())) {
+    if (codec.isJson(inv.rawArgs())) {
       return true;
     }
     if (inv.tryComplete()) {

@@ -1,5 +1,6 @@
 package dev.phrony.worker.work;
 
+import com.google.protobuf.ByteString;
 import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolCall;
@@ -198,6 +199,11 @@ final class Invocation implements ToolCall {
     return ms <= 0 ? Optional.empty() : Optional.of(Instant.ofEpochMilli(ms));
   }
 
+  /** The arguments as they arrived, for the host's own checks (not copied). */
+  ByteString rawArgs() {
+    return invoke.getArgs();
+  }
+
   @Override
   public byte[] argsBytes() {
     return invoke.getArgs().toByteArray();
@@ -205,7 +211,7 @@ final class Invocation implements ToolCall {
 
   @Override
   public <T> T args(Class<T> type) {
-    return codec.decodeArgs(invoke.getArgs().toByteArray(), type);
+    return codec.decodeArgs(invoke.getArgs(), type);
   }
 
   @Override

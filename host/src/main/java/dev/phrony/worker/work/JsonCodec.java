@@ -7,6 +7,7 @@ import com.fasterxml.jackson.core.util.JsonRecyclerPools;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.google.protobuf.ByteString;
 import dev.phrony.worker.api.ToolException;
 import java.io.IOException;
 
@@ -30,19 +31,38 @@ public final class JsonCodec {
     // on a no-op call. The scan below answers for the common case without allocating; whatever
     // it cannot vouch for (an error, non-ASCII, deep or large documents) Jackson decides, so
     // what is accepted is exactly what Jackson accepts.
-    return JsonScan.certainlyJson(bytes) || parses(bytes);
-  }
-
-  private boolean parses(byte[] bytes) {
+    if (JsonScan.certainlyJson(bytes)) {
+      return true;
+    }
     try (JsonParser p = mapper.getFactory().createParser(bytes)) {
-      if (p.nextToken() == null) {
-        return false;
-      }
-      p.skipChildren();
-      return p.nextToken() == null;
+      return oneValue(p);
     } catch (IOException e) {
       return false;
     }
+  }
+
+  /**
+   * The same for arguments as they arrived. Documents too large for the scan are read in place
+   * (a large payload is not copied just to be checked); smaller ones are copied for the scan,
+   * which is cheaper than a stream for a few bytes.
+   */
+  public boolean isJson(ByteString bytes) {
+    if (bytes.size() <= JsonScan.MAX_BYTES) {
+      return isJson(bytes.toByteArray());
+    }
+    try (JsonParser p = mapper.getFactory().createParser(bytes.newInput())) {
+      return oneValue(p);
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  private static boolean oneValue(JsonParser p) throws IOException {
+    if (p.nextToken() == null) {
+      return false;
+    }
+    p.skipChildren();
+    return p.nextToken() == null;
   }
 
   /**
@@ -50,9 +70,9 @@ public final class JsonCodec {
    *
    * @throws ToolException {@code invalid_args} naming the type and the problem
    */
-  public <T> T decodeArgs(byte[] json, Class<T> type) {
+  public <T> T decodeArgs(ByteString json, Class<T> type) {
     try {
-      return mapper.readValue(json, type);
+      return mapper.readValue(json.newInput(), type); // read in place, not copied first
     } catch (JsonProcessingException e) {
       throw new ToolException(ToolException.INVALID_ARGS,
           "arguments do not fit " + type.getSimpleName() + ": " + e.getOriginalMessage(), e);

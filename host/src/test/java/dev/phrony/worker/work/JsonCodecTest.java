@@ -1,0 +1,51 @@
+package dev.phrony.worker.work;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.google.protobuf.ByteString;
+import dev.phrony.worker.api.ToolException;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** Arguments are checked and decoded as they arrived, with the verdicts of the byte[] check. */
+class JsonCodecTest {
+  private final JsonCodec codec = new JsonCodec();
+
+  record Doc(String name, List<Integer> values) {}
+
+  /** A valid document of about {@code bytes} bytes: larger than the scan vouches for when big. */
+  private static String document(int bytes) {
+    StringBuilder b = new StringBuilder("{\"name\":\"n\",\"values\":[0");
+    while (b.length() < bytes) {
+      b.append(",1234567");
+    }
+    return b.append("]}").toString();
+  }
+
+  @Test
+  void arguments_small_and_beyond_the_scan_get_the_same_verdict_as_bytes() {
+    String big = document(JsonScan.MAX_BYTES + 1_000);
+    for (String s : List.of("{}", "{\"a\":1}", "{", "{}{}", big, big + " ", big + "x",
+        big.substring(0, big.length() - 1), "[" + big + "," + big + "]")) {
+      ByteString args = ByteString.copyFromUtf8(s);
+      assertThat(codec.isJson(args)).as("%d bytes ending %s", s.length(),
+          s.substring(Math.max(0, s.length() - 8))).isEqualTo(codec.isJson(args.toByteArray()));
+    }
+    assertThat(codec.isJson(ByteString.copyFromUtf8(big))).isTrue();
+    assertThat(codec.isJson(ByteString.copyFromUtf8(big + "x"))).isFalse();
+  }
+
+  @Test
+  void arguments_decode_from_the_payload_and_misfits_are_invalid_args() {
+    Doc d = codec.decodeArgs(ByteString.copyFromUtf8(document(JsonScan.MAX_BYTES * 2)), Doc.class);
+    assertThat(d.name()).isEqualTo("n");
+    assertThat(d.values()).hasSizeGreaterThan(10_000);
+
+    assertThatThrownBy(() -> codec.decodeArgs(ByteString.copyFromUtf8("{\"values\":\"x\"}"),
+        Doc.class))
+        .isInstanceOfSatisfying(ToolException.class,
+            e -> assertThat(e.code()).isEqualTo(ToolException.INVALID_ARGS))
+        .hasMessageContaining("Doc");
+  }
+}
