@@ -29,6 +29,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -90,19 +91,15 @@ public final class Dispatcher {
     this.clock = clock;
     this.timers = timers;
     Map<String, ToolSlots> t = new HashMap<>();
-    Map<String, Map<String, ToolSlots>> v = new HashMap<>();
     for (HandlerCatalog.Entry e : catalog.entries()) {
       AtomicInteger busy = new AtomicInteger();
       int max = slotsOf(e);
-      ToolSlots slots = new ToolSlots(e, max, busy, metrics.tool(e.key(), max, busy::get));
-      t.put(e.key(), slots);
-      v.computeIfAbsent(e.descriptor().tool(), k -> new HashMap<>())
-          .put(e.descriptor().version(), slots);
+      t.put(e.key(), new ToolSlots(e, max, busy, metrics.tool(e.key(), max, busy::get)));
     }
     this.tools = Map.copyOf(t);
-    Map<String, Map<String, ToolSlots>> frozen = new HashMap<>();
-    v.forEach((tool, versions) -> frozen.put(tool, Map.copyOf(versions)));
-    this.byTool = Map.copyOf(frozen);
+    this.byTool = Map.copyOf(tools.values().stream().collect(Collectors.groupingBy(
+        s -> s.entry.descriptor().tool(),
+        Collectors.toUnmodifiableMap(s -> s.entry.descriptor().version(), s -> s))));
     this.unknownTool = metrics.unknownTool();
   }
 

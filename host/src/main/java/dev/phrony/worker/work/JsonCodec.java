@@ -31,14 +31,7 @@ public final class JsonCodec {
     // on a no-op call. The scan below answers for the common case without allocating; whatever
     // it cannot vouch for (an error, non-ASCII, deep or large documents) Jackson decides, so
     // what is accepted is exactly what Jackson accepts.
-    if (JsonScan.certainlyJson(bytes)) {
-      return true;
-    }
-    try (JsonParser p = mapper.getFactory().createParser(bytes)) {
-      return oneValue(p);
-    } catch (IOException e) {
-      return false;
-    }
+    return JsonScan.certainlyJson(bytes) || parses(() -> mapper.getFactory().createParser(bytes));
   }
 
   /**
@@ -47,22 +40,26 @@ public final class JsonCodec {
    * which is cheaper than a stream for a few bytes.
    */
   public boolean isJson(ByteString bytes) {
-    if (bytes.size() <= JsonScan.MAX_BYTES) {
-      return isJson(bytes.toByteArray());
-    }
-    try (JsonParser p = mapper.getFactory().createParser(bytes.newInput())) {
-      return oneValue(p);
+    return bytes.size() <= JsonScan.MAX_BYTES ? isJson(bytes.toByteArray())
+        : parses(() -> mapper.getFactory().createParser(bytes.newInput()));
+  }
+
+  /** A parser over the document to check; opening it may fail like reading it. */
+  private interface Source {
+    JsonParser open() throws IOException;
+  }
+
+  /** True if {@code source} holds exactly one JSON value, as Jackson reads it. */
+  private static boolean parses(Source source) {
+    try (JsonParser p = source.open()) {
+      if (p.nextToken() == null) {
+        return false;
+      }
+      p.skipChildren();
+      return p.nextToken() == null;
     } catch (IOException e) {
       return false;
     }
-  }
-
-  private static boolean oneValue(JsonParser p) throws IOException {
-    if (p.nextToken() == null) {
-      return false;
-    }
-    p.skipChildren();
-    return p.nextToken() == null;
   }
 
   /**
