@@ -8,6 +8,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -91,17 +92,17 @@ class TimeoutsTest {
     @Test
     void entriesAddedWhileItemsFireAreServedToo() throws InterruptedException {
         BlockingQueue<String> out = new LinkedBlockingQueue<>();
-        Timeouts<String>[] self = new Timeouts[1];
-        self[0] = new Timeouts<>(lock, executor, 2, item -> {
+        AtomicReference<Timeouts<String>> self = new AtomicReference<>();
+        self.set(new Timeouts<>(lock, executor, 2, item -> {
             out.add(item);
             if (item.equals("first")) {
                 synchronized (lock) { // as Registry does: a leased call waits for its execution bound
-                    self[0].add(1, "second", System.nanoTime() + 10 * MS);
+                    self.get().add(1, "second", System.nanoTime() + 10 * MS);
                 }
             }
-        });
+        }));
         synchronized (lock) {
-            self[0].add(0, "first", System.nanoTime() + 10 * MS);
+            self.get().add(0, "first", System.nanoTime() + 10 * MS);
         }
 
         assertThat(out.poll(5, TimeUnit.SECONDS)).isEqualTo("first");
