@@ -7,7 +7,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.phrony.worker.UserErrorException;
-import dev.phrony.worker.outbox.CallOutcome;
+import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.outbox.Durability;
 import dev.phrony.worker.outbox.OutboxEntry;

@@ -4,7 +4,7 @@ import dev.phrony.worker.ops.ListenAddress;
 import dev.phrony.worker.ops.LogFormat;
 import dev.phrony.worker.ops.LogLevel;
 import dev.phrony.worker.outbox.Durability;
-import dev.phrony.worker.work.Transport;
+import dev.phrony.worker.transport.Transport;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;

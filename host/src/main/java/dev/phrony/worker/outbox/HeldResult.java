@@ -1,5 +1,6 @@
 package dev.phrony.worker.outbox;
 
+import dev.phrony.worker.call.CallOutcome;
 import java.time.Instant;
 import java.util.Objects;
 

@@ -1,5 +1,6 @@
 package dev.phrony.worker.work;
 
+import dev.phrony.worker.call.JsonCodec;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.worker.api.ToolException;
@@ -8,7 +9,7 @@ import dev.phrony.worker.ops.InvocationOutcome;
 import dev.phrony.worker.ops.LogContext;
 import dev.phrony.worker.ops.ToolMetrics;
 import dev.phrony.worker.ops.WorkerMetrics;
-import dev.phrony.worker.outbox.CallOutcome;
+import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.outbox.HeldResult;
 import dev.phrony.worker.outbox.IntentRecord;
 import dev.phrony.worker.outbox.ResultOutbox;
@@ -318,7 +319,7 @@ public final class Dispatcher {
    * invalid_args} on its stream, which frees the slot it took (rule 6), and false is returned.
    */
   private boolean argsAreJson(Invocation inv) {
-    if (codec.isJson(inv.rawArgs())) {
+    if (codec.isJson(inv.rawArgs().asReadOnlyByteBuffer())) {
       return true;
     }
     if (inv.tryComplete()) {

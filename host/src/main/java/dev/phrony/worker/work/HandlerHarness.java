@@ -1,9 +1,10 @@
 package dev.phrony.worker.work;
 
+import dev.phrony.worker.call.JsonCodec;
 import com.google.protobuf.ByteString;
 import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.worker.api.ToolHandler;
-import dev.phrony.worker.outbox.CallOutcome;
+import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.outbox.HeldResult;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;

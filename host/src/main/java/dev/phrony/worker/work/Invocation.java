@@ -1,5 +1,6 @@
 package dev.phrony.worker.work;
 
+import dev.phrony.worker.call.JsonCodec;
 import com.google.protobuf.ByteString;
 import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.worker.api.SideEffectClass;
@@ -211,7 +212,7 @@ final class Invocation implements ToolCall {
 
   @Override
   public <T> T args(Class<T> type) {
-    return codec.decodeArgs(invoke.getArgs(), type);
+    return codec.decodeArgs(invoke.getArgs().asReadOnlyByteBuffer(), type);
   }
 
   @Override

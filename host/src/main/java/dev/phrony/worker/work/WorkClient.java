@@ -1,5 +1,6 @@
 package dev.phrony.worker.work;
 
+import dev.phrony.worker.call.JsonCodec;
 import dev.phrony.runtime.v1.RuntimeGrpc;
 import dev.phrony.worker.ops.Readiness;
 import dev.phrony.worker.ops.ReconnectReason;

@@ -1,5 +1,6 @@
 package dev.phrony.worker.work;
 
+import dev.phrony.worker.transport.Transport;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;

@@ -10,7 +10,7 @@ import dev.phrony.runtime.v1.WorkServerMsg;
 import dev.phrony.runtime.v1.WorkToolError;
 import dev.phrony.runtime.v1.WorkToolNack;
 import dev.phrony.runtime.v1.WorkToolResult;
-import dev.phrony.worker.outbox.CallOutcome;
+import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.outbox.HeldResult;
 import dev.phrony.worker.ops.ReconnectReason;
 import dev.phrony.worker.ops.WorkerMetrics;

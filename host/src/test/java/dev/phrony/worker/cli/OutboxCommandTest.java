@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.phrony.worker.outbox.CallOutcome;
+import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.outbox.Durability;
 import dev.phrony.worker.outbox.HeldResult;

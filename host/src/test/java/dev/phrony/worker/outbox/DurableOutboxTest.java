@@ -1,5 +1,6 @@
 package dev.phrony.worker.outbox;
 
+import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.testkit.ManualClock;
 import static dev.phrony.worker.outbox.Results.intent;
 import static dev.phrony.worker.outbox.Results.json;

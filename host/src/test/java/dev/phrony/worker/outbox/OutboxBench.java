@@ -1,5 +1,6 @@
 package dev.phrony.worker.outbox;
 
+import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.state.StateDir;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -1,5 +1,6 @@
 package dev.phrony.worker.work;
 
+import dev.phrony.worker.call.JsonCodec;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;

@@ -1,5 +1,6 @@
 package dev.phrony.worker.work;
 
+import dev.phrony.worker.call.JsonCodec;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
@@ -7,7 +8,7 @@ import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.worker.Await;
 import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.ToolResult;
-import dev.phrony.worker.outbox.CallOutcome;
+import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import java.nio.charset.StandardCharsets;

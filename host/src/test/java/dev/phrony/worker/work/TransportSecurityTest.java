@@ -8,6 +8,8 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.classic.spi.ThrowableProxyUtil;
 import ch.qos.logback.core.read.ListAppender;
+import dev.phrony.worker.transport.BearerToken;
+import dev.phrony.worker.transport.Transport;
 import dev.phrony.worker.Await;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.ops.FrameLogGuard;

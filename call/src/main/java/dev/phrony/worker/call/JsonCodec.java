@@ -1,4 +1,4 @@
-package dev.phrony.worker.work;
+package dev.phrony.worker.call;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
@@ -7,9 +7,10 @@ import com.fasterxml.jackson.core.util.JsonRecyclerPools;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
-import com.google.protobuf.ByteString;
 import dev.phrony.worker.api.ToolException;
 import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
 
 /** The host's JSON codec for handler arguments and results (records, maps, lists). */
 public final class JsonCodec {
@@ -39,9 +40,45 @@ public final class JsonCodec {
    * (a large payload is not copied just to be checked); smaller ones are copied for the scan,
    * which is cheaper than a stream for a few bytes.
    */
-  public boolean isJson(ByteString bytes) {
-    return bytes.size() <= JsonScan.MAX_BYTES ? isJson(bytes.toByteArray())
-        : parses(() -> mapper.getFactory().createParser(bytes.newInput()));
+  public boolean isJson(ByteBuffer bytes) {
+    return bytes.remaining() <= JsonScan.MAX_BYTES ? isJson(copy(bytes))
+        : parses(() -> mapper.getFactory().createParser(input(bytes)));
+  }
+
+  /** The bytes of {@code buffer} as a new array; the buffer's position is left alone. */
+  public static byte[] copy(ByteBuffer buffer) {
+    byte[] b = new byte[buffer.remaining()];
+    buffer.duplicate().get(b);
+    return b;
+  }
+
+  /** A stream over {@code buffer} that reads it in place (a view; the buffer is not moved). */
+  public static InputStream input(ByteBuffer buffer) {
+    ByteBuffer view = buffer.duplicate();
+    return new InputStream() {
+      @Override
+      public int read() {
+        return view.hasRemaining() ? view.get() & 0xff : -1;
+      }
+
+      @Override
+      public int read(byte[] b, int off, int len) {
+        if (len == 0) {
+          return 0;
+        }
+        if (!view.hasRemaining()) {
+          return -1;
+        }
+        int n = Math.min(len, view.remaining());
+        view.get(b, off, n);
+        return n;
+      }
+
+      @Override
+      public int available() {
+        return view.remaining();
+      }
+    };
   }
 
   /** A parser over the document to check; opening it may fail like reading it. */
@@ -67,9 +104,9 @@ public final class JsonCodec {
    *
    * @throws ToolException {@code invalid_args} naming the type and the problem
    */
-  public <T> T decodeArgs(ByteString json, Class<T> type) {
+  public <T> T decodeArgs(ByteBuffer json, Class<T> type) {
     try {
-      return mapper.readValue(json.newInput(), type); // read in place, not copied first
+      return mapper.readValue(input(json), type); // read in place, not copied first
     } catch (JsonProcessingException e) {
       throw new ToolException(ToolException.INVALID_ARGS,
           "arguments do not fit " + type.getSimpleName() + ": " + e.getOriginalMessage(), e);

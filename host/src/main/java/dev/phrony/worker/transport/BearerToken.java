@@ -1,4 +1,4 @@
-package dev.phrony.worker.work;
+package dev.phrony.worker.transport;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

@@ -1,4 +1,4 @@
-package dev.phrony.worker.work;
+package dev.phrony.worker.transport;
 
 import io.grpc.CallCredentials;
 import io.grpc.ChannelCredentials;

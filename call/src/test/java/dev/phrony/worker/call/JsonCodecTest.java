@@ -1,10 +1,11 @@
-package dev.phrony.worker.work;
+package dev.phrony.worker.call;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.google.protobuf.ByteString;
 import dev.phrony.worker.api.ToolException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -13,6 +14,10 @@ class JsonCodecTest {
   private final JsonCodec codec = new JsonCodec();
 
   record Doc(String name, List<Integer> values) {}
+
+  private static ByteBuffer utf8(String s) {
+    return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8)).asReadOnlyBuffer();
+  }
 
   /** A valid document of about {@code bytes} bytes: larger than the scan vouches for when big. */
   private static String document(int bytes) {
@@ -28,21 +33,21 @@ class JsonCodecTest {
     String big = document(JsonScan.MAX_BYTES + 1_000);
     for (String s : List.of("{}", "{\"a\":1}", "{", "{}{}", big, big + " ", big + "x",
         big.substring(0, big.length() - 1), "[" + big + "," + big + "]")) {
-      ByteString args = ByteString.copyFromUtf8(s);
+      ByteBuffer args = utf8(s);
       assertThat(codec.isJson(args)).as("%d bytes ending %s", s.length(),
-          s.substring(Math.max(0, s.length() - 8))).isEqualTo(codec.isJson(args.toByteArray()));
+          s.substring(Math.max(0, s.length() - 8))).isEqualTo(codec.isJson(JsonCodec.copy(args)));
     }
-    assertThat(codec.isJson(ByteString.copyFromUtf8(big))).isTrue();
-    assertThat(codec.isJson(ByteString.copyFromUtf8(big + "x"))).isFalse();
+    assertThat(codec.isJson(utf8(big))).isTrue();
+    assertThat(codec.isJson(utf8(big + "x"))).isFalse();
   }
 
   @Test
   void arguments_decode_from_the_payload_and_misfits_are_invalid_args() {
-    Doc d = codec.decodeArgs(ByteString.copyFromUtf8(document(JsonScan.MAX_BYTES * 2)), Doc.class);
+    Doc d = codec.decodeArgs(utf8(document(JsonScan.MAX_BYTES * 2)), Doc.class);
     assertThat(d.name()).isEqualTo("n");
     assertThat(d.values()).hasSizeGreaterThan(10_000);
 
-    assertThatThrownBy(() -> codec.decodeArgs(ByteString.copyFromUtf8("{\"values\":\"x\"}"),
+    assertThatThrownBy(() -> codec.decodeArgs(utf8("{\"values\":\"x\"}"),
         Doc.class))
         .isInstanceOfSatisfying(ToolException.class,
             e -> assertThat(e.code()).isEqualTo(ToolException.INVALID_ARGS))

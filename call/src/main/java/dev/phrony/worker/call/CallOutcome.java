@@ -1,4 +1,4 @@
-package dev.phrony.worker.outbox;
+package dev.phrony.worker.call;
 
 import java.util.Objects;
 

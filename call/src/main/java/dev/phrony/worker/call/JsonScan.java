@@ -1,4 +1,4 @@
-package dev.phrony.worker.work;
+package dev.phrony.worker.call;
 
 /**
  * An allocation-free check that a byte array is exactly one JSON value (RFC 8259), for the
