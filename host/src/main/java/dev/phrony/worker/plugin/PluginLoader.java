@@ -1,5 +1,6 @@
 package dev.phrony.worker.plugin;
 
+import dev.phrony.worker.call.ContextClassLoader;
 import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.api.ToolHandler;
 import java.io.BufferedReader;

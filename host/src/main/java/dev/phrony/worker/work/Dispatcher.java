@@ -13,7 +13,7 @@ import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.outbox.HeldResult;
 import dev.phrony.worker.outbox.IntentRecord;
 import dev.phrony.worker.outbox.ResultOutbox;
-import dev.phrony.worker.plugin.ContextClassLoader;
+import dev.phrony.worker.call.ContextClassLoader;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;

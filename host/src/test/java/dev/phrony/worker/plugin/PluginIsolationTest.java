@@ -1,5 +1,6 @@
 package dev.phrony.worker.plugin;
 
+import dev.phrony.worker.call.ContextClassLoader;
 import static dev.phrony.worker.plugin.TestPlugins.descriptor;
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package dev.phrony.worker.plugin;
+package dev.phrony.worker.call;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package dev.phrony.worker.plugin;
+package dev.phrony.worker.call;
 
 /**
  * Sets the current thread's context classloader and puts the previous one back on close:

@@ -1,0 +1,127 @@
+package dev.phrony.worker.call;
+
+import dev.phrony.worker.api.SideEffectClass;
+import dev.phrony.worker.api.ToolCall;
+import java.nio.ByteBuffer;
+import java.time.Instant;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * The {@link ToolCall} a handler receives: the call's facts as the runtime sent them, copied
+ * into a small object of its own. It holds no reference back into the host (no dispatcher, no
+ * stream, no other call), so reflection on it reaches nothing a plugin should not see; only
+ * the cancel flag changes after construction.
+ */
+public final class CallContext implements ToolCall {
+  private final String callId;
+  private final String sessionId;
+  private final String agentVersionId;
+  private final int turn;
+  private final String tool;
+  private final String version;
+  private final String sideEffectClass;
+  private final long deadlineUnixMs;
+  /** Read-only view of the arguments as they arrived; never handed out, only copied or read. */
+  private final ByteBuffer args;
+  private final JsonCodec codec;
+  private volatile boolean cancelled;
+
+  /**
+   * @param sideEffectClass wire name from the invoke (may be empty)
+   * @param deadlineUnixMs the session's deadline, 0 for none
+   * @param args the arguments (a read-only view is kept; the buffer must not change)
+   */
+  public CallContext(String callId, String sessionId, String agentVersionId, int turn,
+      String tool, String version, String sideEffectClass, long deadlineUnixMs, ByteBuffer args,
+      JsonCodec codec) {
+    this.callId = Objects.requireNonNull(callId, "callId");
+    this.sessionId = sessionId;
+    this.agentVersionId = agentVersionId;
+    this.turn = turn;
+    this.tool = tool;
+    this.version = version;
+    this.sideEffectClass = sideEffectClass;
+    this.deadlineUnixMs = deadlineUnixMs;
+    this.args = args.asReadOnlyBuffer();
+    this.codec = codec;
+  }
+
+  /** The arguments as they arrived, for the host's own checks (a view, not a copy). */
+  public ByteBuffer rawArgs() {
+    return args.duplicate();
+  }
+
+  /** Marks the call cancelled (cancel or deadline); the owner also interrupts its thread. */
+  public void markCancelled() {
+    cancelled = true;
+  }
+
+  @Override
+  public String callId() {
+    return callId;
+  }
+
+  @Override
+  public String sessionId() {
+    return sessionId;
+  }
+
+  @Override
+  public String agentVersionId() {
+    return agentVersionId;
+  }
+
+  @Override
+  public int turn() {
+    return turn;
+  }
+
+  @Override
+  public String tool() {
+    return tool;
+  }
+
+  @Override
+  public String version() {
+    return version;
+  }
+
+  @Override
+  public Optional<SideEffectClass> sideEffectClass() {
+    if (sideEffectClass == null || sideEffectClass.isEmpty()) {
+      return Optional.empty();
+    }
+    try {
+      return Optional.of(SideEffectClass.fromWire(sideEffectClass));
+    } catch (IllegalArgumentException e) {
+      return Optional.empty();
+    }
+  }
+
+  @Override
+  public Optional<Instant> deadline() {
+    return deadlineUnixMs <= 0 ? Optional.empty()
+        : Optional.of(Instant.ofEpochMilli(deadlineUnixMs));
+  }
+
+  @Override
+  public byte[] argsBytes() {
+    return JsonCodec.copy(args);
+  }
+
+  @Override
+  public <T> T args(Class<T> type) {
+    return codec.decodeArgs(args, type);
+  }
+
+  @Override
+  public boolean isCancelled() {
+    return cancelled;
+  }
+
+  @Override
+  public String toString() {
+    return "call " + callId + " (" + tool + "@" + version + ")";
+  }
+}

@@ -1,0 +1,132 @@
+package dev.phrony.worker.call;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import dev.phrony.worker.api.ToolException;
+import dev.phrony.worker.api.ToolHandler;
+import dev.phrony.worker.api.ToolResult;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.HexFormat;
+import java.util.concurrent.ThreadLocalRandom;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What happens to one call between its arguments and its outcome, the same in the worker and in
+ * the plugin test harness: the arguments are checked (well-formed JSON, then the handler's
+ * schema), the handler runs with its plugin's classloader as context loader, and what it
+ * returns or throws becomes the {@link CallOutcome} the runtime is sent. Stateless and
+ * thread-safe; who runs a call, when, and whether its outcome is sent is the caller's business.
+ */
+public final class CallPipeline {
+  private static final Logger log = LoggerFactory.getLogger(CallPipeline.class);
+
+  /** Codes this pipeline answers with (besides the handlers' own). */
+  public static final String INVALID_ARGS = ToolException.INVALID_ARGS;
+  public static final String INTERNAL = "internal";
+  public static final String DEADLINE_EXCEEDED = "deadline_exceeded";
+  public static final String RESULT_TOO_LARGE = "result_too_large";
+  public static final String CANCELLED = "cancelled";
+
+  /**
+   * @param maxResultBytes largest payload; a larger one becomes {@code result_too_large}
+   * @param exposeInternalErrors tell the model the class and message of an unexpected exception
+   *     (development); off, it gets only a reference to the log line, since that text may hold
+   *     secrets
+   */
+  public record Settings(int maxResultBytes, boolean exposeInternalErrors) {
+    public Settings {
+      if (maxResultBytes <= 0) {
+        throw new IllegalArgumentException("max result size must be positive");
+      }
+    }
+  }
+
+  /**
+   * Why arguments never reach the handler.
+   *
+   * @param nack answer with a {@code nack} (the arguments are not JSON at all) rather than an
+   *     error result (they are JSON but break the schema)
+   */
+  public record Refusal(boolean nack, String code, String message) {}
+
+  private final JsonCodec codec;
+  private final Settings settings;
+
+  public CallPipeline(JsonCodec codec, Settings settings) {
+    this.codec = codec;
+    this.settings = settings;
+  }
+
+  public JsonCodec codec() {
+    return codec;
+  }
+
+  public Settings settings() {
+    return settings;
+  }
+
+  /** Null when {@code args} may reach the handler; else what to answer instead. */
+  public Refusal checkArgs(ByteBuffer args, ArgsCheck check) {
+    if (!codec.isJson(args)) {
+      return new Refusal(true, INVALID_ARGS, "arguments are not valid JSON");
+    }
+    String violation = check.violation(args.duplicate());
+    return violation == null ? null
+        : new Refusal(false, INVALID_ARGS, "arguments do not fit the input schema: " + violation);
+  }
+
+  /**
+   * Runs {@code handler} on this thread and maps what it returns or throws; never throws. A
+   * {@link ToolException} is the author's chosen error; anything else is a bug whose text may
+   * hold secrets, so it is logged under a reference that is all the model sees.
+   */
+  @SuppressWarnings("try")
+  public CallOutcome run(ToolHandler handler, ClassLoader loader, CallContext call) {
+    try (var tccl = ContextClassLoader.swap(loader)) {
+      return encode(handler.handle(call));
+    } catch (ToolException e) {
+      return CallOutcome.error(e.code(), e.getMessage());
+    } catch (Throwable t) {
+      if (call.isCancelled()) {
+        return CallOutcome.error(CANCELLED, "the call was cancelled"); // never sent
+      }
+      return internal(t);
+    }
+  }
+
+  /** The outcome of an unexpected exception: logged with its stack, a reference for the model. */
+  public CallOutcome internal(Throwable t) {
+    String ref = HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt());
+    log.warn("handler failed (ref {}): {}", ref, t.toString(), t);
+    String detail = settings.exposeInternalErrors()
+        ? t.getClass().getName() + (t.getMessage() == null ? "" : ": " + t.getMessage())
+        : "internal error";
+    return CallOutcome.error(INTERNAL, detail + " (ref " + ref + ")");
+  }
+
+  /** The outcome of a call whose deadline passed after {@code ranMs} of running. */
+  public static CallOutcome deadlineExceeded(long ranMs) {
+    return CallOutcome.error(DEADLINE_EXCEEDED, "the call's deadline passed after " + ranMs
+        + " ms");
+  }
+
+  private CallOutcome encode(ToolResult result) throws JsonProcessingException {
+    byte[] payload = switch (result) {
+      case null -> "null".getBytes(StandardCharsets.US_ASCII);
+      case ToolResult.Json j -> {
+        if (!codec.isJson(j.utf8())) {
+          throw new ToolException(INTERNAL, "handler returned a JSON result that does not parse");
+        }
+        yield j.utf8();
+      }
+      case ToolResult.Value v -> codec.encode(v.value());
+      case ToolResult.Text t -> t.text().getBytes(StandardCharsets.UTF_8);
+    };
+    if (payload.length > settings.maxResultBytes()) {
+      return CallOutcome.error(RESULT_TOO_LARGE, "result of " + payload.length
+          + " bytes exceeds the limit of " + settings.maxResultBytes() + " bytes");
+    }
+    return new CallOutcome.Payload(payload);
+  }
+}
