@@ -1,10 +1,10 @@
 package dev.phrony.plugins.payments;
 
-import static dev.phrony.worker.work.HandlerHarness.payloadText;
+import static dev.phrony.worker.harness.HandlerHarness.payloadText;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.phrony.worker.call.CallOutcome;
-import dev.phrony.worker.work.HandlerHarness;
+import dev.phrony.worker.harness.HandlerHarness;
 import org.junit.jupiter.api.Test;
 
 class ProcessPaymentTest {
