@@ -6,7 +6,9 @@ import dev.phrony.worker.testkit.Event;
 import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.Outcome;
 import dev.phrony.worker.testkit.WorkerView;
+import dev.phrony.worker.time.Scheduler;
 import java.time.Duration;
+import java.time.Instant;
 import java.time.InstantSource;
 import java.util.List;
 import java.util.Map;
@@ -14,9 +16,6 @@ import java.util.Objects;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
 /**
@@ -57,13 +56,13 @@ public final class CallService implements AutoCloseable {
    */
   public record Completed(Call call, Outcome outcome, String hint) {}
 
-  private record Pending(Call call, long startNanos) {}
+  private record Pending(Call call, Instant submittedAt) {}
 
   private final LocalRuntime runtime;
   private final Duration dispatchWait;
+  private final Scheduler scheduler;
   private final InstantSource clock;
   private final Listener listener;
-  private final ScheduledThreadPoolExecutor timers;
   private final LocalRuntime.Subscription invokes;
   private final Map<String, Pending> pending = new ConcurrentHashMap<>();
   /** call id to the worker it was invoked on, for calls in {@link #pending}. */
@@ -75,16 +74,15 @@ public final class CallService implements AutoCloseable {
    * @param runtime where calls go; its own dispatch bound should be at least {@code
    *     dispatchWait} (it ends waiting calls after its queue wait, this service ends the others)
    * @param dispatchWait the bound on a call without a deadline (the runtime's dispatch wait)
+   * @param scheduler the bounds' timers, and the clock of deadlines
    */
-  public CallService(LocalRuntime runtime, Duration dispatchWait, InstantSource clock,
+  public CallService(LocalRuntime runtime, Duration dispatchWait, Scheduler scheduler,
       Listener listener) {
     this.runtime = Objects.requireNonNull(runtime, "runtime");
     this.dispatchWait = Objects.requireNonNull(dispatchWait, "dispatchWait");
-    this.clock = Objects.requireNonNull(clock, "clock");
+    this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
+    this.clock = scheduler.clock();
     this.listener = Objects.requireNonNull(listener, "listener");
-    this.timers = new ScheduledThreadPoolExecutor(1,
-        Thread.ofPlatform().name("phrony-dev-deadlines").daemon().factory());
-    this.timers.setRemoveOnCancelPolicy(true);
     this.invokes = runtime.onEvent(this::onEvent);
   }
 
@@ -116,22 +114,22 @@ public final class CallService implements AutoCloseable {
       call = call.withDeadline(clock.instant().plus(request.deadline()));
       bound = request.deadline().plus(DEADLINE_GRACE);
     }
-    Pending p = new Pending(call, System.nanoTime());
+    Pending p = new Pending(call, clock.instant());
     pending.put(call.callId(), p);
     listener.submitted(call);
 
     CompletableFuture<Completed> done = new CompletableFuture<>();
     CompletableFuture<Outcome> dispatched = runtime.dispatch(call);
-    ScheduledFuture<?> timer = timers.schedule(() -> {
+    Scheduler.Handle timer = scheduler.schedule(() -> {
       Outcome given = givenUp(p);
       // Cancelling makes the runtime forget the call and send cancel to its worker.
       if (!dispatched.isDone() && dispatched.cancel(true)) {
         finish(p, given, done);
       }
-    }, bound.toNanos(), TimeUnit.NANOSECONDS);
+    }, bound);
     dispatched.whenComplete((outcome, failure) -> {
       if (outcome != null) {
-        timer.cancel(false);
+        timer.cancel();
         finish(p, outcome, done);
       }
     });
@@ -157,7 +155,7 @@ public final class CallService implements AutoCloseable {
     String callId = p.call().callId();
     String worker = invokedOn.get(callId);
     Outcome.Trace trace = new Outcome.Trace(callId, worker,
-        Duration.ofNanos(System.nanoTime() - p.startNanos()), false);
+        Duration.between(p.submittedAt(), clock.instant()), false);
     if (worker != null) {
       return new Outcome.DispatchError(Outcome.Kind.TIMEOUT, DEADLINE_EXCEEDED, trace);
     }
@@ -215,15 +213,11 @@ public final class CallService implements AutoCloseable {
     closed = true;
   }
 
-  /**
-   * Refuses new calls and stops the deadline timers. Close the runtime first: that ends the
-   * calls still in flight.
-   */
+  /** Refuses new calls. Close the runtime first: that ends the calls still in flight. */
   @Override
   public void close() {
     closed = true;
     invokes.close();
-    timers.shutdownNow();
   }
 
   static String human(Duration d) {

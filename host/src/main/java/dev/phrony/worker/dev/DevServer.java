@@ -1,12 +1,14 @@
 package dev.phrony.worker.dev;
 
 import dev.phrony.runtime.v1.WorkServerMsg;
+import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.plugin.LoadProblem;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.Event;
 import dev.phrony.worker.testkit.LocalRuntime;
+import dev.phrony.worker.time.ExecutorScheduler;
 import dev.phrony.worker.work.WorkClient;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
@@ -22,6 +24,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
@@ -117,12 +120,15 @@ public final class DevServer implements AutoCloseable {
   private final ControlServer control;
   private final WorkClient client;
   private final Events events;
+  /** The timers of the calls' bounds and of the host. */
+  private final ExecutorScheduler timers;
   private volatile boolean registered;
   private boolean stopped;
 
   private DevServer(Options options, LocalRuntime runtime, CallService calls,
-      ControlServer control, WorkClient client, Events events) {
+      ControlServer control, WorkClient client, Events events, ExecutorScheduler timers) {
     this.options = options;
+    this.timers = timers;
     this.events = events;
     this.runtime = runtime;
     this.calls = calls;
@@ -153,8 +159,9 @@ public final class DevServer implements AutoCloseable {
     CallService calls = null;
     ControlServer control = null;
     WorkClient client = null;
+    ExecutorScheduler timers = new ExecutorScheduler("phrony-dev-timers");
     try {
-      calls = new CallService(runtime, runtime.queueWait(), Clock.systemUTC(), events);
+      calls = new CallService(runtime, runtime.queueWait(), timers, events);
       try {
         control = ControlServer.start(options.controlPort(), calls, runtime);
       } catch (BindException e) {
@@ -166,9 +173,10 @@ public final class DevServer implements AutoCloseable {
       if (options.host().isPresent()) {
         Host host = options.host().get();
         client = new WorkClient(WorkOptions.defaults(runtime.target(), host.identity())
-            .withDrainTimeout(host.drainTimeout()), host.catalog(), new MemoryOutbox());
+            .withDrainTimeout(host.drainTimeout()), host.catalog(), new MemoryOutbox(),
+            timers, bound -> ThreadLocalRandom.current().nextLong(bound), WorkerMetrics.NONE);
       }
-      DevServer dev = new DevServer(options, runtime, calls, control, client, events);
+      DevServer dev = new DevServer(options, runtime, calls, control, client, events, timers);
       dev.startHost();
       return dev;
     } catch (RuntimeException e) {
@@ -182,6 +190,7 @@ public final class DevServer implements AutoCloseable {
         calls.close();
       }
       runtime.close();
+      timers.close();
       throw e;
     }
   }
@@ -301,6 +310,7 @@ public final class DevServer implements AutoCloseable {
       control.stop(Duration.ofSeconds(1));
       calls.close();
       runtime.close();
+      timers.close();
       log.info("dev stopped");
     }
   }
@@ -320,6 +330,7 @@ public final class DevServer implements AutoCloseable {
     control.close();
     runtime.close();
     calls.close();
+    timers.close();
   }
 
   /** Runtime events and calls, passed on to the console once there is one. */

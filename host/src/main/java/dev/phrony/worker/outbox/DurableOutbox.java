@@ -2,7 +2,6 @@ package dev.phrony.worker.outbox;
 
 import dev.phrony.worker.state.StateDir;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -14,6 +13,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -25,9 +25,9 @@ import org.slf4j.LoggerFactory;
  * of calls that must not run twice.
  *
  * <p>All results live in a {@link MemoryOutbox} (the index, and the whole story for non-durable
- * results); a durable result is also in the {@link OutboxLog}, written and flushed before
- * {@link #hold} returns. Concurrent holds are group-committed: they share one batch file and its
- * two flushes. Releases, orphan marks and dropped intents are written lazily with the next batch.
+ * results); a durable result is also in the {@link OutboxLog}, written and flushed before its
+ * {@link #holdAsync} future completes. Concurrent holds are group-committed: they share one batch
+ * file and its two flushes. Releases, orphan marks and dropped intents are written lazily with the next batch.
  *
  * <p>At open it loads held and orphaned results and intents. An intent without a result is
  * <em>interrupted</em> (the process died while its handler ran): it is logged, listed, advertised
@@ -37,8 +37,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>If a batch cannot be written (disk full, I/O error), a hold keeps the result in memory only,
  * logs an error and counts a {@linkplain #durabilityFailures failure}: the result is still sent,
- * which beats losing an effect that already happened. A failed intent throws instead, so the
- * handler does not run.
+ * which beats losing an effect that already happened. A failed intent fails its future instead,
+ * so the handler does not run.
  */
 public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(DurableOutbox.class);
@@ -82,6 +82,8 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   }
 
   private record IntentState(IntentRecord intent, Instant interruptedAt) {}
+
+  private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
 
   private final Path dir;
   private final Options options;
@@ -164,21 +166,38 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   // ---- ResultOutbox ----
 
   @Override
-  public void hold(HeldResult result) {
+  public CompletableFuture<Void> holdAsync(HeldResult result) {
     if (memory.find(result.callId()).isPresent()) {
       synchronized (removals) { // a re-hold (re-invoke of an orphan) must not race a prune
         reHold(result);
       }
-    } else {
-      doHold(result);
+      return DONE;
     }
+    String callId = result.callId();
+    boolean durable = options.durability().isDurable(result.sideEffectClass())
+        || onDisk.contains(callId); // keep the disk copy in step with memory
+    if (!durable) {
+      held(result);
+      return DONE;
+    }
+    return journal.appendAsync(List.of(new LogRecord.Result(result, null))).handle((v, e) -> {
+      if (e == null) {
+        onDisk.add(callId);
+      } else {
+        durabilityFailures.incrementAndGet();
+        log.error("could not make the result of call {} durable ({}); holding it in memory only",
+            callId, (e.getCause() != null ? e.getCause() : e).getMessage());
+      }
+      held(result);
+      return null;
+    });
   }
 
   /**
    * Holds again a result that is already held (the runtime re-invoked an orphaned call). Its
    * payload is on disk already, so the record that clears the orphan mark is queued without
-   * waiting: this runs on the stream's I/O thread. A crash before it is written leaves the
-   * result orphaned, which a later re-invoke repairs the same way.
+   * waiting. A crash before it is written leaves the result orphaned, which a later re-invoke
+   * repairs the same way.
    */
   private void reHold(HeldResult result) {
     memory.hold(result);
@@ -187,20 +206,9 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     }
   }
 
-  private void doHold(HeldResult result) {
+  /** The result is as safe as it gets: into the index; its intent, if any, is superseded. */
+  private void held(HeldResult result) {
     String callId = result.callId();
-    boolean durable = options.durability().isDurable(result.sideEffectClass())
-        || onDisk.contains(callId); // keep the disk copy in step with memory
-    if (durable) {
-      try {
-        journal.append(new LogRecord.Result(result, null));
-        onDisk.add(callId);
-      } catch (UncheckedIOException e) {
-        durabilityFailures.incrementAndGet();
-        log.error("could not make the result of call {} durable ({}); holding it in memory only",
-            callId, e.getMessage());
-      }
-    }
     memory.hold(result);
     if (intents.remove(callId) != null && !onDisk.contains(callId)) {
       journal.appendLater(new LogRecord.DropIntent(callId)); // not superseded on disk: drop it
@@ -248,15 +256,34 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   }
 
   @Override
-  public void recordIntent(IntentRecord intent) {
-    if (!options.durability().needsIntent(intent.sideEffectClass())) {
-      return;
-    }
-    journal.append(new LogRecord.Intent(intent, null)); // throws: the handler must not run
-    intents.put(intent.callId(), new IntentState(intent, null));
+  public boolean needsIntent(String sideEffectClass) {
+    return options.durability().needsIntent(sideEffectClass);
   }
 
-  /** Forgets an intent (an operator or retention cleared an interrupted call). */
+  @Override
+  public CompletableFuture<Void> recordIntentAsync(IntentRecord intent) {
+    if (!needsIntent(intent.sideEffectClass())) {
+      return DONE;
+    }
+    // Known before it is on disk, so a cancel that lands during the write still marks it.
+    IntentState state = new IntentState(intent, null);
+    intents.put(intent.callId(), state);
+    CompletableFuture<Void> written;
+    try {
+      written = journal.appendAsync(List.of(new LogRecord.Intent(intent, null)));
+    } catch (RuntimeException e) {
+      intents.remove(intent.callId(), state);
+      throw e;
+    }
+    return written.whenComplete((v, e) -> {
+      if (e != null) {
+        intents.remove(intent.callId(), state); // not on disk: the handler will not run
+      }
+    });
+  }
+
+  /** Forgets an intent (an operator or retention cleared it, or its handler never started). */
+  @Override
   public void dropIntent(String callId) {
     if (intents.remove(callId) != null) {
       journal.appendLater(new LogRecord.DropIntent(callId));

@@ -6,6 +6,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -21,6 +22,8 @@ public final class MemoryOutbox implements ResultOutbox {
     }
   }
 
+  private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+
   private final ConcurrentHashMap<String, Entry> entries = new ConcurrentHashMap<>();
   private final InstantSource clock;
 
@@ -34,8 +37,9 @@ public final class MemoryOutbox implements ResultOutbox {
   }
 
   @Override
-  public void hold(HeldResult result) {
+  public CompletableFuture<Void> holdAsync(HeldResult result) {
     entries.put(result.callId(), new Entry(result, null));
+    return DONE;
   }
 
   /** Puts back a result loaded from disk, orphaned since {@code orphanedAt} (null: held). */
@@ -100,17 +104,5 @@ public final class MemoryOutbox implements ResultOutbox {
   /** Snapshot of all entries. */
   Collection<Entry> entries() {
     return List.copyOf(entries.values());
-  }
-
-  /** Drops results orphaned at or before {@code cutoff}; returns their ids. */
-  public List<String> pruneOrphans(Instant cutoff) {
-    List<String> pruned = new java.util.ArrayList<>();
-    for (Entry e : entries.values()) {
-      if (e.orphaned() && !e.orphanedAt().isAfter(cutoff)
-          && entries.remove(e.result().callId(), e)) {
-        pruned.add(e.result().callId());
-      }
-    }
-    return pruned;
   }
 }

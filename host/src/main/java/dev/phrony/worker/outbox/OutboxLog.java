@@ -21,7 +21,6 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
@@ -337,9 +336,19 @@ final class OutboxLog implements AutoCloseable {
    * @throws IllegalStateException if the log is closed
    */
   void append(List<LogRecord> records) {
+    ResultOutbox.await(appendAsync(records));
+  }
+
+  /**
+   * Queues {@code records} for the next batch; the future completes once that batch is on the
+   * device, or fails with the {@link IOException} that stopped it.
+   *
+   * @throws IllegalStateException if the log is closed
+   */
+  CompletableFuture<Void> appendAsync(List<LogRecord> records) {
     Pending p = new Pending(List.copyOf(records), true);
     enqueue(p);
-    await(p.done);
+    return p.done;
   }
 
   void append(LogRecord record) {
@@ -370,33 +379,6 @@ final class OutboxLog implements AutoCloseable {
       wake.signal();
     } finally {
       lock.unlock();
-    }
-  }
-
-  private static void await(CompletableFuture<Void> done) {
-    boolean interrupted = false;
-    try {
-      while (true) {
-        try {
-          done.get();
-          return;
-        } catch (InterruptedException e) {
-          interrupted = true; // the record is queued: wait for its outcome regardless
-        } catch (ExecutionException e) {
-          Throwable c = e.getCause();
-          if (c instanceof IOException io) {
-            throw new UncheckedIOException(io.getMessage(), io);
-          }
-          if (c instanceof RuntimeException re) {
-            throw re;
-          }
-          throw new IllegalStateException(c);
-        }
-      }
-    } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
     }
   }
 

@@ -1,26 +1,40 @@
 package dev.phrony.worker.outbox;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
  * Results held until the runtime's {@code result_ack} (protocol.md rule 3), and the memory of
  * calls that must never run twice (rule 5).
  *
- * <p>The session calls {@link #hold} before a result is sent, so an implementation may make it
+ * <p>A result is {@linkplain #holdAsync held} before it is sent, so an implementation may make it
  * durable first (the durable outbox writes and flushes it to disk); {@link #release} on
  * {@code result_ack}. A held result the runtime no longer expects (it made the call
  * indeterminate) is {@linkplain #markOrphaned orphaned}: kept for an operator, never resent
  * unless the runtime invokes that call id again.
  *
- * <p>Implementations are thread-safe: handler threads hold, the stream's inbound thread
- * releases.
+ * <p>The writes that may wait for a disk are asynchronous, so the dispatcher's serialized
+ * context never blocks on them: it goes on when their future completes. Implementations are
+ * thread-safe.
  */
 public interface ResultOutbox {
 
-  /** Keeps {@code result} until released; returns once it is as safe as this outbox makes it. */
-  void hold(HeldResult result);
+  /**
+   * Keeps {@code result} until released; the future completes once it is as safe as this outbox
+   * makes it (for a durable one, on disk). A result that could not be made durable is still
+   * held in memory (and counted): the future then completes normally too.
+   */
+  CompletableFuture<Void> holdAsync(HeldResult result);
+
+  /** {@link #holdAsync} and wait (tools and tests; the worker never blocks on it). */
+  default void hold(HeldResult result) {
+    await(holdAsync(result));
+  }
 
   /** The held (or orphaned) result for {@code callId}. */
   Optional<HeldResult> find(String callId);
@@ -41,15 +55,32 @@ public interface ResultOutbox {
   int size();
 
   /**
-   * Records, before the handler of a {@code non_idempotent_write} or {@code irreversible_action}
-   * call runs, that it is about to run; returns once that is as safe as this outbox makes it. A
-   * later {@link #hold} for the call supersedes the intent. Calls of other classes are ignored.
-   * Called on the handler's thread, never the stream's: a durable outbox flushes to disk here.
-   *
-   * @throws java.io.UncheckedIOException if a durable outbox could not record it; the handler
-   *     must then not run (nack the call)
+   * True if a call of {@code sideEffectClass} (wire name) must have its intent recorded before
+   * its handler may start. Calls of other classes never record one.
    */
-  default void recordIntent(IntentRecord intent) {}
+  default boolean needsIntent(String sideEffectClass) {
+    return false;
+  }
+
+  /**
+   * Records that the handler of a call that must never run twice is about to run; the future
+   * completes once that is as safe as this outbox makes it, and the handler may not start
+   * before. A later hold for the call supersedes the intent. The outbox knows the intent from
+   * the moment this is called, so {@link #markInterrupted} works while it is being written.
+   * The future fails with an {@link IOException} if the intent could not be recorded: the handler
+   * must then not run.
+   */
+  default CompletableFuture<Void> recordIntentAsync(IntentRecord intent) {
+    return CompletableFuture.completedFuture(null);
+  }
+
+  /** {@link #recordIntentAsync} and wait; throws {@link UncheckedIOException} if it failed. */
+  default void recordIntent(IntentRecord intent) {
+    await(recordIntentAsync(intent));
+  }
+
+  /** Forgets the intent of a call whose handler never started (its arguments were refused). */
+  default void dropIntent(String callId) {}
 
   /**
    * The call's handler was stopped (cancelled) before it produced a result: if it recorded an
@@ -70,5 +101,24 @@ public interface ResultOutbox {
   /** Interrupted calls: advertised in {@code register.in_flight} alongside {@link #pendingIds}. */
   default Collection<String> interruptedIds() {
     return List.of();
+  }
+
+  /** Waits for {@code f}; an I/O failure is rethrown unchecked, anything else as it was. */
+  static void await(CompletableFuture<Void> f) {
+    try {
+      f.join();
+    } catch (CompletionException e) {
+      Throwable c = e.getCause();
+      if (c instanceof IOException io) {
+        throw new UncheckedIOException(io.getMessage(), io);
+      }
+      if (c instanceof RuntimeException re) {
+        throw re;
+      }
+      if (c instanceof Error err) {
+        throw err;
+      }
+      throw e;
+    }
   }
 }

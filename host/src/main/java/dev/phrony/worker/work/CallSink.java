@@ -11,18 +11,12 @@ interface CallSink {
   /** True while the stream is open; a closed sink never sends. */
   boolean live();
 
-  /** Sends a result on this stream (a no-op once closed). */
-  void sendResult(HeldResult result);
+  /** Queues a result on this stream; false if the stream is already closed. */
+  boolean sendResult(HeldResult result);
 
-  /** Sends a nack on this stream. */
+  /** Queues a nack on this stream (a no-op once closed). */
   void sendNack(String callId, String code, String message);
 
-  /** Withdraws a queued, unwritten result or nack for {@code callId}. */
-  void unsend(String callId);
-
-  /**
-   * True once a whole lease TTL has passed since {@code registered} on this stream: results
-   * from earlier streams that the runtime has not acked by then are orphaned.
-   */
-  boolean orphanWindowClosed();
+  /** Withdraws a queued, unwritten result or nack for {@code callId}; true if one was. */
+  boolean unsend(String callId);
 }

@@ -1,48 +1,49 @@
 package dev.phrony.worker.work;
 
-import dev.phrony.worker.call.JsonCodec;
-import com.fasterxml.jackson.core.JsonProcessingException;
 import dev.phrony.runtime.v1.WorkInvoke;
-import dev.phrony.worker.api.ToolException;
-import dev.phrony.worker.api.ToolResult;
+import dev.phrony.worker.call.CallContext;
+import dev.phrony.worker.call.CallOutcome;
+import dev.phrony.worker.call.CallPipeline;
 import dev.phrony.worker.ops.InvocationOutcome;
 import dev.phrony.worker.ops.LogContext;
 import dev.phrony.worker.ops.ToolMetrics;
 import dev.phrony.worker.ops.WorkerMetrics;
-import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.outbox.HeldResult;
 import dev.phrony.worker.outbox.IntentRecord;
 import dev.phrony.worker.outbox.ResultOutbox;
-import dev.phrony.worker.call.ContextClassLoader;
 import dev.phrony.worker.plugin.HandlerCatalog;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
+import dev.phrony.worker.time.Scheduler;
+import io.grpc.Status;
+import io.grpc.SynchronizationContext;
 import java.time.Duration;
-import java.time.Instant;
 import java.time.InstantSource;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Admits invokes, runs handlers, and routes their outcomes (design.md "the flow of one call").
- * Outlives streams: a call started on one stream may finish after a reconnect.
+ * The one owner of every call's state (design.md "the flow of one call"). Each transition of a
+ * call, from the stream (invoke, cancel, ack, the stream's end), from its handler's thread
+ * (completed), from the outbox (intent or result durable) or from a timer (deadline), is a task
+ * in one {@link SynchronizationContext}: tasks run one at a time, in order, on whichever thread
+ * posted the first of them, so there are no locks and no state split between threads. Handler
+ * threads only run the handler and post what came of it; they never decide whether to send.
  *
- * <p>Owns the running calls and the slot counts. Slots are counted as the runtime counts them
- * (protocol.md rule 6): taken by an invoke, freed when our result or nack is handed to the
- * stream, by the runtime's cancel, or when the stream ends (the runtime then drops the
- * registration and its counts). A cancelled handler that ignores interruption keeps running
- * apart, without a slot, and its result is dropped.
+ * <p>Outlives streams: a call started on one stream may finish after a reconnect; its result is
+ * then held for the runtime to ask for again ({@link OrphanPolicy}). Slots are counted as the
+ * runtime counts them (protocol.md rule 6): a {@link ToolSlots.Permit} taken by the invoke and
+ * released by our result or nack, by the runtime's cancel, or by the end of the stream (the
+ * runtime then drops the registration and its counts).
  */
 public final class Dispatcher {
   private static final Logger log = LoggerFactory.getLogger(Dispatcher.class);
@@ -50,52 +51,55 @@ public final class Dispatcher {
   /** Nack codes (rule 6) and error codes this host produces. */
   static final String UNKNOWN_TOOL = "unknown_tool";
   static final String CAPACITY_EXHAUSTED = "capacity_exhausted";
-  static final String INVALID_ARGS = "invalid_args";
+  static final String INVALID_ARGS = CallPipeline.INVALID_ARGS;
   static final String DRAINING = "draining";
   static final String PREVIOUS_ATTEMPT_INTERRUPTED = "previous_attempt_interrupted";
   static final String INTENT_NOT_DURABLE = "intent_not_durable";
-  static final String INTERNAL = "internal";
-  static final String DEADLINE_EXCEEDED = "deadline_exceeded";
-  static final String RESULT_TOO_LARGE = "result_too_large";
 
   /** Makes the virtual thread of each call (thread-safe, unlike a builder). */
   private static final ThreadFactory CALL_THREADS = Thread.ofVirtual().factory();
 
   private final ResultOutbox outbox;
-  private final JsonCodec codec;
-  private final int maxResultBytes;
+  private final CallPipeline pipeline;
+  private final Scheduler scheduler;
   private final InstantSource clock;
-  private final ScheduledExecutorService timers;
-
-  private final ConcurrentHashMap<String, Invocation> running = new ConcurrentHashMap<>();
+  private final SynchronizationContext context;
+  private final OrphanPolicy orphans;
   /** By {@code tool@version}; never changes after construction. */
   private final Map<String, ToolSlots> tools;
   /** The same slots by tool, then version: an invoke finds its own without building its key. */
   private final Map<String, Map<String, ToolSlots>> byTool;
   private final ToolMetrics unknownTool;
-  private final AtomicInteger apart = new AtomicInteger();
-  private volatile boolean draining;
-  private volatile CallSink current;
 
-  public Dispatcher(HandlerCatalog catalog, ResultOutbox outbox, JsonCodec codec,
-      int maxResultBytes, InstantSource clock, ScheduledExecutorService timers) {
-    this(catalog, outbox, codec, maxResultBytes, clock, timers, WorkerMetrics.NONE);
+  // ---- confined to the context ----
+  private final HashMap<String, Call> calls = new HashMap<>();
+  private CallSink current;
+  private final List<CompletableFuture<Void>> idleWaiters = new ArrayList<>();
+
+  // ---- written in the context, read anywhere (metrics, readiness, tests) ----
+  private volatile int active;
+  private volatile int apart;
+  private volatile boolean draining;
+
+  public Dispatcher(HandlerCatalog catalog, ResultOutbox outbox, CallPipeline pipeline,
+      Scheduler scheduler) {
+    this(catalog, outbox, pipeline, scheduler, WorkerMetrics.NONE);
   }
 
   /** With metrics: the meters of every {@code tool@version} are resolved here, once. */
-  public Dispatcher(HandlerCatalog catalog, ResultOutbox outbox, JsonCodec codec,
-      int maxResultBytes, InstantSource clock, ScheduledExecutorService timers,
-      WorkerMetrics metrics) {
+  public Dispatcher(HandlerCatalog catalog, ResultOutbox outbox, CallPipeline pipeline,
+      Scheduler scheduler, WorkerMetrics metrics) {
     this.outbox = outbox;
-    this.codec = codec;
-    this.maxResultBytes = maxResultBytes;
-    this.clock = clock;
-    this.timers = timers;
+    this.pipeline = pipeline;
+    this.scheduler = scheduler;
+    this.clock = scheduler.clock();
+    this.context = new SynchronizationContext((t, e) ->
+        log.error("call state transition failed (a bug; the call may be stuck)", e));
+    this.orphans = new OrphanPolicy(outbox, scheduler, context);
     Map<String, ToolSlots> t = new HashMap<>();
     for (HandlerCatalog.Entry e : catalog.entries()) {
-      AtomicInteger busy = new AtomicInteger();
       int max = slotsOf(e);
-      t.put(e.key(), new ToolSlots(e, max, busy, metrics.tool(e.key(), max, busy::get)));
+      t.put(e.key(), new ToolSlots(e, max, s -> metrics.tool(s.key, max, s::busy)));
     }
     this.tools = Map.copyOf(t);
     this.byTool = Map.copyOf(tools.values().stream().collect(Collectors.groupingBy(
@@ -109,40 +113,143 @@ public final class Dispatcher {
     return Math.max(1, e.descriptor().maxConcurrency());
   }
 
-  // ---- from the stream (the channel's I/O thread: nothing here may block) ----
-
-  /** The stream that is registered now; results of older streams are judged against it. */
-  void attachSession(CallSink sink) {
-    current = sink;
+  /** Runs {@code task} in the context that owns the calls (after what is queued there). */
+  void execute(Runnable task) {
+    context.execute(task);
   }
 
+  // ---- from the stream ----
+
   void onInvoke(WorkInvoke invoke, CallSink sink) {
-    String callId = invoke.getCallId();
-    Invocation existing = running.get(callId);
-    if (existing != null && existing.attach(sink)) {
-      // Rule 5: the handler runs once; this stream now gets its result.
-      if (existing.holdSlot()) {
-        existing.slots().busy.incrementAndGet();
+    context.execute(() -> admit(invoke, sink));
+  }
+
+  void onCancel(String callId, CallSink sink) {
+    context.execute(() -> cancelled(callId, sink));
+  }
+
+  void onResultAck(String callId) {
+    context.execute(() -> {
+      orphans.acked(callId);
+      checkIdle();
+    });
+  }
+
+  /** {@code sink} is registered: results of older streams are judged against its window. */
+  void onRegistered(CallSink sink, Set<String> advertised, Duration ttl) {
+    context.execute(() -> {
+      current = sink;
+      orphans.registered(sink, advertised, ttl);
+    });
+  }
+
+  /** The stream {@code sink} ended: its calls run on apart and its slots are gone. */
+  void onStreamEnded(CallSink sink, Status status) {
+    context.execute(() -> {
+      if (current == sink) {
+        current = null;
       }
-      debug(invoke, "invoke of running call attached to the current stream");
+      for (Call c : calls.values()) {
+        if (c.owner == sink) {
+          c.owner = null;
+          c.permit.release();
+        }
+      }
+      orphans.streamEnded(sink, status);
+      checkIdle();
+    });
+  }
+
+  /** Stops taking work: every later invoke is nacked {@code draining}. */
+  void startDraining() {
+    draining = true;
+    context.execute(this::checkIdle);
+  }
+
+  /**
+   * Completes once no call is running or being held and no result sent on the current stream
+   * waits for its ack (checked while draining).
+   */
+  CompletableFuture<Void> whenIdle() {
+    CompletableFuture<Void> f = new CompletableFuture<>();
+    context.execute(() -> {
+      idleWaiters.add(f);
+      checkIdle();
+    });
+    return f;
+  }
+
+  /** Cancels every call still running (end of a drain): nothing more is sent for them. */
+  void cancelAll() {
+    context.execute(() -> List.copyOf(calls.values()).forEach(c -> {
+      if (c.state != Call.State.CANCELLED) {
+        cancel(c, "the drain timeout passed");
+      }
+    }));
+  }
+
+  /** Calls the runtime should be told about at register: running ones and held results. */
+  Set<String> inFlightIds() {
+    context.throwIfNotInThisSynchronizationContext();
+    Set<String> ids = new HashSet<>();
+    calls.forEach((id, c) -> {
+      if (c.state != Call.State.CANCELLED) {
+        ids.add(id);
+      }
+    });
+    ids.addAll(outbox.pendingIds());
+    ids.addAll(outbox.interruptedIds());
+    return ids;
+  }
+
+  // ---- views, from any thread ----
+
+  /** Calls admitted whose outcome is not held yet (cancelled ones excluded). */
+  int runningCount() {
+    return active;
+  }
+
+  /** Slots in use for {@code key}. */
+  public int busy(String key) {
+    ToolSlots t = tools.get(key);
+    return t == null ? 0 : t.busy();
+  }
+
+  /** True once draining started: every new invoke is nacked. */
+  public boolean draining() {
+    return draining;
+  }
+
+  /** Handlers whose call was cancelled (or outlived its deadline) and that still run. */
+  int runningApart() {
+    return apart;
+  }
+
+  // ---- transitions (all in the context) ----
+
+  private void admit(WorkInvoke invoke, CallSink sink) {
+    String callId = invoke.getCallId();
+    Call existing = calls.get(callId);
+    if (existing != null) {
+      invokedAgain(existing, invoke, sink);
       return;
     }
     Optional<HeldResult> held = outbox.find(callId);
     if (held.isPresent()) {
-      // Rule 5: answer from the held result; the runtime invoked it again, so it expects it.
-      debug(invoke, "invoke of held call: resending its result");
+      // Rule 5: the handler ran; the runtime invoked it again, so it expects the held result.
+      debug(invoke, "invoke of a held call: resending its result");
       if (outbox.isOrphaned(callId)) {
-        outbox.hold(held.get());
+        outbox.holdAsync(held.get()); // no longer orphaned: the runtime asks for it
       }
-      sink.sendResult(held.get());
+      send(sink, held.get());
       return;
     }
     ToolSlots slots = byTool.getOrDefault(invoke.getTool(), Map.of()).get(invoke.getVersion());
     if (outbox.wasInterrupted(callId)) {
       // A previous attempt may have acted before the worker stopped: never run it twice.
       nack(sink, invoke, slots, InvocationOutcome.NACK_PREVIOUS_ATTEMPT_INTERRUPTED,
-          PREVIOUS_ATTEMPT_INTERRUPTED, "a previous attempt of this call was interrupted by a"
-              + " worker stop and may have acted; see 'phrony-worker outbox show " + callId + "'");
+          PREVIOUS_ATTEMPT_INTERRUPTED, "a previous attempt of this call was interrupted and may"
+              + " have acted; see 'phrony-worker outbox show " + callId + "'");
       return;
     }
     if (draining) {
@@ -155,24 +262,299 @@ public final class Dispatcher {
           "this worker serves no handler for " + invoke.getTool() + "@" + invoke.getVersion());
       return;
     }
-    if (slots.busy.incrementAndGet() > slots.max) {
-      slots.busy.decrementAndGet();
+    ToolSlots.Permit permit = slots.tryAcquire();
+    if (permit == null) {
       nack(sink, invoke, slots, InvocationOutcome.NACK_CAPACITY_EXHAUSTED, CAPACITY_EXHAUSTED,
-          slots.key() + " is running its maximum of " + slots.max + " calls on this worker");
+          slots.key + " is running its maximum of " + slots.max + " calls on this worker");
       return;
     }
-    Invocation inv = new Invocation(invoke, slots, codec, sink, clock.instant());
-    running.put(callId, inv);
-    // The thread is known to the invocation before it starts, so a cancel can always reach it.
-    Thread thread = CALL_THREADS.newThread(() -> run(inv));
-    thread.setName("call-" + callId); // a thread dump names the call
-    inv.runningOn(thread);
-    thread.start();
-    if (invoke.getDeadlineUnixMs() > 0) {
-      long delayMs = invoke.getDeadlineUnixMs() - clock.millis();
-      timers.schedule(() -> expire(inv), Math.max(0, delayMs), TimeUnit.MILLISECONDS);
-    }
+    CallContext ctx = new CallContext(callId, invoke.getSessionId(), invoke.getAgentVersionId(),
+        invoke.getTurn(), invoke.getTool(), invoke.getVersion(), invoke.getSideEffectClass(),
+        invoke.getDeadlineUnixMs(), invoke.getArgs().asReadOnlyByteBuffer(), pipeline.codec());
+    Call call = new Call(ctx, slots, sink, permit, clock.instant(),
+        outbox.needsIntent(slots.sideEffectClass));
+    calls.put(callId, call);
+    active++;
     debug(invoke, "invoke admitted");
+    if (invoke.getDeadlineUnixMs() > 0) {
+      long leftMs = invoke.getDeadlineUnixMs() - clock.millis();
+      if (leftMs <= 0) { // passed already: the handler is not started at all
+        decide(call, CallPipeline.deadlineExceeded(0), InvocationOutcome.DEADLINE_EXCEEDED);
+        return;
+      }
+      call.deadline = scheduler.schedule(() -> context.execute(() -> deadlinePassed(call)),
+          Duration.ofMillis(leftMs));
+    }
+    if (call.needsIntent) {
+      recordIntent(call);
+    } else {
+      start(call);
+    }
+  }
+
+  /** Rule 5: an invoke for a call still here attaches to it; the handler runs once. */
+  private void invokedAgain(Call call, WorkInvoke invoke, CallSink sink) {
+    if (call.state == Call.State.CANCELLED && call.held == null) {
+      nack(sink, invoke, call.slots, InvocationOutcome.NACK_PREVIOUS_ATTEMPT_INTERRUPTED,
+          PREVIOUS_ATTEMPT_INTERRUPTED, "this call was cancelled while its handler ran, which may"
+              + " have acted; it is not run a second time");
+      return;
+    }
+    if (call.state == Call.State.CANCELLED) {
+      call.state = Call.State.HOLDING; // its outcome is being held: the runtime now wants it
+      active++;
+    }
+    call.owner = sink;
+    if (call.permit.released()) {
+      call.permit = call.slots.acquire(); // the runtime counts this invoke in a slot
+    }
+    debug(invoke, "invoke of a running call attached to this stream");
+  }
+
+  private void recordIntent(Call call) {
+    call.state = Call.State.INTENT;
+    call.intentPending = true;
+    CompletableFuture<Void> written;
+    try {
+      written = outbox.recordIntentAsync(new IntentRecord(call.callId, call.sessionId,
+          call.key(), call.slots.sideEffectClass, call.admittedAt));
+    } catch (RuntimeException e) {
+      written = CompletableFuture.failedFuture(e);
+    }
+    written.whenComplete((v, e) -> context.execute(() -> intentDone(call, e)));
+  }
+
+  private void intentDone(Call call, Throwable failure) {
+    call.intentPending = false;
+    call.intentWritten = failure == null;
+    if (call.state == Call.State.CANCELLED) {
+      if (call.intentWritten) {
+        outbox.markInterrupted(call.callId); // conservative: it was to run, never run it again
+      }
+      forgetIfSettled(call);
+      return;
+    }
+    if (failure != null) {
+      Throwable cause = unwrap(failure);
+      try (var ctx = context(call)) {
+        log.error("intent could not be made durable ({}); not running the call", cause.toString());
+      }
+      decide(call, CallOutcome.error(INTENT_NOT_DURABLE, "the worker could not record its intent"
+          + " durably, so it did not run the call: " + cause.getMessage()),
+          InvocationOutcome.TOOL_ERROR);
+      return;
+    }
+    if (call.deadlinePassed) {
+      decide(call, CallPipeline.deadlineExceeded(elapsedMs(call)),
+          InvocationOutcome.DEADLINE_EXCEEDED);
+      return;
+    }
+    start(call);
+  }
+
+  private void start(Call call) {
+    call.state = Call.State.RUNNING;
+    call.threadAlive = true;
+    Thread thread = CALL_THREADS.newThread(() -> runHandler(call));
+    thread.setName("call-" + call.callId); // a thread dump names the call
+    call.thread = thread;
+    thread.start();
+  }
+
+  /** On the call's own thread: the pipeline, then one "finished" event for the owner. */
+  private void runHandler(Call call) {
+    try (var ctx = context(call)) {
+      CallPipeline.Refusal refusal = pipeline.checkArgs(call.context.rawArgs(),
+          call.slots.argsCheck);
+      if (refusal != null) {
+        context.execute(() -> finished(call, null, refusal, 0));
+        return;
+      }
+      if (call.context.isCancelled()) {
+        context.execute(() -> finished(call, null, null, 0)); // cancelled before it started
+        return;
+      }
+      log.debug("handler started");
+      long t0 = System.nanoTime();
+      CallOutcome outcome = pipeline.run(call.slots.entry.handler(),
+          call.slots.entry.classLoader(), call.context);
+      long ran = System.nanoTime() - t0;
+      context.execute(() -> finished(call, outcome, null, ran));
+    }
+  }
+
+  private void finished(Call call, CallOutcome outcome, CallPipeline.Refusal refusal,
+      long ranNanos) {
+    call.threadAlive = false;
+    if (ranNanos > 0) {
+      call.slots.metrics.handlerTime(Duration.ofNanos(ranNanos));
+    }
+    if (call.abandoned) {
+      apart--;
+      try (var ctx = context(call)) {
+        log.info("handler of a {} call finished after {} ms; its outcome is dropped",
+            call.state == Call.State.CANCELLED ? "cancelled" : "timed-out", elapsedMs(call));
+      }
+      forgetIfSettled(call);
+      return;
+    }
+    if (refusal != null && refusal.nack()) {
+      call.slots.metrics.count(InvocationOutcome.NACK_INVALID_ARGS);
+      if (call.intentWritten) {
+        outbox.dropIntent(call.callId); // the handler never started
+      }
+      end(call);
+      call.permit.release();
+      if (call.owner != null && call.owner.live()) {
+        log.debug("nack {}: {}", refusal.code(), refusal.message());
+        call.owner.sendNack(call.callId, refusal.code(), refusal.message());
+      }
+      return;
+    }
+    if (refusal != null) {
+      decide(call, CallOutcome.error(refusal.code(), refusal.message()),
+          InvocationOutcome.TOOL_ERROR);
+      return;
+    }
+    if (outcome == null) { // cancelled before it started: the cancel decided already
+      forgetIfSettled(call);
+      return;
+    }
+    decide(call, outcome, outcome instanceof CallOutcome.Payload ? InvocationOutcome.RESULT
+        : InvocationOutcome.TOOL_ERROR);
+  }
+
+  /** The outcome stands: hold it (durably if the outbox does), then send it. */
+  private void decide(Call call, CallOutcome outcome, InvocationOutcome counted) {
+    call.deadline.cancel();
+    call.slots.metrics.count(counted);
+    HeldResult held = new HeldResult(call.callId, call.sessionId, call.key(),
+        call.slots.sideEffectClass, clock.instant(), outcome);
+    call.state = Call.State.HOLDING;
+    call.held = held;
+    call.holdPending = true;
+    CompletableFuture<Void> f;
+    try {
+      f = outbox.holdAsync(held);
+    } catch (RuntimeException e) {
+      f = CompletableFuture.failedFuture(e);
+    }
+    if (f.isDone()) {
+      held(call, f.isCompletedExceptionally() ? f.handle((v, e) -> e).join() : null);
+    } else {
+      f.whenComplete((v, e) -> context.execute(() -> held(call, e)));
+    }
+  }
+
+  private void held(Call call, Throwable failure) {
+    call.holdPending = false;
+    if (failure != null) {
+      try (var ctx = context(call)) {
+        log.error("result could not be held: {}", unwrap(failure).toString());
+      }
+    }
+    if (call.state == Call.State.CANCELLED) {
+      // Race 1: the cancel came while the result was being made durable. The runtime has
+      // forgotten the call, so the result must not go out; it is kept for an operator.
+      outbox.markOrphaned(call.callId);
+      try (var ctx = context(call)) {
+        log.info("call was cancelled while its result was being held; kept as orphaned");
+      }
+      forgetIfSettled(call);
+      return;
+    }
+    end(call);
+    CallSink owner = call.owner;
+    if (owner != null && owner.live()) {
+      call.permit.release();
+      send(owner, call.held);
+    } else {
+      // Rule 3: its stream is gone; kept for in_flight, never sent on another stream.
+      orphans.heldWithoutStream(call.callId);
+    }
+    checkIdle();
+  }
+
+  private void send(CallSink sink, HeldResult result) {
+    if (sink.sendResult(result)) {
+      orphans.sent(result.callId(), sink);
+    }
+  }
+
+  /** Rule 4: interrupt, free the slot, and send nothing for this call, ever. */
+  private void cancelled(String callId, CallSink sink) {
+    Call call = calls.get(callId);
+    if (call == null) {
+      orphans.cancelledAfterFinish(callId, sink);
+      return;
+    }
+    if (call.state != Call.State.CANCELLED) {
+      cancel(call, "cancelled by the runtime");
+    }
+  }
+
+  private void cancel(Call call, String why) {
+    Call.State was = call.state;
+    call.state = Call.State.CANCELLED;
+    call.context.markCancelled();
+    call.permit.release();
+    call.deadline.cancel();
+    active--;
+    if (was != Call.State.HOLDING) { // a held outcome was counted, and it may have acted
+      call.slots.metrics.count(InvocationOutcome.CANCELLED);
+      if (call.intentWritten) {
+        outbox.markInterrupted(call.callId); // it may have acted: never run it again
+      }
+    }
+    if (call.threadAlive && !call.abandoned) {
+      call.abandoned = true;
+      apart++;
+      call.thread.interrupt();
+    }
+    try (var ctx = context(call)) {
+      log.debug("call {} in state {}; handler interrupted", why, was);
+    }
+    forgetIfSettled(call);
+    checkIdle();
+  }
+
+  private void deadlinePassed(Call call) {
+    switch (call.state) {
+      case INTENT -> call.deadlinePassed = true; // answered once the intent write returns
+      case RUNNING -> {
+        call.context.markCancelled();
+        call.abandoned = true;
+        apart++;
+        call.thread.interrupt();
+        decide(call, CallPipeline.deadlineExceeded(elapsedMs(call)),
+            InvocationOutcome.DEADLINE_EXCEEDED);
+      }
+      default -> { } // decided already
+    }
+  }
+
+  /** The outcome is held (or the call refused): it no longer counts as running. */
+  private void end(Call call) {
+    call.deadline.cancel();
+    if (calls.get(call.callId) == call) {
+      calls.remove(call.callId);
+    }
+    active--;
+  }
+
+  /** A cancelled call leaves once nothing of it runs or is being written any more. */
+  private void forgetIfSettled(Call call) {
+    if (call.state == Call.State.CANCELLED && call.settled() && calls.get(call.callId) == call) {
+      calls.remove(call.callId);
+    }
+  }
+
+  private void checkIdle() {
+    if (!draining || idleWaiters.isEmpty() || active > 0 || orphans.awaitingAckOn(current)) {
+      return;
+    }
+    idleWaiters.forEach(f -> f.complete(null));
+    idleWaiters.clear();
   }
 
   private void nack(CallSink sink, WorkInvoke invoke, ToolSlots slots, InvocationOutcome outcome,
@@ -182,7 +564,15 @@ public final class Dispatcher {
     sink.sendNack(invoke.getCallId(), code, message);
   }
 
-  /** A per-call DEBUG line from the stream's thread, with the call's logging context. */
+  private long elapsedMs(Call call) {
+    return Duration.between(call.admittedAt, clock.instant()).toMillis();
+  }
+
+  private static Throwable unwrap(Throwable t) {
+    return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+  }
+
+  /** A per-call DEBUG line from the context, with the call's logging context. */
   private static void debug(WorkInvoke invoke, String format, Object... args) {
     if (log.isDebugEnabled()) {
       try (var ctx = LogContext.call(invoke.getCallId(), invoke.getSessionId(),
@@ -192,264 +582,7 @@ public final class Dispatcher {
     }
   }
 
-  private static LogContext.Scope context(Invocation inv) {
-    return LogContext.call(inv.callId(), inv.sessionId(), inv.key());
-  }
-
-  /** Rule 4: interrupt, free the slot, and send nothing for this call, ever. */
-  void onCancel(String callId, CallSink sink) {
-    Invocation inv = running.get(callId);
-    if (inv != null && cancel(inv)) {
-      if (log.isDebugEnabled()) {
-        try (var ctx = context(inv)) {
-          log.debug("call cancelled by the runtime; handler interrupted");
-        }
-      }
-      return;
-    }
-    // Already finished: the runtime has forgotten it, so its result must not go out now.
-    sink.unsend(callId);
-    Optional<HeldResult> held = outbox.find(callId);
-    if (held.isPresent()) {
-      outbox.markOrphaned(callId);
-      try (var ctx = LogContext.call(callId, held.get().sessionId(), held.get().toolKey())) {
-        log.info("call {} was cancelled after it finished; its result is kept as orphaned",
-            callId);
-      }
-    }
-  }
-
-  void onResultAck(String callId) {
-    outbox.release(callId);
-  }
-
-  /** The stream {@code sink} ended: its calls run on apart and its slots are gone. */
-  void detach(CallSink sink) {
-    if (current == sink) {
-      current = null;
-    }
-    for (Invocation inv : running.values()) {
-      if (inv.detachFrom(sink)) {
-        releaseSlot(inv);
-      }
-    }
-  }
-
-  /** Stops taking work: every later invoke is nacked {@code draining}. */
-  void startDraining() {
-    draining = true;
-  }
-
-  /** Interrupts every running call (end of a drain). */
-  void cancelAll() {
-    running.values().forEach(this::cancel);
-  }
-
-  /**
-   * Cancels {@code inv} unless an outcome already stands: it may have acted, so it is marked
-   * interrupted; its slot is freed and its handler interrupted and left to finish apart.
-   */
-  private boolean cancel(Invocation inv) {
-    if (!inv.cancel()) {
-      return false;
-    }
-    outbox.markInterrupted(inv.callId());
-    running.remove(inv.callId(), inv);
-    releaseSlot(inv);
-    apart.incrementAndGet();
-    inv.interrupt();
-    inv.slots().metrics.count(InvocationOutcome.CANCELLED);
-    return true;
-  }
-
-  /** Calls the runtime should be told about at register: running ones and held results. */
-  Set<String> inFlightIds() {
-    Set<String> ids = new HashSet<>(running.keySet());
-    ids.addAll(outbox.pendingIds());
-    ids.addAll(outbox.interruptedIds());
-    return ids;
-  }
-
-  int runningCount() {
-    return running.size();
-  }
-
-  /** Slots in use for {@code key}. */
-  public int busy(String key) {
-    ToolSlots t = tools.get(key);
-    return t == null ? 0 : t.busy.get();
-  }
-
-  /** True once draining started: every new invoke is nacked. */
-  public boolean draining() {
-    return draining;
-  }
-
-  /** Handlers that were cancelled (or outlived a drain) and may still be running. */
-  int runningApart() {
-    return apart.get();
-  }
-
-  // ---- handler side ----
-
-  private void run(Invocation inv) {
-    try (var ctx = context(inv)) {
-      if (!argsAreJson(inv)) {
-        return;
-      }
-      if (recordIntent(inv)) {
-        CallOutcome outcome = execute(inv);
-        if (outcome != null && inv.tryComplete()) {
-          Instant end = clock.instant();
-          inv.slots().metrics.handlerTime(Duration.between(inv.startedAt(), end));
-          finish(inv, outcome, outcome instanceof CallOutcome.Payload
-              ? InvocationOutcome.RESULT : InvocationOutcome.TOOL_ERROR, end);
-        } else if (inv.state() == Invocation.State.CANCELLED) {
-          apart.decrementAndGet();
-          log.info("handler of cancelled call finished after {}; its result is dropped",
-              elapsedMs(inv) + " ms");
-        }
-      }
-    }
-  }
-
-  /**
-   * Checks the arguments on the call's own thread, not the stream's I/O thread, where a large
-   * document would hold up every other message. Not JSON: the call is nacked {@code
-   * invalid_args} on its stream, which frees the slot it took (rule 6), and false is returned.
-   */
-  private boolean argsAreJson(Invocation inv) {
-    if (codec.isJson(inv.rawArgs().asReadOnlyByteBuffer())) {
-      return true;
-    }
-    if (inv.tryComplete()) {
-      CallSink owner = inv.done();
-      running.remove(inv.callId(), inv);
-      releaseSlot(inv);
-      inv.slots().metrics.count(InvocationOutcome.NACK_INVALID_ARGS);
-      log.debug("nack {}: arguments are not valid JSON", INVALID_ARGS);
-      if (owner != null && owner.live()) {
-        owner.sendNack(inv.callId(), INVALID_ARGS, "arguments are not valid JSON");
-      }
-    } else if (inv.state() == Invocation.State.CANCELLED) {
-      apart.decrementAndGet();
-    }
-    return false;
-  }
-
-  /** Runs the handler; null when a cancel or the deadline decided the outcome instead. */
-  @SuppressWarnings("try")
-  private CallOutcome execute(Invocation inv) {
-    HandlerCatalog.Entry entry = inv.entry();
-    try (var tccl = ContextClassLoader.swap(entry.classLoader())) {
-      log.debug("handler started");
-      return toOutcome(entry.handler().handle(inv));
-    } catch (ToolException e) {
-      return CallOutcome.error(e.code(), e.getMessage());
-    } catch (Throwable t) {
-      if (inv.isCancelled()) {
-        return null;
-      }
-      log.warn("handler failed with {}", t.toString(), t);
-      return CallOutcome.error(INTERNAL, t.getClass().getName()
-          + (t.getMessage() == null ? "" : ": " + t.getMessage()));
-    }
-  }
-
-  /**
-   * Before a non-idempotent handler runs, its intent is durable, so a crash mid-call is known
-   * afterwards and the call is never run again. False (and the call answered with an error) if
-   * the intent cannot be written: running without it would break that promise.
-   */
-  private boolean recordIntent(Invocation inv) {
-    try {
-      outbox.recordIntent(new IntentRecord(inv.callId(), inv.sessionId(), inv.key(),
-          inv.entry().descriptor().sideEffectClass().wireName(), inv.startedAt()));
-      return true;
-    } catch (UncheckedIOException e) {
-      log.error("intent for call {} could not be made durable; not running it", inv.callId(), e);
-      if (inv.tryComplete()) {
-        finish(inv, CallOutcome.error(INTENT_NOT_DURABLE, "the worker could not record its"
-            + " intent durably, so it did not run the call: " + e.getMessage()),
-            InvocationOutcome.TOOL_ERROR, clock.instant());
-      }
-      return false;
-    }
-  }
-
-  private CallOutcome toOutcome(ToolResult result) throws JsonProcessingException {
-    byte[] payload = switch (result) {
-      case null -> "null".getBytes(StandardCharsets.US_ASCII);
-      case ToolResult.Json j -> {
-        if (!codec.isJson(j.utf8())) {
-          throw new ToolException(INTERNAL, "handler returned a JSON result that does not parse");
-        }
-        yield j.utf8();
-      }
-      case ToolResult.Value v -> codec.encode(v.value());
-      case ToolResult.Text t -> t.text().getBytes(StandardCharsets.UTF_8);
-    };
-    if (payload.length > maxResultBytes) {
-      return CallOutcome.error(RESULT_TOO_LARGE, "result of " + payload.length
-          + " bytes exceeds the limit of " + maxResultBytes + " bytes");
-    }
-    return new CallOutcome.Payload(payload);
-  }
-
-  private void expire(Invocation inv) {
-    if (!inv.tryComplete()) {
-      return;
-    }
-    inv.interrupt();
-    Instant end = clock.instant();
-    Duration ran = Duration.between(inv.startedAt(), end);
-    inv.slots().metrics.handlerTime(ran);
-    Thread.ofVirtual().start(() -> {
-      try (var ctx = context(inv)) {
-        finish(inv, CallOutcome.error(DEADLINE_EXCEEDED, "the call's deadline passed after "
-            + ran.toMillis() + " ms"), InvocationOutcome.DEADLINE_EXCEEDED, end);
-      }
-    });
-  }
-
-  private long elapsedMs(Invocation inv) {
-    return Duration.between(inv.startedAt(), clock.instant()).toMillis();
-  }
-
-  /**
-   * Holds the outcome (durably if the outbox does), then sends it on the owning stream.
-   * {@code at} is when the outcome was decided (the handler returned, the deadline passed).
-   */
-  private void finish(Invocation inv, CallOutcome outcome, InvocationOutcome counted,
-      Instant at) {
-    inv.slots().metrics.count(counted);
-    HeldResult held = new HeldResult(inv.callId(), inv.sessionId(), inv.key(),
-        inv.entry().descriptor().sideEffectClass().wireName(), at, outcome);
-    outbox.hold(held);
-    CallSink owner = inv.done();
-    running.remove(inv.callId(), inv);
-    if (owner != null && owner.live()) {
-      // Free the slot first: once the result is out, the runtime may send the next invoke.
-      releaseSlot(inv);
-      owner.sendResult(held);
-    } else {
-      // Rule 3: from an earlier stream; kept for in_flight, never sent on another stream.
-      CallSink now = current;
-      if (now != null && now.orphanWindowClosed()) {
-        outbox.markOrphaned(inv.callId());
-      }
-      log.debug("call finished after its stream ended; result held");
-    }
-  }
-
-  private void releaseSlot(Invocation inv) {
-    if (inv.releaseSlot()) {
-      inv.slots().busy.decrementAndGet();
-    }
-  }
-
-  /** Instant of now, for sessions sharing the dispatcher's clock. */
-  Instant now() {
-    return clock.instant();
+  private static LogContext.Scope context(Call call) {
+    return LogContext.call(call.callId, call.sessionId, call.key());
   }
 }

@@ -1,33 +1,46 @@
 package dev.phrony.worker.work;
 
+import dev.phrony.worker.time.Scheduler;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 
 /**
- * Heartbeat schedule and watchdog of one stream (protocol.md rule 1), as a state machine driven
- * by {@link #tick()} so tests advance a clock instead of sleeping.
+ * Heartbeats and the watchdog of one stream (protocol.md rule 1), on the injected
+ * {@link Scheduler}, so tests move a fake clock instead of sleeping.
  *
- * <p>Heartbeats go every TTL/2 (never under 1 s; TTL 30 s when the runtime sends 0). If no
- * {@code heartbeat_ack} (or, before registration, no {@code registered}) arrives for a whole
- * TTL, the stream is dead. Confined to the session's tick thread plus the inbound thread, so the
- * methods are synchronized.
+ * <p>Heartbeats go every TTL/2 (never under 1 s; TTL 30 s when the runtime sends 0) from
+ * {@code registered} on. If no {@code heartbeat_ack} (or, before registration, no
+ * {@code registered}) arrives for a whole TTL, {@code expired} runs once. The watchdog is one
+ * timer for the time the last sign of life leaves; when it fires early (a sign came since) it
+ * re-arms for what is left. {@link #stop} cancels both timers. Called from the stream's I/O
+ * thread and the scheduler's, so the methods are synchronized.
  */
 final class Heartbeat {
   static final Duration DEFAULT_TTL = Duration.ofSeconds(30);
   static final Duration MIN_INTERVAL = Duration.ofSeconds(1);
 
-  enum Action { NONE, SEND, EXPIRED }
-
+  private final Scheduler scheduler;
   private final InstantSource clock;
+  private final Runnable send;
+  private final Runnable expired;
   private Duration ttl = DEFAULT_TTL;
   private Duration interval;
   private Instant lastSign;
-  private Instant nextSend;
   private Instant lastSent;
+  private Scheduler.Handle beat = Scheduler.NONE;
+  private Scheduler.Handle watchdog = Scheduler.NONE;
+  private boolean stopped;
 
-  Heartbeat(InstantSource clock) {
-    this.clock = clock;
+  /**
+   * @param send sends one heartbeat
+   * @param expired ends the stream: no sign of life for a whole TTL
+   */
+  Heartbeat(Scheduler scheduler, Runnable send, Runnable expired) {
+    this.scheduler = scheduler;
+    this.clock = scheduler.clock();
+    this.send = send;
+    this.expired = expired;
     this.lastSign = clock.instant();
   }
 
@@ -41,16 +54,64 @@ final class Heartbeat {
     return half.compareTo(MIN_INTERVAL) < 0 ? MIN_INTERVAL : half;
   }
 
+  /** The stream is open: the watchdog waits a default TTL for {@code registered}. */
+  synchronized void start() {
+    if (!stopped) {
+      armWatchdog();
+    }
+  }
+
   synchronized void onRegistered(long leaseTtlMs) {
     ttl = ttlOf(leaseTtlMs);
     interval = intervalOf(ttl);
     lastSign = clock.instant();
-    nextSend = lastSign.plus(interval);
+    if (!stopped) {
+      watchdog.cancel();
+      armWatchdog();
+      beat.cancel();
+      beat = scheduler.schedule(this::beat, interval);
+    }
   }
 
   synchronized void onAck() {
-    Instant now = clock.instant();
-    lastSign = now;
+    lastSign = clock.instant();
+  }
+
+  /** Cancels both timers; nothing runs after this returns. */
+  synchronized void stop() {
+    stopped = true;
+    beat.cancel();
+    watchdog.cancel();
+  }
+
+  private void beat() {
+    synchronized (this) {
+      if (stopped) {
+        return;
+      }
+      lastSent = clock.instant();
+      beat = scheduler.schedule(this::beat, interval);
+    }
+    send.run();
+  }
+
+  private void armWatchdog() {
+    watchdog = scheduler.schedule(this::watch, Duration.between(clock.instant(),
+        lastSign.plus(ttl)));
+  }
+
+  private void watch() {
+    synchronized (this) {
+      if (stopped) {
+        return;
+      }
+      if (fresh()) {
+        armWatchdog(); // a sign of life came since it was armed
+        return;
+      }
+      stop();
+    }
+    expired.run();
   }
 
   /** Round trip of the last heartbeat, if it was acked. */
@@ -66,18 +127,5 @@ final class Heartbeat {
 
   synchronized Duration ttl() {
     return ttl;
-  }
-
-  synchronized Action tick() {
-    Instant now = clock.instant();
-    if (!now.isBefore(lastSign.plus(ttl))) {
-      return Action.EXPIRED;
-    }
-    if (nextSend != null && !now.isBefore(nextSend)) {
-      lastSent = now;
-      nextSend = now.plus(interval);
-      return Action.SEND;
-    }
-    return Action.NONE;
   }
 }

@@ -99,8 +99,4 @@ final class StreamWriter {
     closed = true;
     queue.clear();
   }
-
-  int queued() {
-    return queue.size();
-  }
 }

@@ -1,12 +1,15 @@
 package dev.phrony.worker.work;
 
-import dev.phrony.worker.call.JsonCodec;
 import dev.phrony.runtime.v1.RuntimeGrpc;
+import dev.phrony.worker.call.CallPipeline;
+import dev.phrony.worker.call.JsonCodec;
 import dev.phrony.worker.ops.Readiness;
 import dev.phrony.worker.ops.ReconnectReason;
 import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.outbox.ResultOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
+import dev.phrony.worker.time.ExecutorScheduler;
+import dev.phrony.worker.time.Scheduler;
 import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
@@ -19,14 +22,12 @@ import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.InstantSource;
-import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongUnaryOperator;
 import org.slf4j.Logger;
@@ -34,77 +35,72 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Keeps one Work stream open to the runtime for the life of the worker: connect, register,
- * serve, and after any end of the stream close it completely, back off with full jitter and
- * reconnect with the same worker id (protocol.md rules 1, 2, 7). Owns the channel, the
- * reconnect loop and the ticker; the {@link Dispatcher} and outbox outlive every stream.
+ * serve, and after any end of the stream back off with full jitter and reconnect with the same
+ * worker id (protocol.md rules 1, 2, 7). A new stream is opened only once the old one has ended
+ * (gRPC called its observer's last method). Owns the channel and the reconnect schedule; the
+ * {@link Dispatcher} and the outbox outlive every stream.
  */
 public final class WorkClient implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(WorkClient.class);
-  private static final Duration TICK = Duration.ofMillis(100);
+  /** How long teardown waits for gRPC to close a stream it was asked to close. */
   private static final Duration CLOSE_WAIT = Duration.ofSeconds(5);
 
   private final WorkOptions options;
   private final HandlerCatalog catalog;
-  private final ResultOutbox outbox;
-  private final InstantSource clock;
+  private final Scheduler scheduler;
+  private final ExecutorScheduler ownScheduler;
   private final Backoff backoff;
   private final ManagedChannel channel;
-  private final ScheduledExecutorService ticker;
   /**
    * The channel's one I/O thread. Inbound messages are handled on it directly (nothing in
    * {@link WorkSession#onNext} blocks) and every stream's writes are drained on it (see
-   * {@link StreamWriter}), so a call costs two thread hand-offs: to its handler's virtual
-   * thread and back.
+   * {@link StreamWriter}).
    */
   private final EventLoopGroup ioThread;
   private final Executor writes;
   private final Dispatcher dispatcher;
   private final WorkerMetrics metrics;
-  private final CountDownLatch stopped = new CountDownLatch(1);
-  private final CountDownLatch loopDone = new CountDownLatch(1);
   private final AtomicInteger reconnects = new AtomicInteger();
   private volatile WorkSession session;
   private volatile String lastEnd;
   private volatile boolean stopping;
-  private Thread loop;
+  private volatile Scheduler.Handle reconnect = Scheduler.NONE;
+  private long streamIds; // in the dispatcher's context
+  private boolean started;
+  private boolean closed;
 
   public WorkClient(WorkOptions options, HandlerCatalog catalog, ResultOutbox outbox) {
-    this(options, catalog, outbox, InstantSource.system(),
-        bound -> ThreadLocalRandom.current().nextLong(bound));
+    this(options, catalog, outbox, WorkerMetrics.NONE);
   }
 
   /** With metrics. */
   public WorkClient(WorkOptions options, HandlerCatalog catalog, ResultOutbox outbox,
       WorkerMetrics metrics) {
-    this(options, catalog, outbox, InstantSource.system(),
-        bound -> ThreadLocalRandom.current().nextLong(bound), metrics);
+    this(options, catalog, outbox, null, bound -> ThreadLocalRandom.current().nextLong(bound),
+        metrics);
   }
 
-  /** With an injected clock and jitter source, for tests. */
+  /** With an injected scheduler (timers and their clock) and jitter source, for tests. */
   public WorkClient(WorkOptions options, HandlerCatalog catalog, ResultOutbox outbox,
-      InstantSource clock, LongUnaryOperator uniformBelow) {
-    this(options, catalog, outbox, clock, uniformBelow, WorkerMetrics.NONE);
+      Scheduler scheduler, LongUnaryOperator uniformBelow) {
+    this(options, catalog, outbox, scheduler, uniformBelow, WorkerMetrics.NONE);
   }
 
   /**
-   * Everything injected.
+   * Everything injected; a null {@code scheduler} means one of the client's own, on the system
+   * clock.
    *
    * @throws IllegalArgumentException if the transport's TLS files cannot be used
    * @throws UncheckedIOException if they cannot be read
    */
   public WorkClient(WorkOptions options, HandlerCatalog catalog, ResultOutbox outbox,
-      InstantSource clock, LongUnaryOperator uniformBelow, WorkerMetrics metrics) {
+      Scheduler scheduler, LongUnaryOperator uniformBelow, WorkerMetrics metrics) {
     this.options = options;
     this.metrics = metrics;
     this.catalog = catalog;
-    this.outbox = outbox;
-    this.clock = clock;
+    this.ownScheduler = scheduler == null ? new ExecutorScheduler("phrony-work-timer") : null;
+    this.scheduler = scheduler == null ? ownScheduler : scheduler;
     this.backoff = new Backoff(options.backoffInitial(), options.backoffMax(), uniformBelow);
-    this.ticker = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "phrony-work-ticker");
-      t.setDaemon(true);
-      return t;
-    });
     // Netty's factory makes FastThreadLocalThreads: its buffer caches are then plain field
     // reads, not ThreadLocal lookups (5% of this thread's time when it was a plain Thread).
     this.ioThread = new MultiThreadIoEventLoopGroup(1,
@@ -117,12 +113,15 @@ public final class WorkClient implements AutoCloseable {
         loop.execute(r);
       }
     };
-    this.dispatcher = new Dispatcher(catalog, outbox, new JsonCodec(), options.maxResultBytes(),
-        clock, ticker, metrics);
+    this.dispatcher = new Dispatcher(catalog, outbox, new CallPipeline(new JsonCodec(),
+        new CallPipeline.Settings(options.maxResultBytes(), options.exposeInternalErrors())),
+        this.scheduler, metrics);
     try {
       this.channel = channel(options, ioThread);
     } catch (RuntimeException e) {
-      ticker.shutdownNow();
+      if (ownScheduler != null) {
+        ownScheduler.close();
+      }
       ioThread.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
       throw e;
     }
@@ -151,73 +150,63 @@ public final class WorkClient implements AutoCloseable {
     return b.build();
   }
 
-  /** Starts the reconnect loop and returns at once. */
+  /** Opens the first stream and returns at once. */
   public synchronized void start() {
-    if (loop != null) {
+    if (started) {
       throw new IllegalStateException("already started");
     }
-    ticker.scheduleWithFixedDelay(this::tick, TICK.toMillis(), TICK.toMillis(),
-        TimeUnit.MILLISECONDS);
-    loop = Thread.ofPlatform().name("phrony-work-loop").daemon().start(this::runLoop);
+    started = true;
+    connect();
   }
 
-  private void tick() {
-    try {
-      WorkSession s = session;
-      if (s != null) {
-        s.tick();
+  /**
+   * Opens a stream and registers on it. Runs in the dispatcher's context, so the calls it
+   * advertises are exactly those the dispatcher holds, and the previous stream's calls are
+   * already detached (its end was posted there first).
+   */
+  private void connect() {
+    dispatcher.execute(() -> {
+      if (stopping) {
+        return;
       }
-    } catch (RuntimeException e) {
-      log.error("work ticker failed", e);
-    }
+      WorkSession s = new WorkSession(++streamIds, catalog, dispatcher, options.identity(),
+          scheduler, dispatcher.inFlightIds(), metrics, writes);
+      log.info("connecting to {} (stream {})", options.target(), s.id());
+      // Our backoff paces reconnects; the channel's own (1 s and up) would only add to it.
+      channel.resetConnectBackoff();
+      session = s;
+      try {
+        RuntimeGrpc.RuntimeStub stub = RuntimeGrpc.newStub(channel);
+        var credentials = options.transport().callCredentials();
+        if (credentials.isPresent()) {
+          stub = stub.withCallCredentials(credentials.get());
+        }
+        stub.work(s);
+        s.register();
+        s.registration().thenRun(() -> watchConnection(s));
+        s.ended().whenComplete((end, t) -> streamEnded(end));
+      } catch (RuntimeException e) {
+        log.error("stream {} could not be used", s.id(), e);
+        streamEnded(new WorkSession.End(io.grpc.Status.fromThrowable(e), e.toString(),
+            ReconnectReason.ERROR, false, false));
+      }
+    });
   }
 
-  private void runLoop() {
-    long streamId = 0;
-    try {
-      while (!stopping) {
-        WorkSession s = new WorkSession(++streamId, catalog, dispatcher, outbox,
-            options.identity(), clock, dispatcher.inFlightIds(), metrics, writes);
-        log.info("connecting to {} (stream {})", options.target(), streamId);
-        // Our backoff paces reconnects; the channel's own (1 s and up) would only add to it.
-        channel.resetConnectBackoff();
-        session = s;
-        WorkSession.End end;
-        try {
-          RuntimeGrpc.RuntimeStub stub = RuntimeGrpc.newStub(channel);
-          var credentials = options.transport().callCredentials();
-          if (credentials.isPresent()) {
-            stub = stub.withCallCredentials(credentials.get());
-          }
-          stub.work(s);
-          s.register();
-          s.registration().thenRun(() -> watchConnection(s));
-          end = s.ended().join();
-        } catch (RuntimeException e) {
-          log.error("stream {} could not be used", streamId, e);
-          end = new WorkSession.End(io.grpc.Status.fromThrowable(e), e.toString(),
-              ReconnectReason.ERROR, false, false);
-        }
-        if (stopping) {
-          break;
-        }
-        if (end.healthy()) {
-          backoff.reset();
-        }
-        Duration delay = backoff.next();
-        reconnects.incrementAndGet();
-        lastEnd = end.reason();
-        metrics.reconnect(end.cause());
-        log.info("reconnect in {} ms because {}", delay.toMillis(), end.reason());
-        if (stopped.await(delay.toMillis(), TimeUnit.MILLISECONDS)) {
-          break;
-        }
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } finally {
-      loopDone.countDown();
+  /** The stream ended: back off, then connect again (or stop, if stopping). */
+  private void streamEnded(WorkSession.End end) {
+    if (stopping) {
+      return;
     }
+    if (end.healthy()) {
+      backoff.reset();
+    }
+    Duration delay = backoff.next();
+    reconnects.incrementAndGet();
+    lastEnd = end.reason();
+    metrics.reconnect(end.cause());
+    log.info("reconnect in {} ms because {}", delay.toMillis(), end.reason());
+    reconnect = scheduler.schedule(this::connect, delay);
   }
 
   /**
@@ -243,31 +232,38 @@ public final class WorkClient implements AutoCloseable {
   }
 
   /**
-   * Graceful shutdown: stop intake ({@code nack draining}), wait up to the drain timeout for
-   * running calls to finish and their results to be acked, cancel what is left, close the
-   * stream cleanly. Blocks until done.
+   * Graceful shutdown: stop intake ({@code nack draining}), wait up to the drain timeout (a
+   * timer of the scheduler) for running calls to finish and their results to be acked, cancel
+   * what is left, close the stream cleanly. Blocks until done.
    */
   public void drain() throws InterruptedException {
     dispatcher.startDraining();
     log.info("draining: {} calls running, waiting up to {} s", dispatcher.runningCount(),
         options.drainTimeout().toSeconds());
-    Instant deadline = Instant.now().plus(options.drainTimeout());
-    while (Instant.now().isBefore(deadline) && !drained()) {
-      Thread.sleep(20); // polling a condition with a deadline, not waiting for time to pass
+    CompletableFuture<Void> idle = dispatcher.whenIdle();
+    CompletableFuture<Void> timedOut = new CompletableFuture<>();
+    Scheduler.Handle timer = scheduler.schedule(() -> timedOut.complete(null),
+        options.drainTimeout());
+    try {
+      CompletableFuture.anyOf(idle, timedOut).get();
+    } catch (ExecutionException e) {
+      throw new IllegalStateException(e.getCause());
+    } finally {
+      timer.cancel();
     }
-    int left = dispatcher.runningCount();
-    if (left > 0) {
-      log.warn("drain timeout: cancelling {} calls still running", left);
+    if (!idle.isDone()) {
+      int left = dispatcher.runningCount();
+      if (left > 0) {
+        log.warn("drain timeout: cancelling {} calls still running", left);
+      }
       dispatcher.cancelAll();
     }
     stopping = true;
-    stopped.countDown();
+    reconnect.cancel();
     WorkSession s = session;
     if (s != null && s.live()) {
       s.halfClose();
-      try {
-        s.ended().get(CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
-      } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+      if (!await(s.ended(), CLOSE_WAIT)) {
         s.abort(ReconnectReason.ERROR,
             "shutdown: runtime did not close the stream in " + CLOSE_WAIT.toSeconds() + " s");
       }
@@ -276,30 +272,38 @@ public final class WorkClient implements AutoCloseable {
     close();
   }
 
-  private boolean drained() {
-    WorkSession s = session;
-    return dispatcher.runningCount() == 0 && (s == null || !s.live() || s.allAcked());
-  }
-
   /** Stops at once: the stream is cancelled, running calls keep their held results. */
   @Override
-  public void close() {
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
     stopping = true;
-    stopped.countDown();
+    reconnect.cancel();
     WorkSession s = session;
     if (s != null && s.live()) {
       s.abort(ReconnectReason.ERROR, "worker stopping");
+      await(s.ended(), CLOSE_WAIT);
     }
-    try {
-      if (loop != null) {
-        loopDone.await(CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-    ticker.shutdownNow();
     channel.shutdownNow();
     ioThread.shutdownGracefully(0, CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+    if (ownScheduler != null) {
+      ownScheduler.close();
+    }
+  }
+
+  /** Waits for gRPC to finish closing something (a bound, not a timer of the worker's logic). */
+  private static boolean await(CompletableFuture<?> f, Duration bound) {
+    try {
+      f.get(bound.toMillis(), TimeUnit.MILLISECONDS);
+      return true;
+    } catch (TimeoutException | ExecutionException e) {
+      return f.isDone();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
   }
 
   // ---- views for health, metrics and tests ----

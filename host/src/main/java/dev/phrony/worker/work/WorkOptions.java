@@ -19,6 +19,8 @@ import java.util.Optional;
  * @param backoffInitial first reconnect delay bound
  * @param backoffMax reconnect delay cap
  * @param transport plaintext or TLS, and the bearer token
+ * @param exposeInternalErrors tell the model the class and message of a handler's unexpected
+ *     exception (development); off, it gets a reference to the log line only
  */
 public record WorkOptions(
     String target,
@@ -29,7 +31,8 @@ public record WorkOptions(
     Optional<Duration> keepAlive,
     Duration backoffInitial,
     Duration backoffMax,
-    Transport transport) {
+    Transport transport,
+    boolean exposeInternalErrors) {
 
   /** gRPC's default receive limit, which the runtime applies to what workers send. */
   public static final int RUNTIME_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -60,36 +63,41 @@ public record WorkOptions(
   public static WorkOptions defaults(String target, WorkerIdentity identity) {
     return new WorkOptions(target, identity, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_INBOUND_BYTES,
         DEFAULT_MAX_RESULT_BYTES, Optional.empty(), Duration.ofMillis(250), Duration.ofSeconds(30),
-        Transport.plaintext());
+        Transport.plaintext(), false);
   }
 
   public WorkOptions withDrainTimeout(Duration d) {
     return new WorkOptions(target, identity, d, maxInboundBytes, maxResultBytes, keepAlive,
-        backoffInitial, backoffMax, transport);
+        backoffInitial, backoffMax, transport, exposeInternalErrors);
   }
 
   public WorkOptions withMaxResultBytes(int bytes) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, bytes, keepAlive,
-        backoffInitial, backoffMax, transport);
+        backoffInitial, backoffMax, transport, exposeInternalErrors);
   }
 
   public WorkOptions withMaxInboundBytes(int bytes) {
     return new WorkOptions(target, identity, drainTimeout, bytes, maxResultBytes, keepAlive,
-        backoffInitial, backoffMax, transport);
+        backoffInitial, backoffMax, transport, exposeInternalErrors);
   }
 
   public WorkOptions withKeepAlive(Optional<Duration> interval) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        interval, backoffInitial, backoffMax, transport);
+        interval, backoffInitial, backoffMax, transport, exposeInternalErrors);
   }
 
   public WorkOptions withBackoff(Duration initial, Duration max) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, initial, max, transport);
+        keepAlive, initial, max, transport, exposeInternalErrors);
   }
 
   public WorkOptions withTransport(Transport t) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, backoffInitial, backoffMax, t);
+        keepAlive, backoffInitial, backoffMax, t, exposeInternalErrors);
+  }
+
+  public WorkOptions withExposeInternalErrors(boolean expose) {
+    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
+        keepAlive, backoffInitial, backoffMax, transport, expose);
   }
 }

@@ -11,35 +11,34 @@ import dev.phrony.runtime.v1.WorkToolError;
 import dev.phrony.runtime.v1.WorkToolNack;
 import dev.phrony.runtime.v1.WorkToolResult;
 import dev.phrony.worker.call.CallOutcome;
-import dev.phrony.worker.outbox.HeldResult;
 import dev.phrony.worker.ops.ReconnectReason;
 import dev.phrony.worker.ops.WorkerMetrics;
-import dev.phrony.worker.outbox.ResultOutbox;
+import dev.phrony.worker.outbox.HeldResult;
 import dev.phrony.worker.plugin.HandlerCatalog;
+import dev.phrony.worker.time.Scheduler;
 import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
-import java.time.Duration;
-import java.time.Instant;
-import java.time.InstantSource;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One Work stream, from {@code register} to its end. Never outlives its stream: the
- * {@link WorkClient} makes a new session per connection. Inbound messages arrive serialized on
- * the channel's I/O thread, so {@link #onNext} must never block; handler threads only reach the
- * stream through {@link CallSink} and the single {@link StreamWriter}.
+ * One Work stream, from {@code register} to its end; it only speaks the wire. Inbound messages
+ * arrive on the channel's I/O thread and go straight to the {@link Dispatcher}, which owns every
+ * call; outbound messages go through the one {@link StreamWriter}. Never outlives its stream:
+ * the {@link WorkClient} makes a new session per connection.
  */
 final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMsg, WorkServerMsg> {
   private static final Logger log = LoggerFactory.getLogger(WorkSession.class);
 
   /** Inbound messages requested at a time (one at a time caps a stream near 15k msgs/s). */
   static final int INBOUND_BATCH = 256;
+
+  private static final WorkClientMsg HEARTBEAT = WorkClientMsg.newBuilder()
+      .setHeartbeat(WorkHeartbeat.getDefaultInstance()).build();
 
   /** How a stream ended: the status, why in words and as a class, and how far it got. */
   record End(Status status, String reason, ReconnectReason cause, boolean registered,
@@ -48,39 +47,37 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   private final long id;
   private final HandlerCatalog catalog;
   private final Dispatcher dispatcher;
-  private final ResultOutbox outbox;
   private final WorkerIdentity identity;
-  private final InstantSource clock;
   private final Set<String> advertised;
   private final Heartbeat heartbeat;
   private final WorkerMetrics metrics;
   private final Executor writes;
   private final CompletableFuture<End> ended = new CompletableFuture<>();
   private final CompletableFuture<Void> registration = new CompletableFuture<>();
-  /** Results sent on this stream and not yet acked. */
-  private final Set<String> unacked = ConcurrentHashMap.newKeySet();
 
   private volatile ClientCallStreamObserver<WorkClientMsg> requests;
   private volatile StreamWriter writer;
-  private volatile Instant registeredAt;
+  private volatile boolean registered;
   private volatile boolean healthy;
-  private volatile boolean orphanWindowClosed;
   private volatile String abortReason;
   private volatile ReconnectReason abortCause;
   private int receivedSinceRequest;
 
-  WorkSession(long id, HandlerCatalog catalog, Dispatcher dispatcher, ResultOutbox outbox,
-      WorkerIdentity identity, InstantSource clock, Set<String> inFlight, WorkerMetrics metrics,
-      Executor writes) {
+  /**
+   * @param inFlight the calls to advertise at register (computed in the dispatcher's context)
+   * @param writes where the stream's writes are drained (the channel's I/O thread)
+   */
+  WorkSession(long id, HandlerCatalog catalog, Dispatcher dispatcher, WorkerIdentity identity,
+      Scheduler scheduler, Set<String> inFlight, WorkerMetrics metrics, Executor writes) {
     this.id = id;
     this.writes = writes;
     this.catalog = catalog;
     this.dispatcher = dispatcher;
-    this.outbox = outbox;
     this.identity = identity;
-    this.clock = clock;
     this.advertised = Set.copyOf(inFlight);
-    this.heartbeat = new Heartbeat(clock);
+    this.heartbeat = new Heartbeat(scheduler, () -> writer.send(HEARTBEAT),
+        () -> abort(ReconnectReason.HEARTBEAT_TIMEOUT, "no heartbeat_ack (or registered) for a"
+            + " whole lease TTL of " + heartbeat().ttl().toMillis() + " ms"));
     this.metrics = metrics;
   }
 
@@ -98,7 +95,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   }
 
   boolean registered() {
-    return registeredAt != null && live();
+    return registered && live();
   }
 
   Heartbeat heartbeat() {
@@ -113,7 +110,10 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
     requestStream.setOnReadyHandler(() -> writer.drain());
   }
 
-  /** Sends {@code register} with every handler and the calls still in flight (rule 2, 3). */
+  /**
+   * Sends {@code register} with every handler and the calls still in flight (rules 2, 3), and
+   * starts the watchdog: {@code registered} must come within a default TTL.
+   */
   void register() {
     WorkRegister.Builder reg = WorkRegister.newBuilder()
         .setWorkerId(identity.workerId())
@@ -129,6 +129,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
     }
     advertised.forEach(c -> reg.addInFlight(WorkInFlightCall.newBuilder().setCallId(c)));
     writer.send(WorkClientMsg.newBuilder().setRegister(reg).build());
+    heartbeat.start();
     log.debug("stream {}: register sent with {} handlers and {} in flight", id,
         catalog.size(), advertised.size());
   }
@@ -138,19 +139,15 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
     switch (msg.getBodyCase()) {
       case REGISTERED -> {
         heartbeat.onRegistered(msg.getRegistered().getLeaseTtlMs());
-        registeredAt = clock.instant();
-        dispatcher.attachSession(this);
+        registered = true;
+        dispatcher.onRegistered(this, advertised, heartbeat.ttl());
         registration.complete(null);
         log.info("registered as {}: {} handlers, lease TTL {} ms", identity.workerId(),
             catalog.size(), heartbeat.ttl().toMillis());
       }
       case INVOKE -> dispatcher.onInvoke(msg.getInvoke(), this);
       case CANCEL -> dispatcher.onCancel(msg.getCancel().getCallId(), this);
-      case RESULT_ACK -> {
-        String callId = msg.getResultAck().getCallId();
-        unacked.remove(callId);
-        dispatcher.onResultAck(callId);
-      }
+      case RESULT_ACK -> dispatcher.onResultAck(msg.getResultAck().getCallId());
       case HEARTBEAT_ACK -> {
         heartbeat.onAck();
         healthy = true;
@@ -194,54 +191,12 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
     if (ended.isDone()) {
       return;
     }
+    heartbeat.stop();
     writer.closed();
-    dispatcher.detach(this);
-    if (status.getCode() == Status.Code.NOT_FOUND && status.getDescription() != null) {
-      // Rule 9: the runtime did not know a call we answered; never send that result again.
-      for (String callId : outbox.pendingIds()) {
-        if (status.getDescription().contains(callId)) {
-          outbox.markOrphaned(callId);
-          log.warn("runtime did not know call {}; its result is kept as orphaned", callId);
-        }
-      }
-    }
-    ended.complete(new End(status, reason, cause, registeredAt != null, healthy));
-  }
-
-  /** Periodic work from the client's ticker: heartbeats, the watchdog and the orphan window. */
-  void tick() {
-    if (ended.isDone()) {
-      return;
-    }
-    switch (heartbeat.tick()) {
-      case SEND -> writer.send(WorkClientMsg.newBuilder()
-          .setHeartbeat(WorkHeartbeat.getDefaultInstance()).build());
-      case EXPIRED -> abort(ReconnectReason.HEARTBEAT_TIMEOUT, "no heartbeat_ack (or registered)"
-          + " for a whole lease TTL of " + heartbeat.ttl().toMillis() + " ms");
-      case NONE -> { }
-    }
-    Instant reg = registeredAt;
-    if (reg != null && !orphanWindowClosed
-        && !clock.instant().isBefore(reg.plus(heartbeat.ttl()))) {
-      closeOrphanWindow();
-    }
-  }
-
-  /** Results advertised at register that the runtime neither acked nor re-invoked in a TTL. */
-  private void closeOrphanWindow() {
-    int n = 0;
-    for (String callId : advertised) {
-      if (!unacked.contains(callId) && outbox.find(callId).isPresent()
-          && !outbox.isOrphaned(callId)) {
-        outbox.markOrphaned(callId);
-        n++;
-      }
-    }
-    orphanWindowClosed = true;
-    if (n > 0) {
-      log.warn("{} results from earlier streams were not acked within a lease TTL; kept as"
-          + " orphaned (their outcome is indeterminate to the runtime)", n);
-    }
+    // The dispatcher detaches the stream's calls in its context, before anything posted later
+    // there (the next stream's register) runs.
+    dispatcher.onStreamEnded(this, status);
+    ended.complete(new End(status, reason, cause, registered, healthy));
   }
 
   /** Ends the stream from our side; {@link #ended()} completes once gRPC has closed it. */
@@ -254,15 +209,6 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   /** Half-closes cleanly after what is queued (graceful shutdown). */
   void halfClose() {
     writer.complete();
-  }
-
-  /** True when no result sent here is waiting for its ack. */
-  boolean allAcked() {
-    return unacked.isEmpty();
-  }
-
-  Duration lastHeartbeatRoundTrip() {
-    return heartbeat.lastRoundTrip();
   }
 
   /** True while registered and the lease was renewed (or granted) within a TTL. */
@@ -278,7 +224,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   }
 
   @Override
-  public void sendResult(HeldResult result) {
+  public boolean sendResult(HeldResult result) {
     WorkToolResult.Builder r = WorkToolResult.newBuilder().setCallId(result.callId());
     switch (result.outcome()) {
       // No copy: a held payload is never modified (the outbox keeps this same array).
@@ -286,10 +232,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
       case CallOutcome.Error e -> r.setError(
           WorkToolError.newBuilder().setCode(e.code()).setMessage(e.message()));
     }
-    unacked.add(result.callId());
-    if (!writer.send(WorkClientMsg.newBuilder().setResult(r).build())) {
-      unacked.remove(result.callId());
-    }
+    return writer.send(WorkClientMsg.newBuilder().setResult(r).build());
   }
 
   @Override
@@ -299,15 +242,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   }
 
   @Override
-  public void unsend(String callId) {
-    if (writer.unsend(callId)) {
-      unacked.remove(callId);
-    }
-  }
-
-  @Override
-  public boolean orphanWindowClosed() {
-    return orphanWindowClosed;
+  public boolean unsend(String callId) {
+    return writer.unsend(callId);
   }
 
   @Override

@@ -8,12 +8,11 @@ import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.Outcome;
+import dev.phrony.worker.testing.FakeScheduler;
 import dev.phrony.worker.work.WorkClient;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.InstantSource;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -28,7 +27,9 @@ import org.junit.jupiter.api.Test;
  */
 class CallServiceTest {
   private static final Duration WAIT = Duration.ofMillis(400);
-  private static final Instant NOW = Instant.now();
+
+  /** The bounds' timers: they run only when a test moves this time on. */
+  private final FakeScheduler timers = new FakeScheduler();
 
   private final List<String> heard = new CopyOnWriteArrayList<>();
   private LocalRuntime runtime;
@@ -42,7 +43,7 @@ class CallServiceTest {
         new WorkerIdentity("w1", "", "")), DevFixture.catalog(), new MemoryOutbox());
     worker.start();
     Await.until("registered", worker::registered);
-    calls = new CallService(runtime, WAIT, InstantSource.fixed(NOW), new CallService.Listener() {
+    calls = new CallService(runtime, WAIT, timers, new CallService.Listener() {
       @Override
       public void submitted(Call call) {
         heard.add("call " + call.callId());
@@ -70,15 +71,20 @@ class CallServiceTest {
   @Test
   void a_running_call_without_a_deadline_times_out_after_the_dispatch_wait_and_is_cancelled()
       throws Exception {
-    CallService.Completed c = await(calls.submit(new CallRequest("hold", "1.0.0", null, "s1",
-        null)));
+    CompletableFuture<CallService.Completed> f = calls.submit(new CallRequest("hold", "1.0.0",
+        null, "s1", null));
+    Await.until("running", () -> runtime.worker("w1").orElseThrow().busy("hold@1.0.0") == 1);
+    timers.advance(WAIT.minusMillis(1));
+    assertThat(f).isNotDone();
+    timers.advance(Duration.ofMillis(1));
+    CallService.Completed c = await(f);
 
     assertThat(c.call().deadlineUnixMs()).isZero();
     assertThat(c.outcome()).isInstanceOfSatisfying(Outcome.DispatchError.class, e -> {
       assertThat(e.kind()).isEqualTo(Outcome.Kind.TIMEOUT);
       assertThat(e.message()).isEqualTo("context deadline exceeded");
       assertThat(e.trace().workerId()).isEqualTo("w1");
-      assertThat(e.trace().elapsed()).isGreaterThanOrEqualTo(WAIT);
+      assertThat(e.trace().elapsed()).isEqualTo(WAIT);
     });
     assertThat(c.hint()).isEqualTo("the call took longer than 400ms (the runtime's dispatch "
         + "wait; give a longer deadline with --timeout)");
@@ -94,8 +100,11 @@ class CallServiceTest {
         new CallRequest("hold", "1.0.0", null, "s2", Duration.ofSeconds(20)));
     Await.until("slot taken", () -> runtime.worker("w1").orElseThrow().busy("hold@1.0.0") == 1);
 
-    CallService.Completed second = await(calls.submit(
-        new CallRequest("hold", "1.0.0", null, "s3", null)));
+    CompletableFuture<CallService.Completed> waiting = calls.submit(
+        new CallRequest("hold", "1.0.0", null, "s3", null));
+    Await.until("queued", () -> runtime.queues().getOrDefault("hold@1.0.0", 0) == 1);
+    timers.advance(WAIT);
+    CallService.Completed second = await(waiting);
 
     assertThat(second.outcome()).isInstanceOfSatisfying(Outcome.DispatchError.class, e -> {
       assertThat(e.kind()).isEqualTo(Outcome.Kind.CAPACITY_EXHAUSTED);
@@ -114,7 +123,8 @@ class CallServiceTest {
     CallService.Completed c = await(calls.submit(
         new CallRequest("echo", "1.0.0", "{\"a\":1}", null, Duration.ofSeconds(5))));
 
-    assertThat(c.call().deadlineUnixMs()).isEqualTo(NOW.plusSeconds(5).toEpochMilli());
+    assertThat(c.call().deadlineUnixMs())
+        .isEqualTo(timers.clock().instant().plusSeconds(5).toEpochMilli());
     assertThat(c.outcome()).isInstanceOf(Outcome.Result.class);
     assertThat(c.outcome().text()).isEqualTo("{\"a\":1}");
     assertThat(calls.inFlight()).isZero();

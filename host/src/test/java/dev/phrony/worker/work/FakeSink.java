@@ -1,7 +1,6 @@
 package dev.phrony.worker.work;
 
 import dev.phrony.worker.outbox.HeldResult;
-import java.time.Duration;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
@@ -15,7 +14,6 @@ final class FakeSink implements CallSink {
 
   final LinkedBlockingQueue<Sent> sent = new LinkedBlockingQueue<>();
   volatile boolean live = true;
-  volatile boolean orphanWindowClosed;
 
   @Override
   public boolean live() {
@@ -23,10 +21,11 @@ final class FakeSink implements CallSink {
   }
 
   @Override
-  public void sendResult(HeldResult result) {
+  public boolean sendResult(HeldResult result) {
     if (live) {
       sent.add(new Result(result));
     }
+    return live;
   }
 
   @Override
@@ -37,13 +36,8 @@ final class FakeSink implements CallSink {
   }
 
   @Override
-  public void unsend(String callId) {
-    sent.removeIf(s -> s instanceof Result r && r.held().callId().equals(callId));
-  }
-
-  @Override
-  public boolean orphanWindowClosed() {
-    return orphanWindowClosed;
+  public boolean unsend(String callId) {
+    return sent.removeIf(s -> s instanceof Result r && r.held().callId().equals(callId));
   }
 
   Sent next() throws InterruptedException {
@@ -54,9 +48,9 @@ final class FakeSink implements CallSink {
     return s;
   }
 
-  /** Asserts nothing more arrives within {@code d}. */
-  void assertQuiet(Duration d) throws InterruptedException {
-    Sent s = sent.poll(d.toMillis(), TimeUnit.MILLISECONDS);
+  /** Asserts nothing was sent that has not been taken. */
+  void assertNothingMore() {
+    Sent s = sent.peek();
     if (s != null) {
       throw new AssertionError("unexpected " + s);
     }

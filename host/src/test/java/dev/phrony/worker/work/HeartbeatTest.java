@@ -2,58 +2,62 @@ package dev.phrony.worker.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.phrony.worker.testing.FakeScheduler;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.InstantSource;
-import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
-/** Rule 1 with a clock the test moves: no sleeping. */
+/** Rule 1 on a fake scheduler: the test moves time, nothing sleeps. */
 class HeartbeatTest {
-  private final AtomicReference<Instant> now = new AtomicReference<>(Instant.parse("2026-01-01T00:00:00Z"));
-  private final InstantSource clock = () -> now.get();
-
-  private void advance(Duration d) {
-    now.set(now.get().plus(d));
-  }
+  private final FakeScheduler timers = new FakeScheduler();
+  private final AtomicInteger sent = new AtomicInteger();
+  private final AtomicInteger expired = new AtomicInteger();
+  private final Heartbeat hb = new Heartbeat(timers, sent::incrementAndGet,
+      expired::incrementAndGet);
 
   @Test
   void sends_every_half_ttl_and_expires_after_a_whole_ttl_without_ack() {
-    Heartbeat hb = new Heartbeat(clock);
+    hb.start();
     hb.onRegistered(10_000);
-    advance(Duration.ofMillis(4_999));
-    assertThat(hb.tick()).isEqualTo(Heartbeat.Action.NONE);
-    advance(Duration.ofMillis(1));
-    assertThat(hb.tick()).isEqualTo(Heartbeat.Action.SEND);
-    assertThat(hb.tick()).isEqualTo(Heartbeat.Action.NONE);
-    advance(Duration.ofMillis(5_000));
-    assertThat(hb.tick()).isEqualTo(Heartbeat.Action.EXPIRED);
+    timers.advance(Duration.ofMillis(4_999));
+    assertThat(sent).hasValue(0);
+    timers.advance(Duration.ofMillis(1));
+    assertThat(sent).hasValue(1);
+    timers.advance(Duration.ofMillis(4_999));
+    assertThat(expired).hasValue(0);
+    timers.advance(Duration.ofMillis(1));
+    assertThat(expired).hasValue(1);
+    assertThat(timers.pending()).as("both timers stop with the stream").isZero();
   }
 
   @Test
   void the_lease_is_fresh_until_a_whole_ttl_passes_without_a_sign_of_life() {
-    Heartbeat hb = new Heartbeat(clock);
+    hb.start();
     hb.onRegistered(10_000);
-    advance(Duration.ofMillis(9_999));
+    timers.advance(Duration.ofMillis(9_999));
     assertThat(hb.fresh()).isTrue();
     hb.onAck();
-    advance(Duration.ofMillis(9_999));
+    timers.advance(Duration.ofMillis(9_999));
     assertThat(hb.fresh()).isTrue();
-    advance(Duration.ofMillis(1));
+    assertThat(expired).hasValue(0);
+    timers.advance(Duration.ofMillis(1));
     assertThat(hb.fresh()).isFalse();
+    assertThat(expired).hasValue(1);
   }
 
   @Test
   void an_ack_keeps_the_stream_alive() {
-    Heartbeat hb = new Heartbeat(clock);
+    hb.start();
     hb.onRegistered(10_000);
-    for (int i = 0; i < 10; i++) {
-      advance(Duration.ofSeconds(5));
-      assertThat(hb.tick()).isEqualTo(Heartbeat.Action.SEND);
-      advance(Duration.ofMillis(30));
+    for (int i = 1; i <= 10; i++) {
+      timers.advance(i == 1 ? Duration.ofSeconds(5) : Duration.ofMillis(4_970)); // to the beat
+      assertThat(sent).hasValue(i);
+      timers.advance(Duration.ofMillis(30));
       hb.onAck();
       assertThat(hb.lastRoundTrip()).isEqualTo(Duration.ofMillis(30));
     }
+    assertThat(expired).hasValue(0);
+    assertThat(timers.pending()).as("one heartbeat and one watchdog timer").isEqualTo(2);
   }
 
   @Test
@@ -65,10 +69,22 @@ class HeartbeatTest {
 
   @Test
   void no_registered_within_the_default_ttl_is_a_dead_stream() {
-    Heartbeat hb = new Heartbeat(clock);
-    advance(Duration.ofSeconds(29));
-    assertThat(hb.tick()).isEqualTo(Heartbeat.Action.NONE);
-    advance(Duration.ofSeconds(1));
-    assertThat(hb.tick()).isEqualTo(Heartbeat.Action.EXPIRED);
+    hb.start();
+    timers.advance(Duration.ofSeconds(29));
+    assertThat(expired).hasValue(0);
+    assertThat(sent).as("no heartbeat before registered").hasValue(0);
+    timers.advance(Duration.ofSeconds(1));
+    assertThat(expired).hasValue(1);
+  }
+
+  @Test
+  void a_stopped_heartbeat_leaves_no_timer_and_never_fires() {
+    hb.start();
+    hb.onRegistered(10_000);
+    hb.stop();
+    assertThat(timers.pending()).isZero();
+    timers.advance(Duration.ofMinutes(5));
+    assertThat(sent).hasValue(0);
+    assertThat(expired).hasValue(0);
   }
 }

@@ -22,7 +22,6 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -98,7 +97,7 @@ class TransportSecurityTest {
         .withBackoff(Duration.ofMillis(20), Duration.ofMillis(100))
         .withTransport(transport);
     WorkClient c = new WorkClient(options, TestHandler.catalog(echo), new MemoryOutbox(),
-        InstantSource.system(), bound -> bound / 2, metrics);
+        null, bound -> bound / 2, metrics);
     closeables.add(c);
     c.start();
     return c;

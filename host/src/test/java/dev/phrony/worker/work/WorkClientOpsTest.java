@@ -14,7 +14,6 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
-import java.time.InstantSource;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -55,7 +54,7 @@ class WorkClientOpsTest {
         .withBackoff(Duration.ofMillis(20), Duration.ofMillis(100))
         .withDrainTimeout(Duration.ofSeconds(5));
     client = new WorkClient(options, TestHandler.catalog(echo), new MemoryOutbox(),
-        InstantSource.system(), bound -> bound / 2, metrics);
+        null, bound -> bound / 2, metrics);
     metrics.bindRegistered(client::registered);
 
     assertThat(client.readiness()).isEqualTo(

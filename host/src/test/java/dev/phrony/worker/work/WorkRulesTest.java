@@ -12,12 +12,11 @@ import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.Event;
 import dev.phrony.worker.testkit.LocalRuntime;
-import dev.phrony.worker.testkit.ManualClock;
+import dev.phrony.worker.testing.FakeScheduler;
 import dev.phrony.worker.testkit.Outcome;
 import io.grpc.Status;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
@@ -27,6 +26,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
+import java.util.function.BooleanSupplier;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -57,7 +57,12 @@ class WorkRulesTest {
   // ---- fixtures ----
 
   private LocalRuntime runtime(Duration leaseTtl) {
-    LocalRuntime rt = LocalRuntime.builder().port(0).leaseTtl(leaseTtl)
+    return runtime(leaseTtl, InstantSource.system());
+  }
+
+  /** A runtime whose leases run on {@code clock} (the worker's fake scheduler's, in tests). */
+  private LocalRuntime runtime(Duration leaseTtl, InstantSource clock) {
+    LocalRuntime rt = LocalRuntime.builder().port(0).leaseTtl(leaseTtl).clock(clock)
         .shutdownGrace(Duration.ofSeconds(1)).start();
     closeables.add(rt);
     return rt;
@@ -108,21 +113,41 @@ class WorkRulesTest {
     return n == null ? 0 : n.get();
   }
 
-  private WorkClient worker(LocalRuntime rt, String workerId, InstantSource clock) {
+  /** A started worker; {@code timers} null means real timers on the system clock. */
+  private WorkClient worker(LocalRuntime rt, String workerId, FakeScheduler timers) {
     WorkOptions options = WorkOptions.defaults(rt.target(),
             new WorkerIdentity(workerId, "test", "sha256:test"))
         .withBackoff(Duration.ofMillis(20), Duration.ofMillis(200))
         .withDrainTimeout(Duration.ofSeconds(10));
-    WorkClient client = new WorkClient(options, catalog(4), outbox, clock, bound -> bound / 2);
+    WorkClient client = new WorkClient(options, catalog(4), outbox, timers, bound -> bound / 2);
     closeables.add(client);
     client.start();
     return client;
   }
 
   private WorkClient worker(LocalRuntime rt) {
-    WorkClient c = worker(rt, "w1", InstantSource.system());
+    WorkClient c = worker(rt, "w1", null);
     Await.until("registered", c::registered, WAIT);
     return c;
+  }
+
+  /**
+   * Waits for {@code condition} while moving fake time on in small steps: the reconnect backoff
+   * and every other timer of the worker only run when its time moves.
+   */
+  private static void advanceUntil(FakeScheduler timers, String what, BooleanSupplier condition) {
+    Await.until(what, () -> {
+      if (condition.getAsBoolean()) {
+        return true;
+      }
+      timers.advance(Duration.ofMillis(10));
+      return condition.getAsBoolean();
+    }, WAIT);
+  }
+
+  private static long heartbeatAcks(LocalRuntime rt, long streamId) {
+    return rt.events().stream().filter(e -> e.streamId() == streamId)
+        .filter(Event.out(WorkServerMsg.BodyCase.HEARTBEAT_ACK)).count();
   }
 
   private static Outcome await(CompletableFuture<Outcome> f) throws Exception {
@@ -152,12 +177,19 @@ class WorkRulesTest {
 
   @Test
   void rule1_heartbeats_keep_the_lease_alive_past_several_ttls() throws Exception {
-    LocalRuntime rt = runtime(Duration.ofMillis(1_200));
-    worker(rt);
-    Await.until("four heartbeat acks", () -> rt.events().stream()
-        .filter(Event.out(WorkServerMsg.BodyCase.HEARTBEAT_ACK)).count() >= 4, WAIT);
-    // Four acks at TTL/2 = two whole TTLs: without heartbeats the lease would have expired.
+    FakeScheduler timers = new FakeScheduler();
+    LocalRuntime rt = runtime(Duration.ofSeconds(2), timers.clock());
+    WorkClient c = worker(rt, "w1", timers);
+    Await.until("registered", c::registered, WAIT);
+    long stream = rt.worker("w1").orElseThrow().streamId();
+    for (int i = 1; i <= 4; i++) {
+      timers.advance(Duration.ofSeconds(1)); // TTL/2: a heartbeat is due
+      int n = i;
+      Await.until("heartbeat ack " + i, () -> heartbeatAcks(rt, stream) >= n, WAIT);
+    }
+    // Two whole TTLs of the runtime's clock passed: without heartbeats the lease had expired.
     assertThat(rt.worker("w1")).hasValueSatisfying(w -> assertThat(w.leaseExpired()).isFalse());
+    assertThat(c.reconnects()).isZero();
     assertThat(text(await(rt.dispatch(Call.of("echo", "1.0.0", "{\"a\":1}")))))
         .isEqualTo("{\"a\":1}");
   }
@@ -168,7 +200,7 @@ class WorkRulesTest {
     // Queued before any worker exists: the runtime hands it out during register.
     CompletableFuture<Outcome> queued = rt.dispatch(Call.of("echo", "1.0.0", "{\"early\":1}"));
     Await.until("call queued", () -> rt.queues().getOrDefault("echo@1.0.0", 0) == 1, WAIT);
-    worker(rt, "w1", InstantSource.system());
+    worker(rt, "w1", null);
     assertThat(text(await(queued))).isEqualTo("{\"early\":1}");
     List<Event> out = rt.events().stream()
         .filter(Event.out(WorkServerMsg.BodyCase.INVOKE)
@@ -177,15 +209,19 @@ class WorkRulesTest {
   }
 
   @Test
-  void rule1_no_heartbeat_ack_for_a_ttl_means_reconnect_with_an_injected_clock() throws Exception {
-    LocalRuntime rt = runtime(Duration.ofSeconds(30));
-    ManualClock clock = new ManualClock(Instant.parse("2026-01-01T00:00:00Z"));
-    WorkClient c = worker(rt, "w1", clock);
+  void rule1_no_heartbeat_ack_for_a_ttl_means_reconnect() throws Exception {
+    FakeScheduler timers = new FakeScheduler();
+    LocalRuntime rt = runtime(Duration.ofSeconds(30), timers.clock());
+    WorkClient c = worker(rt, "w1", timers);
     Await.until("registered", c::registered, WAIT);
-    // The worker's clock jumps a whole TTL with no ack in between: the watchdog declares the
-    // stream dead, closes it, and registers again on a new one.
-    clock.advance(Duration.ofSeconds(30));
-    Await.until("reconnected", () -> c.reconnects() >= 1 && c.registered(), WAIT);
+    rt.loseHeartbeats(true);
+    timers.advance(Duration.ofSeconds(15)); // a heartbeat goes out and is lost
+    assertThat(c.reconnects()).isZero();
+    timers.advance(Duration.ofMillis(14_999));
+    assertThat(c.reconnects()).as("still within the TTL").isZero();
+    rt.loseHeartbeats(false);
+    timers.advance(Duration.ofMillis(1)); // a whole TTL without an ack: the stream is dead
+    advanceUntil(timers, "reconnected", () -> c.reconnects() >= 1 && c.registered());
     assertThat(rt.worker("w1")).hasValueSatisfying(w -> assertThat(w.connected()).isTrue());
     assertThat(text(await(rt.dispatch(Call.of("echo", "1.0.0", "{}"))))).isEqualTo("{}");
   }
@@ -194,14 +230,16 @@ class WorkRulesTest {
 
   @Test
   void rule2_reconnects_keep_the_worker_id_and_close_the_old_stream_first() throws Exception {
-    LocalRuntime rt = runtime(Duration.ofSeconds(2));
-    ManualClock clock = new ManualClock(Instant.parse("2026-01-01T00:00:00Z"));
-    WorkClient c = worker(rt, "w1", clock);
+    FakeScheduler timers = new FakeScheduler();
+    LocalRuntime rt = runtime(Duration.ofSeconds(2), timers.clock());
+    WorkClient c = worker(rt, "w1", timers);
     Await.until("registered", c::registered, WAIT);
     long firstStream = rt.worker("w1").orElseThrow().streamId();
-    clock.advance(Duration.ofSeconds(2)); // watchdog: our side ends the stream
-    Await.until("re-registered on a new stream", () -> rt.worker("w1")
-        .filter(w -> w.streamId() != firstStream && w.connected()).isPresent(), WAIT);
+    rt.loseHeartbeats(true);
+    timers.advance(Duration.ofSeconds(2)); // watchdog: our side ends the stream
+    rt.loseHeartbeats(false);
+    advanceUntil(timers, "re-registered on a new stream", () -> rt.worker("w1")
+        .filter(w -> w.streamId() != firstStream && w.connected()).isPresent());
     long secondStream = rt.worker("w1").orElseThrow().streamId();
     Await.until("worker saw registered", c::registered, WAIT);
     // Had the new stream registered before the old one closed, the old close would have removed
@@ -213,9 +251,9 @@ class WorkRulesTest {
         .filter(e -> e.streamId() == secondStream)
         .filter(Event.in(WorkClientMsg.BodyCase.REGISTER)).findFirst().orElseThrow();
     assertThat(oldEnd.seq()).isLessThan(newRegister.seq());
-    clock.advance(Duration.ofSeconds(1)); // time for a heartbeat on the new stream
-    rt.awaitEvent(e -> e.streamId() == secondStream
-        && Event.out(WorkServerMsg.BodyCase.HEARTBEAT_ACK).test(e), WAIT);
+    timers.advance(Duration.ofSeconds(1)); // time for a heartbeat on the new stream
+    Await.until("heartbeat acked on the new stream", () -> heartbeatAcks(rt, secondStream) >= 1,
+        WAIT);
     assertThat(streamEnds(rt, Status.Code.NOT_FOUND)).isEmpty();
     assertThat(registersOn(rt, firstStream)).isEqualTo(1);
     assertThat(registersOn(rt, secondStream)).isEqualTo(1);
@@ -226,8 +264,10 @@ class WorkRulesTest {
   @Test
   void rule3_a_result_from_an_earlier_stream_is_held_advertised_and_orphaned_not_sent()
       throws Exception {
-    LocalRuntime rt = runtime(Duration.ofMillis(1_500));
-    WorkClient c = worker(rt);
+    FakeScheduler timers = new FakeScheduler();
+    LocalRuntime rt = runtime(Duration.ofSeconds(30), timers.clock());
+    WorkClient c = worker(rt, "w1", timers);
+    Await.until("registered", c::registered, WAIT);
     Call call = Call.of("block", "1.0.0", "{}");
     CompletableFuture<Outcome> first = rt.dispatch(call);
     Await.until("running", () -> runsOf(call.callId()) == 1, WAIT);
@@ -235,18 +275,26 @@ class WorkRulesTest {
     rt.restart(); // the runtime forgets the call: indeterminate
     assertThat(await(first)).isInstanceOfSatisfying(Outcome.DispatchError.class,
         e -> assertThat(e.kind()).isEqualTo(Outcome.DispatchError.Kind.INDETERMINATE));
-    // The old stream may not have seen its end yet (and still count as registered): wait for
-    // a register sent after the restart.
-    Await.until("re-registered", () -> c.registered() && rt.events().stream()
-        .anyMatch(e -> e.seq() > beforeRestart && Event.in(WorkClientMsg.BodyCase.REGISTER)
-            .test(e)), WAIT);
+    advanceUntil(timers, "re-registered", () -> c.registered() && rt.events().stream()
+        .anyMatch(e -> e.seq() > beforeRestart && Event.out(WorkServerMsg.BodyCase.REGISTERED)
+            .test(e)));
     Event register = rt.events().stream().filter(Event.in(WorkClientMsg.BodyCase.REGISTER))
         .reduce((a, b) -> b).orElseThrow();
     assertThat(register.clientMsg().getRegister().getInFlightList())
         .extracting(f -> f.getCallId()).contains(call.callId());
     release.countDown(); // finishes after the reconnect: must not go out on the new stream
     Await.until("held", () -> outbox.find(call.callId()).isPresent(), WAIT);
+    assertThat(outbox.isOrphaned(call.callId())).as("the runtime may still ask for it").isFalse();
+    // A lease TTL passes without an ack or a re-invoke (heartbeats acked on the way, so the
+    // stream itself stays up).
+    long stream = rt.worker("w1").orElseThrow().streamId();
+    int reconnects = c.reconnects();
+    timers.advance(Duration.ofSeconds(15));
+    Await.until("heartbeat acked", () -> heartbeatAcks(rt, stream) >= 1, WAIT);
+    assertThat(outbox.isOrphaned(call.callId())).isFalse();
+    timers.advance(Duration.ofSeconds(15));
     Await.until("orphaned after a TTL", () -> outbox.isOrphaned(call.callId()), WAIT);
+    assertThat(c.reconnects()).as("the stream stayed up").isEqualTo(reconnects);
     assertThat(rt.events().stream().filter(Event.in(WorkClientMsg.BodyCase.RESULT))
         .filter(e -> e.callId().equals(call.callId()))).isEmpty();
     assertThat(streamEnds(rt, Status.Code.NOT_FOUND)).isEmpty();

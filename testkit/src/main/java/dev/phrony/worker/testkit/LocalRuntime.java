@@ -79,6 +79,7 @@ public final class LocalRuntime implements AutoCloseable {
     private final ConcurrentMap<String, Outcome> ledger = new ConcurrentHashMap<>();
     private final AtomicLong streamIds = new AtomicLong();
     private final AtomicBoolean withholdResultAcks;
+    private final AtomicBoolean loseHeartbeats = new AtomicBoolean();
     private final ExecutorService callbacks;
     private final ScheduledThreadPoolExecutor timers;
 
@@ -129,7 +130,8 @@ public final class LocalRuntime implements AutoCloseable {
             if (server != null) {
                 throw new IllegalStateException("LocalRuntime is already running on " + target());
             }
-            Registry fresh = new Registry(settings, ledger, timers, withholdResultAcks::get);
+            Registry fresh = new Registry(settings, ledger, timers, withholdResultAcks::get,
+                    loseHeartbeats::get);
             server = bind(port, fresh);
             boundBefore = true;
             port = server.getPort();
@@ -309,6 +311,16 @@ public final class LocalRuntime implements AutoCloseable {
     public void withholdResultAcks(boolean withhold) {
         withholdResultAcks.set(withhold);
         log.info("LocalRuntime result_ack {}", withhold ? "withheld" : "sent");
+    }
+
+    /**
+     * While true, every {@code heartbeat} is lost on its way in: the lease is not renewed and no
+     * {@code heartbeat_ack} is sent, as when a network path fails one way. For tests of a
+     * worker's watchdog.
+     */
+    public void loseHeartbeats(boolean lose) {
+        loseHeartbeats.set(lose);
+        log.info("LocalRuntime heartbeats {}", lose ? "lost" : "received");
     }
 
     /** Whether result acks are being withheld. */

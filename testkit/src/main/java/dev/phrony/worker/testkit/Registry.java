@@ -43,6 +43,7 @@ final class Registry {
     private final ConcurrentMap<String, Outcome> ledger;
     private final Timeouts<Pending> timeouts;
     private final BooleanSupplier withholdResultAcks;
+    private final BooleanSupplier loseHeartbeats;
 
     /** Lanes of {@link #timeouts}: every call's first bound, then the execution bound of a leased one. */
     private static final int FIRST_BOUND = 0;
@@ -62,11 +63,12 @@ final class Registry {
     private final HashMap<String, Set<String>> bySession = new HashMap<>();
 
     Registry(Settings settings, ConcurrentMap<String, Outcome> ledger, ScheduledExecutorService timers,
-             BooleanSupplier withholdResultAcks) {
+             BooleanSupplier withholdResultAcks, BooleanSupplier loseHeartbeats) {
         this.settings = settings;
         this.ledger = ledger;
         this.timeouts = new Timeouts<>(lock, timers, 2, this::onTimer);
         this.withholdResultAcks = withholdResultAcks;
+        this.loseHeartbeats = loseHeartbeats;
     }
 
     /** One registration: a worker id bound to the stream it registered on. */
@@ -186,6 +188,11 @@ final class Registry {
     }
 
     /** Renews the lease; false when the runtime has no registration for {@code workerId}. */
+    /** True while heartbeats are lost on their way in (see {@link LocalRuntime#loseHeartbeats}). */
+    boolean heartbeatsLost() {
+        return loseHeartbeats.getAsBoolean();
+    }
+
     boolean heartbeat(String workerId) {
         synchronized (lock) {
             Worker w = workers.get(workerId);

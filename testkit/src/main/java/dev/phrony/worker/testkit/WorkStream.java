@@ -101,6 +101,9 @@ final class WorkStream implements StreamObserver<WorkClientMsg> {
         if (!registered("heartbeat")) {
             return;
         }
+        if (registry.heartbeatsLost()) {
+            return; // as if it never arrived: no lease renewal, no ack
+        }
         if (!registry.heartbeat(workerId)) {
             end(Status.NOT_FOUND.withDescription(Wire.unknownWorker(workerId)));
             return;

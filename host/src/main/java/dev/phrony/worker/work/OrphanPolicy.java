@@ -1,0 +1,225 @@
+package dev.phrony.worker.work;
+
+import dev.phrony.worker.outbox.ResultOutbox;
+import dev.phrony.worker.time.Scheduler;
+import io.grpc.Status;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.Executor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Which held results the runtime still expects, and which are orphaned (protocol.md rules 3 and
+ * 9): kept for an operator, never resent unless the runtime invokes that call id again.
+ *
+ * <ul>
+ *   <li>A result sent on a stream waits for its {@code result_ack} there; when that stream
+ *       ends first, the result stays held and is advertised in the next {@code in_flight}.
+ *   <li>Results advertised at a register that the runtime neither acks nor re-invokes within a
+ *       lease TTL are orphaned; so is a result that completes after that window, its stream
+ *       gone.
+ *   <li>A stream ended {@code NOT_FOUND} naming a call id orphans exactly that call.
+ *   <li>A cancel of a call whose result is already out orphans it: the runtime forgot it.
+ * </ul>
+ *
+ * <p>Confined to the dispatcher's serialized context, like the calls it judges.
+ */
+final class OrphanPolicy {
+  private static final Logger log = LoggerFactory.getLogger(OrphanPolicy.class);
+
+  private final ResultOutbox outbox;
+  private final Scheduler scheduler;
+  private final Executor context;
+  /** Results sent and not yet acked, with the stream they went out on. */
+  private final Map<String, CallSink> awaitingAck = new HashMap<>();
+  private CallSink windowStream;
+  private Set<String> advertised = Set.of();
+  private boolean windowClosed;
+  private Scheduler.Handle windowTimer = Scheduler.NONE;
+
+  OrphanPolicy(ResultOutbox outbox, Scheduler scheduler, Executor context) {
+    this.outbox = outbox;
+    this.scheduler = scheduler;
+    this.context = context;
+  }
+
+  /** {@code sink} registered having advertised {@code inFlight}; the window is one lease TTL. */
+  void registered(CallSink sink, Set<String> inFlight, Duration ttl) {
+    windowTimer.cancel();
+    windowStream = sink;
+    advertised = Set.copyOf(inFlight);
+    windowClosed = false;
+    windowTimer = scheduler.schedule(() -> context.execute(() -> closeWindow(sink)), ttl);
+  }
+
+  private void closeWindow(CallSink sink) {
+    if (windowStream != sink || windowClosed) {
+      return;
+    }
+    windowClosed = true;
+    int n = 0;
+    for (String callId : advertised) {
+      if (awaitingAck.get(callId) != sink && outbox.find(callId).isPresent()
+          && !outbox.isOrphaned(callId)) {
+        outbox.markOrphaned(callId);
+        n++;
+      }
+    }
+    advertised = Set.of();
+    if (n > 0) {
+      log.warn("{} results from earlier streams were not acked within a lease TTL; kept as"
+          + " orphaned (their outcome is indeterminate to the runtime)", n);
+    }
+  }
+
+  /** The result of {@code callId} went out on {@code sink}. */
+  void sent(String callId, CallSink sink) {
+    awaitingAck.put(callId, sink);
+  }
+
+  /** The runtime recorded the result: it is released. */
+  void acked(String callId) {
+    awaitingAck.remove(callId);
+    outbox.release(callId);
+  }
+
+  /** True while a result sent on {@code sink} waits for its ack. */
+  boolean awaitingAckOn(CallSink sink) {
+    return sink != null && awaitingAck.containsValue(sink);
+  }
+
+  /**
+   * A call finished after the stream it came on ended: its result is held, never sent on
+   * another stream. Once the current stream's window has closed nobody will ask for it.
+   */
+  void heldWithoutStream(String callId) {
+    if (windowStream != null && windowClosed && windowStream.live()) {
+      outbox.markOrphaned(callId);
+      log.info("call {} finished after its stream ended and the runtime did not invoke it again;"
+          + " its result is kept as orphaned", callId);
+    } else {
+      log.debug("call {} finished after its stream ended; result held for the next register",
+          callId);
+    }
+  }
+
+  /** The runtime cancelled a call whose result is already out (or held): it forgot it. */
+  void cancelledAfterFinish(String callId, CallSink sink) {
+    sink.unsend(callId); // still queued: it must not go out now
+    awaitingAck.remove(callId);
+    if (outbox.find(callId).isPresent() && !outbox.isOrphaned(callId)) {
+      outbox.markOrphaned(callId);
+      log.info("call {} was cancelled after it finished; its result is kept as orphaned", callId);
+    }
+  }
+
+  /** {@code sink} ended with {@code status}: its unacked results wait for the next register. */
+  void streamEnded(CallSink sink, Status status) {
+    awaitingAck.values().removeIf(s -> s == sink);
+    if (windowStream == sink) {
+      windowTimer.cancel();
+      windowTimer = Scheduler.NONE;
+      windowStream = null;
+      advertised = Set.of();
+    }
+    if (status.getCode() == Status.Code.NOT_FOUND) {
+      unknownCallId(status.getDescription()).ifPresent(callId -> {
+        if (outbox.find(callId).isPresent()) {
+          outbox.markOrphaned(callId);
+          log.warn("runtime did not know call {}; its result is kept as orphaned and not sent"
+              + " again", callId);
+        }
+      });
+    }
+  }
+
+  /**
+   * The call id the runtime named in a {@code NOT_FOUND} for a result ({@code unknown call_id
+   * "X"}, or {@code call_id "X" owned by worker ...}): Go's {@code %q}, unquoted exactly, so
+   * {@code "s:1:12"} never matches {@code s:1:1}.
+   */
+  static Optional<String> unknownCallId(String description) {
+    if (description == null) {
+      return Optional.empty();
+    }
+    int at = description.indexOf("call_id \"");
+    if (at < 0) {
+      return Optional.empty();
+    }
+    return unquoteGo(description, at + "call_id ".length());
+  }
+
+  /** Go's {@code strconv.Unquote} of the double-quoted string starting at {@code from}. */
+  static Optional<String> unquoteGo(String s, int from) {
+    if (from >= s.length() || s.charAt(from) != '"') {
+      return Optional.empty();
+    }
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    int i = from + 1;
+    while (i < s.length()) {
+      char c = s.charAt(i);
+      if (c == '"') {
+        return Optional.of(out.toString(StandardCharsets.UTF_8));
+      }
+      if (c != '\\') {
+        int cp = s.codePointAt(i);
+        out.writeBytes(new String(Character.toChars(cp)).getBytes(StandardCharsets.UTF_8));
+        i += Character.charCount(cp);
+        continue;
+      }
+      if (i + 1 >= s.length()) {
+        return Optional.empty();
+      }
+      char e = s.charAt(i + 1);
+      i += 2;
+      switch (e) {
+        case 'a' -> out.write(7);
+        case 'b' -> out.write('\b');
+        case 'f' -> out.write('\f');
+        case 'n' -> out.write('\n');
+        case 'r' -> out.write('\r');
+        case 't' -> out.write('\t');
+        case 'v' -> out.write(0x0b);
+        case '\\', '"', '\'' -> out.write(e);
+        case 'x', 'u', 'U' -> {
+          int n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+          if (i + n > s.length()) {
+            return Optional.empty();
+          }
+          int v;
+          try {
+            v = Integer.parseUnsignedInt(s.substring(i, i + n), 16);
+          } catch (NumberFormatException ex) {
+            return Optional.empty();
+          }
+          i += n;
+          if (e == 'x') {
+            out.write(v); // one raw byte
+          } else if (Character.isValidCodePoint(v)) {
+            out.writeBytes(new String(Character.toChars(v)).getBytes(StandardCharsets.UTF_8));
+          } else {
+            return Optional.empty();
+          }
+        }
+        default -> {
+          if (e < '0' || e > '7' || i + 2 > s.length()) {
+            return Optional.empty();
+          }
+          try {
+            out.write(Integer.parseInt(s.substring(i - 1, i + 2), 8));
+          } catch (NumberFormatException ex) {
+            return Optional.empty();
+          }
+          i += 2;
+        }
+      }
+    }
+    return Optional.empty(); // no closing quote
+  }
+}
