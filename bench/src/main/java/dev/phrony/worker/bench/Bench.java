@@ -50,11 +50,15 @@ public final class Bench {
   static final String USAGE = """
       usage: bench [--quick] [--only STEPS] [--dist DIR] [--out FILE.json]
         --quick        small counts, well under a minute
-        --only STEPS   comma-separated: ceiling,64,1000,10k,durable,start,list (default: all)
+        --only STEPS   comma-separated: ceiling,64,1000,10k,durable,start,list (default: all);
+                       c1, c64, s64 run only those rows of step 64 (2a/2c, 2b/2d, 3a/3c)
         --warmup S     seconds of warm-up before each measured figure (default 5, quick 0.7)
         --measure S    seconds measured per figure (default 10, quick 1.5)
         --dist DIR     the assembled distribution (default: dist/target/dist/phrony-worker)
         --out FILE     the JSON report (default: bench/target/bench-<time>.json)
+      bench --probe host|inline|threads [--concurrency N] [--warmup S] [--measure S] [--args JSON]
+                       one worker at one concurrency, with its CPU and context switches per call
+                       by thread group (and this JVM's: the runtime and the driver)
       PHRONY_BENCH_HOST_OPTS: extra JVM options for every host process (e.g. profiling)""";
 
   private final boolean quick;
@@ -96,6 +100,12 @@ public final class Bench {
         case "--only" -> only.addAll(Arrays.asList(args[++i].split(",")));
         case "--warmup" -> warm = Duration.ofMillis((long) (Double.parseDouble(args[++i]) * 1000));
         case "--measure" -> meas = Duration.ofMillis((long) (Double.parseDouble(args[++i]) * 1000));
+        case "--probe" -> {
+          Path home = Path.of(System.getProperty("phrony.home", ".")).toAbsolutePath().normalize();
+          Probe.run(home.resolve("dist/target/dist/phrony-worker"),
+              home.resolve("bench/target/probe"), args);
+          System.exit(0);
+        }
         case "-h", "--help" -> {
           System.out.println(USAGE);
           return;
@@ -141,6 +151,9 @@ public final class Bench {
         + " (other processes on this machine move absolute figures: compare ratios)%n",
         quick ? "quick" : "full", human(warmup), human(measure), loadavg());
 
+    if (only.contains("c1") || only.contains("c64") || only.contains("s64")) {
+      only.add("64-rows");
+    }
     try {
       step("ceiling", this::ceiling);
       try (LocalRuntime rt = LocalRuntime.builder().port(0)
@@ -181,7 +194,8 @@ public final class Bench {
   }
 
   private void step(String name, Step step) {
-    if (!only.isEmpty() && !only.contains(name)) {
+    if (!only.isEmpty() && !only.contains(name)
+        && !(name.equals("64") && only.contains("64-rows"))) {
       return;
     }
     try {
@@ -231,48 +245,116 @@ public final class Bench {
     }
   }
 
-  /** A host figure and the ceiling it is compared with, measured in alternating slices. */
-  private record Paired(Driver.Result host, double reference) {}
-
   /**
-   * Measures the host ({@code concurrency} lanes) and the ceiling (the same number of messages
-   * outstanding) in alternating slices of the measured time, so a change in what else the
-   * machine runs hits both alike; a ratio of figures taken a minute apart moved by 10% from run
-   * to run here. The first slice of each warms up for the whole warm-up, later ones for
-   * {@link #SLICE_WARMUP}.
+   * The host, the two stand-in peers and (optionally) the ceiling, measured in alternating
+   * slices of the measured time, so a change in what else the machine runs hits all alike; a
+   * ratio of figures taken a minute apart moved by 10% from run to run here. The first slice
+   * of each warms up for the whole warm-up, later ones for {@link #SLICE_WARMUP}.
    */
-  private Paired paired(Driver driver, int concurrency) throws Exception {
-    Ceiling c = ceilingRig();
+  private record Compared(Driver.Result host, double ceiling, Driver.Result inline,
+      Driver.Result threads) {}
+
+  private Compared compared(int concurrency, Driver host, Driver inline, Driver threads,
+      boolean withCeiling) throws Exception {
+    Ceiling c = withCeiling ? ceilingRig() : null;
     int slices = quick ? 1 : PAIRED_SLICES;
     Duration slice = measure.dividedBy(slices);
-    List<Driver.Slice> host = new ArrayList<>(slices);
+    List<Driver.Slice> h = new ArrayList<>(slices);
+    List<Driver.Slice> in = new ArrayList<>(slices);
+    List<Driver.Slice> th = new ArrayList<>(slices);
     double reference = 0;
     for (int i = 0; i < slices; i++) {
       Duration warm = i == 0 ? warmup : SLICE_WARMUP;
-      reference += c.run(concurrency, warm, slice).perSecond();
-      host.add(driver.slice(concurrency, warm, slice));
+      if (c != null) {
+        reference += c.run(concurrency, warm, slice).perSecond();
+      }
+      h.add(host.slice(concurrency, warm, slice));
+      in.add(inline.slice(concurrency, warm, slice));
+      th.add(threads.slice(concurrency, warm, slice));
     }
-    return new Paired(Driver.Result.of(host), reference / slices);
+    return new Compared(Driver.Result.of(h), c == null ? Double.NaN : reference / slices,
+        Driver.Result.of(in), Driver.Result.of(th));
+  }
+
+  /** Rows comparing the host with each stand-in peer measured beside it. */
+  private void addPeerRows(String id, String scenario, Compared c, double goalInline,
+      double goalThreads) {
+    addPeerRow(id + "-ts", scenario + " vs inline stand-in (TypeScript shape)", c.host(),
+        c.inline(), "inline stand-in", goalInline);
+    addPeerRow(id + "-go", scenario + " vs thread-per-call stand-in (Go shape)", c.host(),
+        c.threads(), "thread-per-call stand-in", goalThreads);
+  }
+
+  private void addPeerRow(String id, String scenario, Driver.Result host, Driver.Result peer,
+      String peerName, double goal) {
+    double ratio = host.perSecond() / peer.perSecond();
+    Map<String, Object> f = resultFigures(peer);
+    f.put("host_per_s", host.perSecond());
+    f.put("ratio", ratio);
+    report.add(new Report.Row(id, scenario, "peer: " + callsLine(peer),
+        String.format(Locale.ROOT, "host %.2fx %s", ratio, peerName),
+        String.format(Locale.ROOT, ">= %.2fx", goal),
+        Double.isNaN(ratio) ? null : ratio >= goal, f));
   }
 
   // ---------------------------------------------------------------- 2, 3, 5: one host each
 
   private void hostAt64() throws Exception {
     try (HostProcess host = startHost("host-64", List.of("-Dphrony.echo.maxConcurrency=64"),
-        List.of())) {
+        List.of()); PeerProcess inline = startPeer("inline");
+        PeerProcess threads = startPeer("threads")) {
       Driver noop = new Driver(runtime, echo(ARGS, "noop"), host);
-      Paired c1 = paired(noop, 1);
-      addHostRow("2a", "host: no-op (echo), concurrency 1", c1.host(), c1.reference(),
-          "ping-pong ceiling (paired)", 0.5);
-      Paired c64 = paired(noop, 64);
-      addHostRow("2b", "host: no-op (echo), concurrency 64", c64.host(), c64.reference(),
-          "pipelined ceiling (paired)", 0.5);
-      Driver sleepy = new Driver(runtime, echo("{\"sleep_ms\":50}".getBytes(
-          StandardCharsets.UTF_8), "s64"), host);
-      Driver.Result s64 = sleepy.run(64, warmup, measure);
-      addHostRow("3a", "host: 50 ms handler, concurrency 64", s64, 64 / 0.05, "ideal (64/50 ms)",
-          0.97);
+      Driver inlineNoop = peerDriver(inline, ARGS, "noop");
+      Driver threadsNoop = peerDriver(threads, ARGS, "noop");
+      if (row("c1")) {
+        Compared c1 = compared(1, noop, inlineNoop, threadsNoop, true);
+        addHostRow("2a", "host: no-op (echo), concurrency 1", c1.host(), c1.ceiling(),
+            "ping-pong ceiling (paired)", 0.5);
+        addPeerRows("2c", "host: no-op, concurrency 1", c1, 0.9, 1.0);
+      }
+      if (row("c64")) {
+        Compared c64 = compared(64, noop, inlineNoop, threadsNoop, true);
+        addHostRow("2b", "host: no-op (echo), concurrency 64", c64.host(), c64.ceiling(),
+            "pipelined ceiling (paired)", 0.5);
+        addPeerRows("2d", "host: no-op, concurrency 64", c64, 1.1, 1.1);
+      }
+      if (row("s64")) {
+        byte[] sleep = "{\"sleep_ms\":50}".getBytes(StandardCharsets.UTF_8);
+        Compared s64 = compared(64, new Driver(runtime, echo(sleep, "s64"), host),
+            peerDriver(inline, sleep, "s64"), peerDriver(threads, sleep, "s64"), false);
+        addHostRow("3a", "host: 50 ms handler, concurrency 64", s64.host(), 64 / 0.05,
+            "ideal (64/50 ms)", 0.97);
+        addPeerRows("3c", "host: 50 ms handler, concurrency 64", s64, 1.0, 1.0);
+      }
     }
+  }
+
+  /** Step 64's rows: all, or those {@code --only} names ({@code c1}, {@code c64}, {@code s64}). */
+  private boolean row(String name) {
+    return only.isEmpty() || only.contains("64") || only.contains(name);
+  }
+
+  /** A stand-in peer on this bench's runtime, once it is registered. */
+  private PeerProcess startPeer(String shape) throws Exception {
+    PeerProcess peer = PeerProcess.start(shape, runtime.target(),
+        work.resolve("peer-" + shape + ".log"));
+    try {
+      awaitUntil(() -> {
+        if (!peer.alive()) {
+          throw new IllegalStateException("peer " + shape + " exited; see its log in " + work);
+        }
+        return runtime.worker(peer.workerId).filter(WorkerView::connected).isPresent();
+      }, START_TIMEOUT);
+    } catch (RuntimeException e) {
+      peer.close();
+      throw e;
+    }
+    return peer;
+  }
+
+  private Driver peerDriver(PeerProcess peer, byte[] args, String tag) {
+    return new Driver(runtime, call("echo", peer.version, args, "read_only",
+        peer.shape + "-" + tag), peer.pid(), null);
   }
 
   private void hostAt1000() throws Exception {

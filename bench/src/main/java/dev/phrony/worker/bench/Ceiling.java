@@ -45,7 +45,7 @@ final class Ceiling implements AutoCloseable {
     Ceiling c = new Ceiling(args);
     try {
       Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-      c.client = new ProcessBuilder(java.toString(), "-cp",
+      c.client = new ProcessBuilder(java.toString(), "--enable-native-access=ALL-UNNAMED", "-cp",
           System.getProperty("java.class.path"), CeilingClient.class.getName(), c.target())
           .redirectErrorStream(true).redirectOutput(clientLog.toFile()).start();
       c.connected.get(timeout.toMillis(), TimeUnit.MILLISECONDS);

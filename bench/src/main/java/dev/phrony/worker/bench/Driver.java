@@ -75,10 +75,15 @@ final class Driver {
   private CountDownLatch lanesDone;
 
   Driver(LocalRuntime runtime, LongFunction<Call> calls, HostProcess host) {
+    this(runtime, calls, host.pid(), host.gcLog());
+  }
+
+  /** Drives the worker process {@code pid}; {@code gcLog} (its allocation) may be null. */
+  Driver(LocalRuntime runtime, LongFunction<Call> calls, long pid, java.nio.file.Path gcLog) {
     this.runtime = runtime;
     this.calls = calls;
-    this.hostPid = host.pid();
-    this.hostGcLog = host.gcLog();
+    this.hostPid = pid;
+    this.hostGcLog = gcLog;
   }
 
   Result run(int concurrency, Duration warmup, Duration measure) throws InterruptedException {

@@ -426,15 +426,37 @@ public final class LocalRuntime implements AutoCloseable {
                 return candidate.start();
             } catch (IOException e) {
                 candidate.shutdownNow();
-                boolean portBusy = e instanceof BindException || e.getCause() instanceof BindException;
+                boolean portBusy = portBusy(e);
                 // After a restart the old listener may need a moment to let go of the port; on the first
                 // start a busy port belongs to someone else, so that fails at once.
                 if (wantedPort == 0 || !portBusy || !boundBefore || System.nanoTime() > deadline) {
-                    throw new UncheckedIOException("LocalRuntime could not listen on " + address, e);
+                    throw new UncheckedIOException("LocalRuntime could not listen on " + address,
+                            portBusy && !(e instanceof BindException) ? busy(e, address) : e);
                 }
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
             }
         }
+    }
+
+    /**
+     * True when {@code e} says the port is taken: a {@link BindException} from NIO, or the native
+     * transport's own error (Netty's epoll reports EADDRINUSE as an IOException of its own).
+     */
+    private static boolean portBusy(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause()) {
+            if (c instanceof BindException
+                    || (c.getMessage() != null && c.getMessage().contains("Address already in use"))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The busy-port error as the {@link BindException} callers look for, the original its cause. */
+    private static BindException busy(IOException e, InetSocketAddress address) {
+        BindException b = new BindException("address already in use: " + address);
+        b.initCause(e);
+        return b;
     }
 
     private static InetAddress loopback() {

@@ -1,0 +1,126 @@
+package dev.phrony.worker.bench;
+
+import dev.phrony.worker.testkit.Call;
+import dev.phrony.worker.testkit.LocalRuntime;
+import dev.phrony.worker.testkit.WorkerView;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongFunction;
+
+/**
+ * {@code bin/bench --probe WORKER [--concurrency N] [--warmup S] [--measure S]}: one worker
+ * ({@code host}, or a stand-in: {@code inline}, {@code threads}) driven at one concurrency by a
+ * {@link LocalRuntime} in this JVM, with where each call's CPU goes: per thread group of the
+ * worker and of this JVM (the runtime and the driver), in microseconds and in context switches
+ * per call. For looking into a figure of the table, not for the table.
+ */
+final class Probe {
+  private Probe() {}
+
+  static void run(Path dist, Path work, String[] args) throws Exception {
+    String worker = "host";
+    int concurrency = 64;
+    Duration warmup = Duration.ofSeconds(5);
+    Duration measure = Duration.ofSeconds(10);
+    String argsJson = new String(Bench.ARGS, StandardCharsets.UTF_8);
+    for (int i = 0; i < args.length; i++) {
+      switch (args[i]) {
+        case "--probe" -> worker = args[++i];
+        case "--concurrency" -> concurrency = Integer.parseInt(args[++i]);
+        case "--warmup" -> warmup = Duration.ofMillis((long) (Double.parseDouble(args[++i]) * 1e3));
+        case "--measure" -> measure = Duration.ofMillis((long) (Double.parseDouble(args[++i]) * 1e3));
+        case "--args" -> argsJson = args[++i];
+        default -> throw new IllegalArgumentException("probe: unknown argument " + args[i]);
+      }
+    }
+    Files.createDirectories(work);
+    byte[] callArgs = argsJson.getBytes(StandardCharsets.UTF_8);
+    try (LocalRuntime rt = LocalRuntime.builder().port(0).queueWait(Duration.ofSeconds(60))
+        .eventLogCapacity(4096).start()) {
+      AutoCloseable process;
+      long pid;
+      LongFunction<Call> calls;
+      if (worker.equals("host")) {
+        List<String> opts = new ArrayList<>(List.of("-Dphrony.echo.maxConcurrency="
+            + Math.max(64, concurrency)));
+        String extra = System.getenv("PHRONY_BENCH_HOST_OPTS");
+        if (extra != null && !extra.isBlank()) {
+          opts.addAll(Arrays.asList(extra.trim().split("\\s+")));
+        }
+        HostProcess h = HostProcess.start(dist, work, "probe-host", opts, List.of("run",
+            "--runtime", rt.target(), "--worker-id", "probe", "--http", "none", "--state-dir",
+            work.resolve("probe-state").toString()));
+        await(rt, "probe", h::alive);
+        process = h;
+        pid = h.pid();
+        calls = seq -> new Call("s-probe:av:1:" + seq, "s-probe", "av", 1, "echo", "default",
+            callArgs, "read_only", 0);
+      } else {
+        PeerProcess p = PeerProcess.start(worker, rt.target(), work.resolve("probe-peer.log"));
+        await(rt, p.workerId, p::alive);
+        process = p;
+        pid = p.pid();
+        String version = p.version;
+        calls = seq -> new Call("s-probe:av:1:" + seq, "s-probe", "av", 1, "echo", version,
+            callArgs, "read_only", 0);
+      }
+      try (process) {
+        Driver driver = new Driver(rt, calls, pid, null);
+        long self = ProcessHandle.current().pid();
+        // Both processes are sampled when the measured window opens, and again when it closes.
+        long from = System.nanoTime() + warmup.toNanos();
+        List<Map<String, ThreadStats.Group>> before = new ArrayList<>();
+        Thread sampler = Thread.ofPlatform().daemon().start(() -> {
+          LockSupport.parkNanos(Math.max(0, from - System.nanoTime()));
+          before.add(ThreadStats.sample(pid));
+          before.add(ThreadStats.sample(self));
+        });
+        Driver.Slice slice = driver.slice(concurrency, warmup, measure);
+        Map<String, ThreadStats.Group> workerAfter = ThreadStats.sample(pid);
+        Map<String, ThreadStats.Group> selfAfter = ThreadStats.sample(self);
+        sampler.join();
+        Driver.Result r = Driver.Result.of(List.of(slice));
+        System.out.printf(Locale.ROOT, "%s at concurrency %d: %.0f calls/s, p50 %.3f ms,"
+            + " p99 %.3f ms (%d calls)%n", worker, concurrency, r.perSecond(), r.p50Ms(),
+            r.p99Ms(), r.ok());
+        // The window closes when the last lane ends, a little after the measured time: close
+        // enough for shares per call.
+        print("worker (" + worker + ")", ThreadStats.delta(before.get(0), workerAfter), r.ok());
+        print("runtime and driver (this JVM)", ThreadStats.delta(before.get(1), selfAfter),
+            r.ok());
+      }
+    }
+  }
+
+  private static void print(String what, Map<String, ThreadStats.Group> groups, long calls) {
+    ThreadStats.Group total = ThreadStats.total(groups);
+    System.out.printf(Locale.ROOT, "  %s: %.2f us CPU/call, %.2f voluntary + %.2f involuntary"
+        + " switches/call%n", what, total.cpuNanos() / 1e3 / calls,
+        (double) total.voluntary() / calls, (double) total.involuntary() / calls);
+    groups.entrySet().stream()
+        .filter(e -> e.getValue().cpuNanos() > 0 || e.getValue().voluntary() > calls / 100)
+        .sorted((a, b) -> Long.compare(b.getValue().cpuNanos(), a.getValue().cpuNanos()))
+        .forEach(e -> System.out.printf(Locale.ROOT, "    %-32s %6.2f us  %5.2f + %5.2f%n",
+            e.getKey(), e.getValue().cpuNanos() / 1e3 / calls,
+            (double) e.getValue().voluntary() / calls,
+            (double) e.getValue().involuntary() / calls));
+  }
+
+  private static void await(LocalRuntime rt, String id, java.util.function.BooleanSupplier alive) {
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (rt.worker(id).filter(WorkerView::connected).isEmpty()) {
+      if (!alive.getAsBoolean() || System.nanoTime() > deadline) {
+        throw new IllegalStateException(id + " did not register");
+      }
+      LockSupport.parkNanos(5_000_000);
+    }
+  }
+}
