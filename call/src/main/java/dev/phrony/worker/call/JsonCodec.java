@@ -5,6 +5,8 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.util.JsonRecyclerPools;
 import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import dev.phrony.worker.api.ToolException;
@@ -107,12 +109,55 @@ public final class JsonCodec {
   public <T> T decodeArgs(ByteBuffer json, Class<T> type) {
     try {
       return mapper.readValue(input(json), type); // read in place, not copied first
+    } catch (MismatchedInputException e) {
+      // Said in JSON's words, at a JSON pointer: the model never sees Java class names.
+      throw new ToolException(ToolException.INVALID_ARGS, pointer(e) + ": expected "
+          + (e.getTargetType() == null ? "another value" : jsonType(e.getTargetType())), e);
+    } catch (JsonMappingException e) {
+      throw new ToolException(ToolException.INVALID_ARGS, pointer(e) + ": not a valid value"
+          + (e.getCause() == null || e.getCause().getMessage() == null ? ""
+              : " (" + e.getCause().getMessage() + ")"), e);
     } catch (JsonProcessingException e) {
-      throw new ToolException(ToolException.INVALID_ARGS,
-          "arguments do not fit " + type.getSimpleName() + ": " + e.getOriginalMessage(), e);
+      throw new ToolException(ToolException.INVALID_ARGS, "arguments are not valid JSON", e);
     } catch (IOException e) {
-      throw new ToolException(ToolException.INVALID_ARGS, "unreadable arguments: " + e, e);
+      throw new ToolException(ToolException.INVALID_ARGS, "unreadable arguments", e);
     }
+  }
+
+  /** Where in the arguments {@code e} happened, as a JSON pointer ({@code /} for the root). */
+  static String pointer(JsonMappingException e) {
+    StringBuilder b = new StringBuilder();
+    for (JsonMappingException.Reference r : e.getPath()) {
+      b.append('/');
+      if (r.getFieldName() != null) {
+        b.append(r.getFieldName().replace("~", "~0").replace("/", "~1"));
+      } else if (r.getIndex() >= 0) {
+        b.append(r.getIndex());
+      }
+    }
+    return b.isEmpty() ? "/" : b.toString();
+  }
+
+  /** The JSON type a value of {@code t} is read from. */
+  static String jsonType(Class<?> t) {
+    if (t == String.class || t == char.class || t == Character.class || t.isEnum()) {
+      return "string";
+    }
+    if (t == boolean.class || t == Boolean.class) {
+      return "boolean";
+    }
+    if (t == int.class || t == long.class || t == short.class || t == byte.class
+        || t == Integer.class || t == Long.class || t == Short.class || t == Byte.class
+        || t == java.math.BigInteger.class) {
+      return "integer";
+    }
+    if (t.isPrimitive() || Number.class.isAssignableFrom(t)) {
+      return "number";
+    }
+    if (t.isArray() || java.util.Collection.class.isAssignableFrom(t)) {
+      return "array";
+    }
+    return "object";
   }
 
   /** Encodes a handler's value as JSON. */

@@ -51,6 +51,20 @@ class JsonCodecTest {
         Doc.class))
         .isInstanceOfSatisfying(ToolException.class,
             e -> assertThat(e.code()).isEqualTo(ToolException.INVALID_ARGS))
-        .hasMessageContaining("Doc");
+        .hasMessage("/values: expected array");
+  }
+
+  @Test
+  void misfits_are_told_in_json_words_at_a_pointer_never_with_java_class_names() {
+    record Inner(int n) {}
+    record Outer(String city, Inner inner, java.util.List<Inner> list) {}
+    assertThatThrownBy(() -> codec.decodeArgs(utf8("[1]"), Outer.class))
+        .hasMessage("/: expected object");
+    assertThatThrownBy(() -> codec.decodeArgs(utf8("{\"inner\":{\"n\":\"x\"}}"), Outer.class))
+        .hasMessage("/inner/n: expected integer");
+    assertThatThrownBy(() -> codec.decodeArgs(utf8("{\"list\":[{\"n\":1},{\"n\":[]}]}"),
+        Outer.class)).hasMessage("/list/1/n: expected integer");
+    assertThatThrownBy(() -> codec.decodeArgs(utf8("{\"city\":{}}"), Outer.class))
+        .hasMessage("/city: expected string").message().doesNotContain("java", "$", "`");
   }
 }

@@ -175,6 +175,7 @@ final class RunCommand implements Callable<Integer> {
         .withKeepAlive(config.keepalive())
         .withMaxResultBytes(config.maxResultSize())
         .withMaxInboundBytes(config.maxInboundSize())
+        .withExposeInternalErrors(config.exposeInternalErrors())
         .withTransport(config.transport());
   }
 }

@@ -84,6 +84,12 @@ final class RunOptions {
           + "4 MiB).")
   int maxInboundSize;
 
+  @Option(names = "--expose-internal-errors",
+      description = "Tell the model the class and message of a handler's unexpected exception "
+          + "(development). Off: it gets 'internal error (ref ID)', and the log has the "
+          + "exception under that ref, since its text may hold secrets.")
+  boolean exposeInternalErrors;
+
   @Option(names = "--keepalive", paramLabel = "DURATION", converter = DurationParser.class,
       description = "HTTP/2 keepalive ping interval; off by default. Under 5 minutes the "
           + "runtime's grpc-go server may answer too_many_pings and end the stream.")

@@ -138,7 +138,7 @@ final class WorkerSettings {
     return new WorkerConfig(pluginsDir, o.plugins.strict(), stateDir, o.durability,
         o.orphanRetention, o.runtime, nonBlank(o.workerId), nonBlank(o.workloadIdentity),
         nonBlank(o.imageDigest), o.drainTimeout, o.maxResultSize, o.maxInboundSize,
-        Optional.ofNullable(o.keepalive), ListenAddress.parse(o.http), o.logFormat, o.logLevel,
+        o.exposeInternalErrors, Optional.ofNullable(o.keepalive), ListenAddress.parse(o.http), o.logFormat, o.logLevel,
         transport, configFile, settings);
   }
 

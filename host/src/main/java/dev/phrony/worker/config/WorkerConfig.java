@@ -27,6 +27,7 @@ import java.util.Optional;
  * @param drainTimeout how long a shutdown waits for running calls
  * @param maxResultSize largest result payload in bytes
  * @param maxInboundSize largest invoke in bytes
+ * @param exposeInternalErrors tell the model the class and message of an unexpected exception
  * @param keepalive HTTP/2 keepalive interval, when on
  * @param http where the probe and metrics endpoint listens, when on
  * @param logFormat log line format
@@ -48,6 +49,7 @@ public record WorkerConfig(
     Duration drainTimeout,
     int maxResultSize,
     int maxInboundSize,
+    boolean exposeInternalErrors,
     Optional<Duration> keepalive,
     Optional<ListenAddress> http,
     LogFormat logFormat,

@@ -1,6 +1,7 @@
 package dev.phrony.worker.dev;
 
 import dev.phrony.runtime.v1.WorkServerMsg;
+import dev.phrony.worker.plugin.LoadProblem;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.Event;
 import dev.phrony.worker.testkit.LocalRuntime;
@@ -63,6 +64,7 @@ public final class CallService implements AutoCloseable {
   private final Scheduler scheduler;
   private final InstantSource clock;
   private final Listener listener;
+  private final List<LoadProblem> loadProblems;
   private final LocalRuntime.Subscription invokes;
   private final Map<String, Pending> pending = new ConcurrentHashMap<>();
   /** call id to the worker it was invoked on, for calls in {@link #pending}. */
@@ -75,9 +77,11 @@ public final class CallService implements AutoCloseable {
    *     dispatchWait} (it ends waiting calls after its queue wait, this service ends the others)
    * @param dispatchWait the bound on a call without a deadline (the runtime's dispatch wait)
    * @param scheduler the bounds' timers, and the clock of deadlines
+   * @param loadProblems plugins of the embedded host that did not load, for hints
    */
   public CallService(LocalRuntime runtime, Duration dispatchWait, Scheduler scheduler,
-      Listener listener) {
+      Listener listener, List<LoadProblem> loadProblems) {
+    this.loadProblems = List.copyOf(loadProblems);
     this.runtime = Objects.requireNonNull(runtime, "runtime");
     this.dispatchWait = Objects.requireNonNull(dispatchWait, "dispatchWait");
     this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
@@ -119,6 +123,13 @@ public final class CallService implements AutoCloseable {
     listener.submitted(call);
 
     CompletableFuture<Completed> done = new CompletableFuture<>();
+    if (!advertisedKeys().contains(call.key())) {
+      // Nobody serves it: waiting out the dispatch for "no handler" would only cost the
+      // developer the wait (a typo, a plugin that did not load).
+      finish(p, new Outcome.DispatchError(Outcome.Kind.NO_HANDLER, NO_HANDLER,
+          new Outcome.Trace(call.callId(), null, Duration.ZERO, false)), done);
+      return done;
+    }
     CompletableFuture<Outcome> dispatched = runtime.dispatch(call);
     Scheduler.Handle timer = scheduler.schedule(() -> {
       Outcome given = givenUp(p);
@@ -172,9 +183,9 @@ public final class CallService implements AutoCloseable {
     return switch (e.kind()) {
       case NO_HANDLER -> {
         TreeSet<String> keys = advertisedKeys();
-        yield keys.isEmpty()
-            ? "no worker is registered with the runtime"
+        String served = keys.isEmpty() ? "no worker is registered with the runtime"
             : "no worker serves " + call.key() + "; served: " + String.join(", ", keys);
+        yield served + notLoaded(call.tool());
       }
       case CAPACITY_EXHAUSTED -> "every slot of " + call.key() + " stayed busy";
       case TIMEOUT -> "the call took longer than "
@@ -182,6 +193,24 @@ public final class CallService implements AutoCloseable {
               + " (the runtime's dispatch wait; give a longer deadline with --timeout)");
       default -> null;
     };
+  }
+
+  /**
+   * The plugins that failed to load, for a tool nobody serves: the one whose problem names the
+   * tool (it would have served it), else all of them (one of them may have).
+   */
+  private String notLoaded(String tool) {
+    if (loadProblems.isEmpty()) {
+      return "";
+    }
+    List<LoadProblem> named = loadProblems.stream()
+        .filter(p -> p.reason().contains(tool)).toList();
+    List<LoadProblem> shown = named.isEmpty() ? loadProblems : named;
+    String list = shown.stream().map(p -> p.plugin() + " (" + p.reason() + ")")
+        .collect(Collectors.joining("; "));
+    return named.isEmpty()
+        ? "; " + shown.size() + " plugin(s) failed to load and may have served it: " + list
+        : "; it would be served by a plugin that failed to load: " + list;
   }
 
   private TreeSet<String> advertisedKeys() {

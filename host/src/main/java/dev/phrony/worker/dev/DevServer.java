@@ -161,7 +161,8 @@ public final class DevServer implements AutoCloseable {
     WorkClient client = null;
     ExecutorScheduler timers = new ExecutorScheduler("phrony-dev-timers");
     try {
-      calls = new CallService(runtime, runtime.queueWait(), timers, events);
+      calls = new CallService(runtime, runtime.queueWait(), timers, events,
+          options.host().map(Host::problems).orElse(List.of()));
       try {
         control = ControlServer.start(options.controlPort(), calls, runtime);
       } catch (BindException e) {
@@ -172,8 +173,10 @@ public final class DevServer implements AutoCloseable {
       }
       if (options.host().isPresent()) {
         Host host = options.host().get();
+        // A developer sees what an unexpected exception was: it is their own handler.
         client = new WorkClient(WorkOptions.defaults(runtime.target(), host.identity())
-            .withDrainTimeout(host.drainTimeout()), host.catalog(), new MemoryOutbox(),
+            .withDrainTimeout(host.drainTimeout()).withExposeInternalErrors(true),
+            host.catalog(), new MemoryOutbox(),
             timers, bound -> ThreadLocalRandom.current().nextLong(bound), WorkerMetrics.NONE);
       }
       DevServer dev = new DevServer(options, runtime, calls, control, client, events, timers);

@@ -1,5 +1,7 @@
 package dev.phrony.worker.plugin;
 
+import dev.phrony.worker.call.ArgsCheck;
+import dev.phrony.worker.call.SchemaCheck;
 import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.api.ToolHandler;
 import java.util.Collection;
@@ -23,15 +25,20 @@ public final class HandlerCatalog {
    * @param classLoader the plugin's classloader: the thread context classloader of every call
    * @param plugin where it came from (the plugin's path, or a name for built-in handlers)
    * @param descriptorHash {@link DescriptorHash#of(ToolDescriptor)}
+   * @param argsCheck the descriptor's input schema, compiled ({@link ArgsCheck#NONE} without one)
    */
   public record Entry(ToolDescriptor descriptor, ToolHandler handler, ClassLoader classLoader,
-      String plugin, String descriptorHash) {
+      String plugin, String descriptorHash, ArgsCheck argsCheck) {
 
-    /** An entry for a handler created in this JVM (tests, embedded use). */
+    /**
+     * An entry for a handler created in this JVM (tests, embedded use).
+     *
+     * @throws SchemaCheck.InvalidSchemaException if its input schema cannot serve
+     */
     public static Entry of(ToolHandler handler, String plugin) {
       ToolDescriptor d = handler.descriptor();
       return new Entry(d, handler, handler.getClass().getClassLoader(), plugin,
-          DescriptorHash.of(d));
+          DescriptorHash.of(d), SchemaCheck.of(d.inputSchema()));
     }
 
     public String key() {

@@ -15,9 +15,11 @@ import java.util.stream.Stream;
  * The classloader of one plugin. It sees three things only:
  *
  * <ol>
- *   <li>the shared packages {@code dev.phrony.worker.api} and {@code org.slf4j} (classes and
- *       resources), always from the host, so handler types match the host's and plugin logs reach
- *       the host's logging; copies bundled in the plugin are never used;
+ *   <li>the shared packages {@code dev.phrony.worker.api}, {@code org.slf4j} and
+ *       {@code com.fasterxml.jackson.annotation} (classes and resources), always from the host,
+ *       so handler types match the host's, plugin logs reach the host's logging, and the host's
+ *       Jackson sees the annotations on a plugin's records (a plugin's own copy would be a
+ *       different class, silently ignored); copies bundled in the plugin are never used;
  *   <li>the JDK, through the platform classloader (the parent), which wins over the plugin for
  *       classes both have, since a plugin cannot replace JDK classes safely;
  *   <li>the plugin's own jars, for everything else.
@@ -33,15 +35,17 @@ public final class PluginClassLoader extends URLClassLoader {
     ClassLoader.registerAsParallelCapable();
   }
 
-  private static final List<String> SHARED_PACKAGES = List.of("dev.phrony.worker.api.", "org.slf4j.");
-  private static final List<String> SHARED_RESOURCES = List.of("dev/phrony/worker/api/", "org/slf4j/");
+  private static final List<String> SHARED_PACKAGES = List.of("dev.phrony.worker.api.",
+      "org.slf4j.", "com.fasterxml.jackson.annotation.");
+  private static final List<String> SHARED_RESOURCES = List.of("dev/phrony/worker/api/",
+      "org/slf4j/", "com/fasterxml/jackson/annotation/");
 
   private final ClassLoader host;
 
   /**
    * @param name a name for stack traces and logs (the plugin's file name)
    * @param jars the plugin's jars, in lookup order
-   * @param host where the shared packages come from (the loader of the plugin API)
+   * @param host where the shared packages come from (the host's own loader)
    */
   public PluginClassLoader(String name, List<Path> jars, ClassLoader host) {
     super(name, urls(jars), ClassLoader.getPlatformClassLoader());

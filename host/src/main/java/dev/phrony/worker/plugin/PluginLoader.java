@@ -1,6 +1,8 @@
 package dev.phrony.worker.plugin;
 
+import dev.phrony.worker.call.ArgsCheck;
 import dev.phrony.worker.call.ContextClassLoader;
+import dev.phrony.worker.call.SchemaCheck;
 import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.api.ToolHandler;
 import java.io.BufferedReader;
@@ -384,13 +386,18 @@ public final class PluginLoader {
 
     List<String> violations = new ArrayList<>(DescriptorRules.violations(d));
     String hash = null;
+    ArgsCheck argsCheck = ArgsCheck.NONE;
     try {
       hash = DescriptorHash.of(d);
+      argsCheck = SchemaCheck.of(d.inputSchema()); // compiled once, here
     } catch (IllegalArgumentException e) {
-      violations.add(e.getMessage() + ": pass JSON Schema text to inputSchema(...)");
+      violations.add(e.getMessage() + ": pass JSON Schema (2020-12 unless $schema names another"
+          + " dialect) to inputSchema(...)");
     }
     if (!violations.isEmpty()) {
-      reasons.add("invalid descriptor from handler " + cls + ": " + String.join("; ", violations));
+      // The key it would have served, so a call for it can be told why it is missing.
+      reasons.add("invalid descriptor from handler " + cls + ": " + String.join("; ", violations)
+          + (d.tool() == null || d.tool().isEmpty() ? "" : " (it would serve " + d.key() + ")"));
       return Optional.empty();
     }
     if (d.maxConcurrency() == 0) {
@@ -398,7 +405,7 @@ public final class PluginLoader {
       d = new ToolDescriptor(d.tool(), d.version(), d.contractVersion(), 1, d.sideEffectClass(),
           d.description(), d.inputSchema());
     }
-    return Optional.of(new HandlerCatalog.Entry(d, handler, loader, id, hash));
+    return Optional.of(new HandlerCatalog.Entry(d, handler, loader, id, hash, argsCheck));
   }
 
   /**

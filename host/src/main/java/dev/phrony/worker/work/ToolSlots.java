@@ -28,7 +28,7 @@ final class ToolSlots {
     this.key = entry.key();
     this.sideEffectClass = entry.descriptor().sideEffectClass().wireName();
     this.max = max;
-    this.argsCheck = ArgsCheck.NONE;
+    this.argsCheck = entry.argsCheck();
     this.metrics = metrics.of(this);
   }
 

@@ -85,7 +85,7 @@ class CallCommandTest {
 
     assertThat(r.exit()).isEqualTo(5);
     assertThat(r.err().lines().toList()).containsExactly(
-        "no_handler: no handler registered for tool; context deadline exceeded",
+        "no_handler: no handler registered for tool",
         "hint: no worker serves nope@1; served: echo@1.0.0, fail@1.0.0, hold@1.0.0, text@default");
   }
 

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.phrony.worker.Await;
 import dev.phrony.worker.outbox.MemoryOutbox;
+import dev.phrony.worker.plugin.LoadProblem;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.Outcome;
@@ -53,7 +54,9 @@ class CallServiceTest {
       public void completed(CallService.Completed c) {
         heard.add("done " + c.call().callId() + " " + c.outcome().getClass().getSimpleName());
       }
-    });
+    }, List.of(new LoadProblem("plugins/greet.jar", "invalid descriptor from handler g.Greet:"
+        + " the input schema is not JSON (it would serve greet.say-hello@1.0.0)"),
+        new LoadProblem("plugins/other.jar", "no tool handlers found")));
   }
 
   @AfterEach
@@ -136,5 +139,26 @@ class CallServiceTest {
 
     assertThatThrownBy(() -> calls.submit(new CallRequest("echo", null, null, null, null)))
         .isInstanceOf(IllegalStateException.class).hasMessage("dev is shutting down");
+  }
+
+  @Test
+  void a_key_nobody_serves_fails_at_once_and_names_a_plugin_that_would_serve_it()
+      throws Exception {
+    CompletableFuture<CallService.Completed> f = calls.submit(
+        new CallRequest("greet.say-hello", "1.0.0", "{}", null, null));
+    assertThat(f).as("answered without waiting for the dispatch").isDone();
+    CallService.Completed c = f.get();
+    assertThat(c.outcome()).isInstanceOfSatisfying(Outcome.DispatchError.class,
+        e -> assertThat(e.kind()).isEqualTo(Outcome.Kind.NO_HANDLER));
+    assertThat(c.hint()).startsWith("no worker serves greet.say-hello@1.0.0; served: ")
+        .endsWith("; it would be served by a plugin that failed to load: plugins/greet.jar"
+            + " (invalid descriptor from handler g.Greet: the input schema is not JSON (it"
+            + " would serve greet.say-hello@1.0.0))");
+
+    CallService.Completed typo = await(calls.submit(
+        new CallRequest("no.such-tool", "9.9.9", "{}", null, null)));
+    assertThat(typo.hint()).contains("2 plugin(s) failed to load and may have served it: "
+        + "plugins/greet.jar");
+    assertThat(runtime.events().stream().filter(e -> "invoke".equals(e.type()))).isEmpty();
   }
 }

@@ -293,7 +293,7 @@ class DispatcherTest {
     ClassLoader marker = new ClassLoader(getClass().getClassLoader()) {};
     HandlerCatalog.Entry e = HandlerCatalog.Entry.of(h, "test");
     HandlerCatalog catalog = HandlerCatalog.of(java.util.List.of(new HandlerCatalog.Entry(
-        e.descriptor(), h, marker, "test", e.descriptorHash())));
+        e.descriptor(), h, marker, "test", e.descriptorHash(), e.argsCheck())));
     Dispatcher d = TestDispatchers.of(catalog, outbox, timers);
     d.onInvoke(invoke("c1", "t", "{}"), sink);
     sink.next();

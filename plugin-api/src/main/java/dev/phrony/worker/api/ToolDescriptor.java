@@ -119,10 +119,37 @@ public record ToolDescriptor(
       return this;
     }
 
-    /** JSON Schema text of the arguments. */
+    /**
+     * JSON Schema text of the arguments. The host checks every call's arguments against it
+     * before the handler runs (JSON Schema 2020-12 unless {@code $schema} names another
+     * dialect), so a handler need not check what the schema already says.
+     */
     public Builder inputSchema(String inputSchema) {
       this.inputSchema = inputSchema;
       return this;
+    }
+
+    /**
+     * The input schema from a UTF-8 resource beside {@code owner} (as
+     * {@link Class#getResourceAsStream} finds it: a plain name is in {@code owner}'s package,
+     * {@code /x/y.json} from the root of the plugin).
+     *
+     * @throws IllegalArgumentException if the resource is missing or unreadable
+     */
+    public Builder inputSchemaFrom(Class<?> owner, String resource) {
+      try (java.io.InputStream in = owner.getResourceAsStream(resource)) {
+        if (in == null) {
+          throw new IllegalArgumentException("input schema resource '" + resource
+              + "' not found beside " + owner.getName() + ": put it in src/main/resources/"
+              + (resource.startsWith("/") ? resource.substring(1)
+                  : owner.getPackageName().replace('.', '/') + "/" + resource));
+        }
+        return inputSchema(new String(in.readAllBytes(),
+            java.nio.charset.StandardCharsets.UTF_8));
+      } catch (java.io.IOException e) {
+        throw new IllegalArgumentException("input schema resource '" + resource
+            + "' cannot be read: " + e.getMessage(), e);
+      }
     }
 
     /**

@@ -7,6 +7,7 @@ import dev.phrony.worker.call.CallContext;
 import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.call.CallPipeline;
 import dev.phrony.worker.call.JsonCodec;
+import dev.phrony.worker.call.SchemaCheck;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -46,10 +47,17 @@ public final class HandlerHarness implements AutoCloseable {
     this.argsCheck = argsCheck;
   }
 
-  /** A harness for one handler instance, with the worker's default settings. */
+  /**
+   * A harness for one handler instance, with the worker's default settings: arguments are
+   * checked against the descriptor's input schema, compiled as the worker compiles it.
+   *
+   * @throws SchemaCheck.InvalidSchemaException if the input schema cannot serve (the worker
+   *     would refuse to load the plugin, naming the same reason)
+   */
   public static HandlerHarness of(ToolHandler handler) {
     return new HandlerHarness(handler, new CallPipeline(new JsonCodec(),
-        new CallPipeline.Settings(DEFAULT_MAX_RESULT_BYTES, false)), ArgsCheck.NONE);
+        new CallPipeline.Settings(DEFAULT_MAX_RESULT_BYTES, false)),
+        SchemaCheck.of(handler.descriptor().inputSchema()));
   }
 
   /** Calls the handler with JSON arguments under a fresh call id and waits for the outcome. */

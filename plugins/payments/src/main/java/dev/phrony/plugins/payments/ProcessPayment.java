@@ -3,14 +3,12 @@ package dev.phrony.plugins.payments;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolCall;
 import dev.phrony.worker.api.ToolDescriptor;
-import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.TypedToolHandler;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
-import java.util.regex.Pattern;
 
 /**
  * {@code payments.process-payment@1.0.0}: a pretend payment. The payment id is derived from the
@@ -30,8 +28,6 @@ public final class ProcessPayment
   public record Receipt(String payment_id, String status, BigDecimal amount, String currency,
       String payee) {}
 
-  private static final Pattern CURRENCY = Pattern.compile("[A-Z]{3}");
-
   public ProcessPayment() {
     super(Args.class);
   }
@@ -43,30 +39,19 @@ public final class ProcessPayment
         .sideEffectClass(SideEffectClass.NON_IDEMPOTENT_WRITE)
         .maxConcurrency(16)
         .description("Pays an amount to a payee (demo: no money moves)")
+        // Checked by the host before handle() runs (a three-letter ISO 4217 currency, a
+        // positive amount, a payee that is not blank).
         .inputSchema("""
             {"type":"object","required":["amount","currency","payee"],"properties":{\
             "amount":{"type":"number","exclusiveMinimum":0},\
             "currency":{"type":"string","pattern":"^[A-Z]{3}$"},\
-            "payee":{"type":"string","minLength":1},\
+            "payee":{"type":"string","pattern":"\\\\S"},\
             "processing_ms":{"type":"integer","minimum":0,"maximum":60000}}}""")
         .build();
   }
 
   @Override
   protected Receipt handle(Args args, ToolCall call) throws InterruptedException {
-    if (args == null) {
-      throw invalid("amount, currency and payee are required");
-    }
-    if (args.amount() == null || args.amount().signum() <= 0) {
-      throw invalid("amount must be greater than 0, got " + args.amount());
-    }
-    if (args.currency() == null || !CURRENCY.matcher(args.currency()).matches()) {
-      throw invalid("currency must be a three-letter ISO 4217 code such as EUR, got "
-          + args.currency());
-    }
-    if (args.payee() == null || args.payee().isBlank()) {
-      throw invalid("payee is required");
-    }
     if (args.processing_ms() != null && args.processing_ms() > 0) {
       Thread.sleep(Math.min(args.processing_ms(), 60_000));
     }
@@ -83,9 +68,5 @@ public final class ProcessPayment
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("SHA-256 is always available", e);
     }
-  }
-
-  private static ToolException invalid(String message) {
-    return new ToolException(ToolException.INVALID_ARGS, message);
   }
 }

@@ -22,13 +22,15 @@ class ProcessPaymentTest {
   }
 
   @Test
-  void bad_amount_currency_or_payee_is_invalid_args() {
+  void bad_amount_currency_or_payee_is_refused_by_the_schema() {
     try (HandlerHarness h = HandlerHarness.of(new ProcessPayment())) {
-      assertInvalid(h, "{\"amount\":0,\"currency\":\"EUR\",\"payee\":\"A\"}", "greater than 0");
-      assertInvalid(h, "{\"amount\":-3,\"currency\":\"EUR\",\"payee\":\"A\"}", "greater than 0");
-      assertInvalid(h, "{\"amount\":5,\"currency\":\"euro\",\"payee\":\"A\"}", "ISO 4217");
-      assertInvalid(h, "{\"amount\":5,\"currency\":\"EUR\",\"payee\":\" \"}", "payee");
-      assertInvalid(h, "{\"amount\":\"lots\",\"currency\":\"EUR\",\"payee\":\"A\"}", "Args");
+      assertInvalid(h, "{\"amount\":0,\"currency\":\"EUR\",\"payee\":\"A\"}", "/amount: ");
+      assertInvalid(h, "{\"amount\":-3,\"currency\":\"EUR\",\"payee\":\"A\"}", "/amount: ");
+      assertInvalid(h, "{\"amount\":5,\"currency\":\"euro\",\"payee\":\"A\"}", "/currency: ");
+      assertInvalid(h, "{\"amount\":5,\"currency\":\"EUR\",\"payee\":\" \"}", "/payee: ");
+      assertInvalid(h, "{\"amount\":\"lots\",\"currency\":\"EUR\",\"payee\":\"A\"}",
+          "/amount: expected number, got string");
+      assertInvalid(h, "{\"currency\":\"EUR\",\"payee\":\"A\"}", "/amount: required, but missing");
     }
   }
 

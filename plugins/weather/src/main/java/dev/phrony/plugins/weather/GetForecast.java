@@ -3,7 +3,6 @@ package dev.phrony.plugins.weather;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolCall;
 import dev.phrony.worker.api.ToolDescriptor;
-import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.TypedToolHandler;
 import java.util.List;
 import java.util.Locale;
@@ -37,17 +36,17 @@ public final class GetForecast extends TypedToolHandler<GetForecast.Args, GetFor
         .sideEffectClass(SideEffectClass.READ_ONLY)
         .maxConcurrency(32)
         .description("Three-day forecast for a city (deterministic demo data)")
+        // Checked by the host before handle() runs: a missing, blank or non-text city never
+        // reaches it.
         .inputSchema("""
-            {"type":"object","required":["city"],"properties":{"city":{"type":"string","minLength":1}},\
+            {"type":"object","required":["city"],\
+            "properties":{"city":{"type":"string","pattern":"\\\\S"}},\
             "examples":[{"city":"Oslo"}]}""")
         .build();
   }
 
   @Override
   protected Forecast handle(Args args, ToolCall call) {
-    if (args == null || args.city() == null || args.city().isBlank()) {
-      throw new ToolException(ToolException.INVALID_ARGS, "city is required, e.g. {\"city\":\"Oslo\"}");
-    }
     String city = args.city().strip();
     int seed = city.toLowerCase(Locale.ROOT).hashCode();
     var days = new java.util.ArrayList<Day>(3);

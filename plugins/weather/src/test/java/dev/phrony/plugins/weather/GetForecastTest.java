@@ -20,12 +20,16 @@ class GetForecastTest {
   }
 
   @Test
-  void a_missing_or_blank_city_is_invalid_args() {
+  void a_missing_blank_or_non_text_city_is_refused_by_the_schema_before_the_handler() {
     try (HandlerHarness h = HandlerHarness.of(new GetForecast())) {
-      for (String args : new String[] {"{}", "{\"city\":\"  \"}", "{\"town\":\"Oslo\"}"}) {
-        assertThat(h.call(args)).isInstanceOfSatisfying(CallOutcome.Error.class, e -> {
+      for (String[] c : new String[][] {
+          {"{}", "/city: required, but missing"},
+          {"{\"town\":\"Oslo\"}", "/city: required, but missing"},
+          {"{\"city\":\"  \"}", "/city: does not match the regex pattern \\S"},
+          {"{\"city\":42}", "/city: expected string, got integer"}}) {
+        assertThat(h.call(c[0])).isInstanceOfSatisfying(CallOutcome.Error.class, e -> {
           assertThat(e.code()).isEqualTo("invalid_args");
-          assertThat(e.message()).contains("city is required");
+          assertThat(e.message()).isEqualTo("arguments do not fit the input schema: " + c[1]);
         });
       }
     }
