@@ -19,7 +19,7 @@ import picocli.CommandLine.Command;
     description = "Hosts tool handlers as plugins for the Phrony agent runtime.",
     subcommands = {VersionCommand.class, ListHandlersCommand.class, CheckCommand.class,
         RunCommand.class, ConfigCommand.class, OutboxCommand.class, DevCommand.class,
-        CallCommand.class, CommandLine.HelpCommand.class},
+        CallCommand.class, NewPluginCommand.class, CommandLine.HelpCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
         "0:success",

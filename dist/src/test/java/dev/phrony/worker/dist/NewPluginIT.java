@@ -1,0 +1,94 @@
+package dev.phrony.worker.dist;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A new plugin author's path, in a folder outside the checkout, with nothing edited: the one
+ * install command of the README, then {@code new-plugin}, {@code mvn package} (which runs the
+ * generated test), {@code list-handlers} and {@code dev} + {@code call}.
+ */
+class NewPluginIT {
+  /** The README's install command for the plugin kit. */
+  static final List<String> INSTALL_KIT =
+      List.of("install", "-pl", "plugin-parent", "-am", "-DskipTests");
+
+  @TempDir
+  Path tmp;
+
+  @Test
+  void a_new_plugin_builds_lists_and_is_served_by_dev_without_edits() throws Exception {
+    Path repo = Path.of(System.getProperty("phrony.repo.dir")).toRealPath();
+    maven(repo, tmp.resolve("install-kit.log"), INSTALL_KIT);
+
+    Path project = tmp.resolve("authors/greeting");
+    DistProcess.Result created = DistProcess.run(tmp, "new-plugin", "greeting", "--tool",
+        "greet.say-hello", "--version", "1.0.0", "--dir", project.toString());
+    assertThat(created.exit()).as("stderr: %s", created.err()).isZero();
+    assertThat(created.out()).contains("src/main/java/com/example/greeting/SayHello.java")
+        .contains("src/test/java/com/example/greeting/SayHelloTest.java");
+
+    Path log = tmp.resolve("package.log");
+    maven(project, log, List.of("package"));
+    assertThat(Files.readString(log)).contains("Tests run: 2, Failures: 0, Errors: 0");
+    Path plugins = project.resolve("target/plugin");
+    assertThat(plugins.resolve("greeting/greeting-1.0.0.jar")).isRegularFile();
+
+    DistProcess.Result listed = DistProcess.run(tmp, "list-handlers", "--plugins",
+        plugins.toString());
+    assertThat(listed.exit()).as("stderr: %s", listed.err()).isZero();
+    assertThat(listed.out()).contains("greet.say-hello@1.0.0").contains("read_only");
+
+    int controlPort = DistProcess.freePort();
+    String control = "http://127.0.0.1:" + controlPort;
+    try (DistProcess dev = DistProcess.start(tmp, Map.of(), "dev", "--plugins",
+        plugins.toString(), "--port", "0", "--control-port", String.valueOf(controlPort))) {
+      dev.awaitStdout("Ctrl-C stops.", DistProcess.DEADLINE);
+      assertThat(dev.stdout()).contains("greet.say-hello@1.0.0  Greets a person by name")
+          .contains("call greet.say-hello@1.0.0 '{\"name\":\"Ada\"}'");
+
+      DistProcess.Result hello = DistProcess.run(tmp, "call", "greet.say-hello@1.0.0",
+          "{\"name\":\"Ada\"}", "--control", control);
+      assertThat(hello.exit()).as("stderr: %s", hello.err()).isZero();
+      assertThat(hello.out()).isEqualTo("{\n  \"text\": \"Hello, Ada!\"\n}\n");
+
+      DistProcess.Result wrong = DistProcess.run(tmp, "call", "greet.say-hello@1.0.0",
+          "{\"name\":42}", "--control", control);
+      assertThat(wrong.exit()).isEqualTo(4);
+      assertThat(wrong.err()).isEqualTo("invalid_args: arguments do not fit the input schema: "
+          + "/name: expected string, got integer\n");
+
+      dev.interrupt();
+      assertThat(dev.awaitExit(DistProcess.DEADLINE).exit()).isZero();
+    }
+  }
+
+  /** Runs the checkout's Maven wrapper in {@code dir}, on this JDK; fails with its output. */
+  private static void maven(Path dir, Path log, List<String> goals)
+      throws IOException, InterruptedException {
+    Path repo = Path.of(System.getProperty("phrony.repo.dir")).toRealPath();
+    List<String> command = new java.util.ArrayList<>(List.of(repo.resolve("mvnw").toString(),
+        "-B"));
+    command.addAll(goals);
+    ProcessBuilder pb = new ProcessBuilder(command).directory(dir.toFile())
+        .redirectErrorStream(true).redirectOutput(log.toFile());
+    pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
+    pb.environment().remove("MAVEN_ARGS");
+    Process p = pb.start();
+    if (!p.waitFor(Duration.ofMinutes(5).toMillis(), TimeUnit.MILLISECONDS)) {
+      p.destroyForcibly();
+      throw new AssertionError("maven " + goals + " in " + dir + " did not end in 5 minutes");
+    }
+    assertThat(p.exitValue()).as("maven %s in %s:%n%s", goals, dir, Files.readString(log))
+        .isZero();
+  }
+}

@@ -1,0 +1,92 @@
+package dev.phrony.worker.cli;
+
+import dev.phrony.worker.HostVersion;
+import dev.phrony.worker.UserErrorException;
+import dev.phrony.worker.scaffold.PluginProject;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** {@code phrony-worker new-plugin NAME --tool TOOL [--version V] [--dir D]}. */
+@Command(name = "new-plugin", mixinStandardHelpOptions = true,
+    description = {
+        "Writes a new plugin project that builds and is served as it is.",
+        "",
+        "A Maven project on phrony-plugin-parent: a typed handler for --tool with records for "
+            + "its arguments and result, its input schema, its services file, a test through "
+            + "the worker's own call pipeline and a README. 'mvn package' lays it out in "
+            + "target/plugin/NAME/, which 'dev --plugins target/plugin' serves."},
+    exitCodeListHeading = "%nExit codes:%n",
+    exitCodeList = {
+        "0:the project was written",
+        "1:usage error (a name, tool, version or package that cannot be used; a folder that "
+            + "is not empty)"})
+final class NewPluginCommand implements Callable<Integer> {
+
+  @Parameters(index = "0", paramLabel = "NAME",
+      description = "The project's folder and artifact id, e.g. greeting.")
+  private String name;
+
+  @Option(names = "--tool", required = true, paramLabel = "TOOL",
+      description = "The tool it serves, as agent manifests bind it, e.g. greet.say-hello.")
+  private String tool;
+
+  @Option(names = "--version", paramLabel = "VERSION", defaultValue = "1.0.0",
+      description = "The tool's version (default: ${DEFAULT-VALUE}); 'default' for "
+          + "unversioned bindings.")
+  private String version;
+
+  @Option(names = "--package", paramLabel = "PACKAGE",
+      description = "The handler's Java package (default: com.example.NAME).")
+  private String javaPackage;
+
+  @Option(names = "--dir", paramLabel = "DIR",
+      description = "Where the project goes (default: ./NAME); it must not exist, or be empty.")
+  private Path dir;
+
+  @CommandLine.Spec
+  private CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public Integer call() {
+    PluginProject project;
+    try {
+      project = new PluginProject(name, tool, version,
+          javaPackage != null ? javaPackage : PluginProject.defaultPackage(name),
+          HostVersion.get());
+    } catch (IllegalArgumentException e) {
+      throw new UserErrorException(e.getMessage(), e);
+    }
+    Path target = dir != null ? dir : Path.of(name);
+    List<Path> files;
+    try {
+      files = project.writeTo(target);
+    } catch (IllegalArgumentException e) {
+      throw new UserErrorException(e.getMessage(), e);
+    } catch (IOException e) {
+      throw new UncheckedIOException("could not write the project into " + target, e);
+    }
+    PrintWriter out = spec.commandLine().getOut();
+    out.println("wrote " + target + " (" + project.tool() + "@" + project.version() + ", "
+        + project.javaPackage() + "." + project.className() + "):");
+    files.forEach(f -> out.println("  " + f));
+    out.println();
+    out.println("next:");
+    out.println("  cd " + target + " && mvn package      # builds, tests, lays it out in"
+        + " target/plugin/" + project.name() + "/");
+    out.println("  phrony-worker dev --plugins " + target.resolve("target/plugin"));
+    out.println("  phrony-worker call " + project.tool() + "@" + project.version()
+        + " '{\"name\":\"Ada\"}'");
+    out.println("(the plugin kit must be installed once: ./mvnw -B install -pl plugin-parent"
+        + " -am -DskipTests in a phrony-worker checkout)");
+    out.flush();
+    return ExitCodes.OK;
+  }
+}
