@@ -7,6 +7,7 @@ import dev.phrony.runtime.v1.WorkServerMsg;
 import dev.phrony.worker.Await;
 import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.ToolResult;
+import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.testkit.Call;
@@ -45,6 +46,8 @@ class WorkRulesTest {
   private final MemoryOutbox outbox = new MemoryOutbox();
   private final CountDownLatch release = new CountDownLatch(1);
   private final ConcurrentHashMap<String, AtomicInteger> runs = new ConcurrentHashMap<>();
+  /** heartbeat_acks the worker has handled (the runtime's log only says they were sent). */
+  private final AtomicInteger acksSeen = new AtomicInteger();
 
   @AfterEach
   void tearDown() throws Exception {
@@ -119,7 +122,13 @@ class WorkRulesTest {
             new WorkerIdentity(workerId, "test", "sha256:test"))
         .withBackoff(Duration.ofMillis(20), Duration.ofMillis(200))
         .withDrainTimeout(Duration.ofSeconds(10));
-    WorkClient client = new WorkClient(options, catalog(4), outbox, timers, bound -> bound / 2);
+    WorkClient client = new WorkClient(options, catalog(4), outbox, timers, bound -> bound / 2,
+        new WorkerMetrics() {
+          @Override
+          public void heartbeatRoundTrip(Duration roundTrip) {
+            acksSeen.incrementAndGet(); // the worker has taken the ack in
+          }
+        });
     closeables.add(client);
     client.start();
     return client;
@@ -185,7 +194,8 @@ class WorkRulesTest {
     for (int i = 1; i <= 4; i++) {
       timers.advance(Duration.ofSeconds(1)); // TTL/2: a heartbeat is due
       int n = i;
-      Await.until("heartbeat ack " + i, () -> heartbeatAcks(rt, stream) >= n, WAIT);
+      Await.until("heartbeat ack " + i, () -> heartbeatAcks(rt, stream) >= n
+          && acksSeen.get() >= n, WAIT);
     }
     // Two whole TTLs of the runtime's clock passed: without heartbeats the lease had expired.
     assertThat(rt.worker("w1")).hasValueSatisfying(w -> assertThat(w.leaseExpired()).isFalse());
@@ -289,8 +299,10 @@ class WorkRulesTest {
     // stream itself stays up).
     long stream = rt.worker("w1").orElseThrow().streamId();
     int reconnects = c.reconnects();
+    int acks = acksSeen.get();
     timers.advance(Duration.ofSeconds(15));
-    Await.until("heartbeat acked", () -> heartbeatAcks(rt, stream) >= 1, WAIT);
+    Await.until("heartbeat acked", () -> heartbeatAcks(rt, stream) >= 1
+        && acksSeen.get() > acks, WAIT);
     assertThat(outbox.isOrphaned(call.callId())).isFalse();
     timers.advance(Duration.ofSeconds(15));
     Await.until("orphaned after a TTL", () -> outbox.isOrphaned(call.callId()), WAIT);
