@@ -237,7 +237,8 @@ public final class WorkClient implements AutoCloseable {
     ConnectivityState state = channel.getState(false);
     if (state != ConnectivityState.READY) {
       if (s.live()) {
-        s.abort(ReconnectReason.GOING_AWAY,
+        // A runtime going away drops every registration itself: no need to wait for it.
+        s.cut(ReconnectReason.GOING_AWAY,
             "connection to the runtime is going away (" + state + ")");
       }
       return;
@@ -282,7 +283,7 @@ public final class WorkClient implements AutoCloseable {
     if (s != null && s.live()) {
       s.halfClose();
       if (!await(s.ended(), CLOSE_WAIT)) {
-        s.abort(ReconnectReason.ERROR,
+        s.cut(ReconnectReason.ERROR,
             "shutdown: runtime did not close the stream in " + CLOSE_WAIT.toSeconds() + " s");
       }
     }
@@ -301,7 +302,7 @@ public final class WorkClient implements AutoCloseable {
     reconnect.cancel();
     WorkSession s = session;
     if (s != null && s.live()) {
-      s.abort(ReconnectReason.ERROR, "worker stopping");
+      s.cut(ReconnectReason.ERROR, "worker stopping");
       await(s.ended(), CLOSE_WAIT);
     }
     channel.shutdownNow();

@@ -19,6 +19,7 @@ import dev.phrony.worker.time.Scheduler;
 import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
+import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -39,6 +40,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
 
   private static final WorkClientMsg HEARTBEAT = WorkClientMsg.newBuilder()
       .setHeartbeat(WorkHeartbeat.getDefaultInstance()).build();
+  /** How long a stream we end is given to close from the runtime's side before it is cut. */
+  static final Duration CLOSE_GRACE = Duration.ofSeconds(2);
 
   /** How a stream ended: the status, why in words and as a class, and how far it got. */
   record End(Status status, String reason, ReconnectReason cause, boolean registered,
@@ -50,6 +53,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   private final WorkerIdentity identity;
   private final Set<String> advertised;
   private final Heartbeat heartbeat;
+  private final Scheduler scheduler;
   private final WorkerMetrics metrics;
   private final Executor writes;
   private final CompletableFuture<End> ended = new CompletableFuture<>();
@@ -61,6 +65,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   private volatile boolean healthy;
   private volatile String abortReason;
   private volatile ReconnectReason abortCause;
+  private volatile Scheduler.Handle closeTimer = Scheduler.NONE;
   private int receivedSinceRequest;
 
   /**
@@ -75,6 +80,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
     this.dispatcher = dispatcher;
     this.identity = identity;
     this.advertised = Set.copyOf(inFlight);
+    this.scheduler = scheduler;
     this.heartbeat = new Heartbeat(scheduler, () -> writer.send(HEARTBEAT),
         () -> abort(ReconnectReason.HEARTBEAT_TIMEOUT, "no heartbeat_ack (or registered) for a"
             + " whole lease TTL of " + heartbeat().ttl().toMillis() + " ms"));
@@ -173,7 +179,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
 
   @Override
   public void onCompleted() {
-    end(Status.OK, "runtime closed the stream", ReconnectReason.RUNTIME_CLOSED);
+    end(Status.OK, abortReason != null ? abortReason : "runtime closed the stream",
+        abortCause != null ? abortCause : ReconnectReason.RUNTIME_CLOSED);
   }
 
   /** The class of an error status, for the reconnect counter. */
@@ -192,6 +199,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
       return;
     }
     heartbeat.stop();
+    closeTimer.cancel();
     writer.closed();
     // The dispatcher detaches the stream's calls in its context, before anything posted later
     // there (the next stream's register) runs.
@@ -199,11 +207,39 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
     ended.complete(new End(status, reason, cause, registered, healthy));
   }
 
-  /** Ends the stream from our side; {@link #ended()} completes once gRPC has closed it. */
+  /**
+   * Ends the stream from our side, so that the runtime has dropped our registration before we
+   * open the next one (rule 2: a registration made while the runtime still holds the old stream
+   * is removed with it). The stream is half-closed and the runtime closes it once it has
+   * unregistered us; one that has not closed within {@link #CLOSE_GRACE} (a runtime that does
+   * not answer) is cut. {@link #ended()} completes either way.
+   */
   void abort(ReconnectReason cause, String reason) {
     abortCause = cause;
     abortReason = reason;
-    requests.cancel(reason, null);
+    if (!live()) {
+      return;
+    }
+    writer.complete();
+    Scheduler.Handle timer = scheduler.schedule(() -> cut(cause, reason), CLOSE_GRACE);
+    closeTimer = timer;
+    if (!live()) {
+      timer.cancel();
+    }
+  }
+
+  /**
+   * Ends the stream from our side at once: gRPC cancels it (stopping, a connection going away,
+   * a runtime that did not close it in time).
+   */
+  void cut(ReconnectReason cause, String reason) {
+    if (abortReason == null) {
+      abortCause = cause;
+      abortReason = reason;
+    }
+    if (live()) {
+      requests.cancel(reason, null);
+    }
   }
 
   /** Half-closes cleanly after what is queued (graceful shutdown). */
