@@ -51,6 +51,12 @@ final class DistProcess implements AutoCloseable {
   /** Starts {@code bin/phrony-worker args...} in {@code workDir}, with extra environment. */
   static DistProcess start(Path workDir, Map<String, String> env, String... args)
       throws IOException {
+    return start(distDir(), workDir, env, args);
+  }
+
+  /** The same, from the distribution (a copy of it) at {@code dist}. */
+  static DistProcess start(Path dist, Path workDir, Map<String, String> env, String... args)
+      throws IOException {
     List<String> command = new ArrayList<>();
     if (sigintIgnoredHere()) {
       // A child inherits an ignored SIGINT, and a JVM cannot handle a signal ignored at its
@@ -58,7 +64,7 @@ final class DistProcess implements AutoCloseable {
       // background of a non-interactive shell). GNU env restores the default.
       command.addAll(List.of("env", "--default-signal=INT"));
     }
-    command.add(distDir().resolve("bin/phrony-worker").toString());
+    command.add(dist.resolve("bin/phrony-worker").toString());
     command.addAll(List.of(args));
     Path out = Files.createTempFile(workDir, "stdout", ".txt");
     Path err = Files.createTempFile(workDir, "stderr", ".txt");

@@ -98,7 +98,7 @@ public final class OutboxCommand implements Runnable {
 
     @Override
     public Integer call() throws IOException {
-      OutboxView view = read(stateDir.resolve());
+      OutboxView view = read(stateDir.resolveMigrating());
       PrintWriter out = spec.commandLine().getOut();
       Instant now = parent.clock.instant();
       warnProblems(spec, view.problems());
@@ -148,7 +148,7 @@ public final class OutboxCommand implements Runnable {
 
     @Override
     public Integer call() throws IOException {
-      OutboxView view = read(stateDir.resolve());
+      OutboxView view = read(stateDir.resolveMigrating());
       OutboxEntry e = view.find(callId).orElseThrow(() -> new UserErrorException("no call '" + callId
           + "' in the outbox of " + view.stateDir() + " (see 'phrony-worker outbox list')"));
       PrintWriter out = spec.commandLine().getOut();
@@ -244,7 +244,7 @@ public final class OutboxCommand implements Runnable {
 
     @Override
     public Integer call() throws IOException {
-      Path dir = stateDir.resolve();
+      Path dir = stateDir.resolveMigrating();
       read(dir); // fails clearly if there is no state dir; never creates one
       Instant now = parent.clock.instant();
       List<OutboxEntry> purged = new ArrayList<>();

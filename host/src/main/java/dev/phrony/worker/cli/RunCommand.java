@@ -65,7 +65,7 @@ final class RunCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws InterruptedException, IOException {
-    WorkerConfig config = WorkerSettings.resolve(options, spec);
+    WorkerConfig config = WorkerSettings.resolveForRun(options, spec);
     // Before anything logs: the format and level are settings like any other.
     LogSetup.apply(config.logFormat(), config.logLevel());
     LoadResult loaded = new PluginLoader().load(config.plugins());

@@ -1,29 +1,77 @@
 package dev.phrony.worker.cli;
 
 import dev.phrony.worker.Distribution;
+import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.config.Configurable;
+import dev.phrony.worker.state.StateDir;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Comparator;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Option;
 
 /**
  * {@code --state-dir DIR}, as a picocli mixin ({@code @Mixin StateDirOption stateDir}), and the
- * one place that decides the default: the flag, else {@code $PHRONY_WORKER_STATE_DIR}, else
- * {@code <phrony.home>/state} (the launcher sets the system property {@code phrony.home}), else
- * {@code ./state}.
+ * one place that decides where the state lives: the flag, else {@code $PHRONY_WORKER_STATE_DIR},
+ * else {@code state/} beside {@code bin/} of an unpacked distribution, else (the distribution a
+ * checkout builds, inside {@code target/}) the user's state folder,
+ * {@code $XDG_STATE_HOME/phrony-worker} or {@code ~/.local/state/phrony-worker}.
+ *
+ * <p>Held results and the intents that stop a second charge must outlive a rebuild: a state dir
+ * inside a build output ({@code target/}), where {@code ./mvnw clean} deletes it, is refused
+ * unless {@code --state-dir-in-build-output} says it is meant. A state dir found at the old
+ * default of a checkout ({@code dist/target/dist/phrony-worker/state}) is moved to the new one.
  */
 @Configurable
 public final class StateDirOption {
+  private static final Logger log = LoggerFactory.getLogger(StateDirOption.class);
+
   public static final String ENV = "PHRONY_WORKER_STATE_DIR";
+  /** The folder a Maven build writes its output to. */
+  static final String BUILD_OUTPUT = "target";
 
   @Option(names = "--state-dir", paramLabel = "DIR",
-      description = "Worker state directory (default: $" + ENV + ", else <install dir>/state).")
+      description = "Worker state directory (default: $" + ENV + ", else state/ beside bin/ of "
+          + "an unpacked distribution, else $XDG_STATE_HOME/phrony-worker or "
+          + "~/.local/state/phrony-worker).")
   Path stateDir;
 
-  /** The state dir this command uses. */
+  @Option(names = "--state-dir-in-build-output",
+      description = "Allow a state directory inside a build output (a target/ folder), which a "
+          + "clean build deletes with the results it holds.")
+  boolean inBuildOutput;
+
+  /** The state dir this command uses (nothing is moved or checked: for display). */
   public Path resolve() {
     return resolve(stateDir, System.getenv(), System.getProperties());
+  }
+
+  /**
+   * The state dir a command is about to open: a state dir left at the old default of a checkout
+   * is moved here first, and one inside a build output is refused.
+   *
+   * @throws UserErrorException naming the dir and the fix
+   */
+  public Path resolveForUse() {
+    return resolveForUse(stateDir, inBuildOutput, System.getenv(), System.getProperties());
+  }
+
+  /** The state dir a command reads (or purges): moved from the old default first, if there. */
+  public Path resolveMigrating() {
+    Path dir = resolve();
+    migrateOldDefault(stateDir, System.getenv(), System.getProperties(), dir);
+    return dir;
   }
 
   /** The flag as given, or null. */
@@ -40,8 +88,126 @@ public final class StateDirOption {
     if (fromEnv != null && !fromEnv.isBlank()) {
       return Path.of(fromEnv.strip()).toAbsolutePath().normalize();
     }
+    Optional<Path> home = home(properties);
+    if (home.isPresent() && !inBuildOutput(home.get())) {
+      return home.get().resolve("state");
+    }
+    return userStateDir(env, properties);
+  }
+
+  /** {@link #resolveForUse()} on explicit inputs. */
+  static Path resolveForUse(Path flag, boolean allowBuildOutput, Map<String, String> env,
+      Properties properties) {
+    Path dir = resolve(flag, env, properties);
+    migrateOldDefault(flag, env, properties, dir);
+    if (inBuildOutput(dir) && !allowBuildOutput) {
+      throw new UserErrorException("state dir " + dir + " is inside a build output ("
+          + BUILD_OUTPUT + "/): a clean build deletes it, with the results it holds until the "
+          + "runtime acknowledges them; choose another --state-dir (or $" + ENV + "), or pass "
+          + "--state-dir-in-build-output if that is meant");
+    }
+    return dir;
+  }
+
+  /** When {@code dir} is the default and the old default of a checkout holds state, moves it. */
+  private static void migrateOldDefault(Path flag, Map<String, String> env,
+      Properties properties, Path dir) {
+    boolean byDefault = flag == null && (env.get(ENV) == null || env.get(ENV).isBlank());
+    Optional<Path> old = home(properties).filter(StateDirOption::inBuildOutput)
+        .map(h -> h.resolve("state"));
+    if (byDefault && old.isPresent() && !old.get().equals(dir) && holdsState(old.get())) {
+      migrate(old.get(), dir);
+    }
+  }
+
+  /** {@code $XDG_STATE_HOME/phrony-worker}, else {@code ~/.local/state/phrony-worker}. */
+  static Path userStateDir(Map<String, String> env, Properties properties) {
+    String xdg = env.get("XDG_STATE_HOME");
+    if (xdg != null && !xdg.isBlank() && Path.of(xdg.strip()).isAbsolute()) {
+      return Path.of(xdg.strip(), "phrony-worker").normalize();
+    }
+    String home = env.getOrDefault("HOME", properties.getProperty("user.home", "."));
+    return Path.of(home, ".local", "state", "phrony-worker").toAbsolutePath().normalize();
+  }
+
+  /** True when {@code dir} is inside a folder named {@code target} (a build output). */
+  static boolean inBuildOutput(Path dir) {
+    for (Path part : dir.toAbsolutePath().normalize()) {
+      if (part.toString().equals(BUILD_OUTPUT)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static Optional<Path> home(Properties properties) {
     String home = properties.getProperty(Distribution.HOME_PROPERTY);
-    Path base = home == null || home.isBlank() ? Path.of(".") : Path.of(home.strip());
-    return base.resolve("state").toAbsolutePath().normalize();
+    return home == null || home.isBlank() ? Optional.empty()
+        : Optional.of(Path.of(home.strip()).toAbsolutePath().normalize());
+  }
+
+  /** True when {@code dir} is a folder with anything in it. */
+  private static boolean holdsState(Path dir) {
+    if (!Files.isDirectory(dir)) {
+      return false;
+    }
+    try (Stream<Path> s = Files.list(dir)) {
+      return s.findAny().isPresent();
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  /** Moves the state dir at the old default to {@code to}; nothing is lost or overwritten. */
+  private static void migrate(Path from, Path to) {
+    if (Files.exists(to)) {
+      log.warn("a state dir at the old default {} is left alone: {} is used now, and already"
+          + " exists; move what the old one holds by hand if you still need it", from, to);
+      return;
+    }
+    if (StateDir.holderPid(from).isPresent()) {
+      throw new UserErrorException("state dir " + from + " (the old default, inside the build"
+          + " output) is in use by process " + StateDir.holderPid(from).getAsLong()
+          + ": stop it first, so that its state can move to " + to);
+    }
+    try {
+      Files.createDirectories(to.getParent());
+      try {
+        Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
+      } catch (AtomicMoveNotSupportedException | DirectoryNotEmptyException e) {
+        copyTree(from, to); // another file system: copy all, then remove the old
+        deleteTree(from);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("could not move the state dir from " + from + " to " + to
+          + " (nothing was removed from " + from + ")", e);
+    }
+    log.warn("moved the state dir from {} to {}: the old default was inside the build output,"
+        + " where a clean build would delete the results it holds", from, to);
+  }
+
+  private static void copyTree(Path from, Path to) throws IOException {
+    List<Path> all;
+    try (Stream<Path> s = Files.walk(from)) {
+      all = s.toList();
+    }
+    for (Path p : all) {
+      Path target = to.resolve(from.relativize(p).toString());
+      if (Files.isDirectory(p)) {
+        Files.createDirectories(target);
+      } else {
+        Files.copy(p, target, StandardCopyOption.COPY_ATTRIBUTES);
+      }
+    }
+  }
+
+  private static void deleteTree(Path dir) throws IOException {
+    List<Path> all;
+    try (Stream<Path> s = Files.walk(dir)) {
+      all = s.sorted(Comparator.reverseOrder()).toList();
+    }
+    for (Path p : all) {
+      Files.deleteIfExists(p);
+    }
   }
 }

@@ -34,11 +34,26 @@ final class WorkerSettings {
   private WorkerSettings() {}
 
   /**
-   * The effective configuration.
+   * The effective configuration, for showing it (nothing is moved or refused).
    *
    * @throws ConfigException listing every problem, each naming where the value came from
    */
   static WorkerConfig resolve(RunOptions o, CommandSpec spec) {
+    return resolve(o, spec, false);
+  }
+
+  /**
+   * The effective configuration of a worker about to start: its state dir is also made ready
+   * to use (moved from the old default of a checkout, refused inside a build output).
+   *
+   * @throws ConfigException listing every problem, each naming where the value came from
+   * @throws dev.phrony.worker.UserErrorException if the state dir cannot be used
+   */
+  static WorkerConfig resolveForRun(RunOptions o, CommandSpec spec) {
+    return resolve(o, spec, true);
+  }
+
+  private static WorkerConfig resolve(RunOptions o, CommandSpec spec, boolean forRun) {
     LayeredDefaults layers = spec.defaultValueProvider() instanceof LayeredDefaults d ? d : null;
     List<String> problems = new ArrayList<>();
     Optional<Path> configFile = Optional.empty();
@@ -49,7 +64,7 @@ final class WorkerSettings {
     }
     ParseResult parsed = spec.commandLine().getParseResult();
     Path pluginsDir = o.plugins.pluginsDir();
-    Path stateDir = o.stateDir.resolve();
+    Path stateDir = forRun ? o.stateDir.resolveForUse() : o.stateDir.resolve();
     Map<String, Object> computed = Map.of("plugins", pluginsDir.toString(),
         "state-dir", stateDir.toString());
 

@@ -57,20 +57,4 @@ class DurationParserTest {
     assertThat(dev.phrony.worker.outbox.Durability.NONE.needsIntent("irreversible_action"))
         .isFalse();
   }
-
-  @Test
-  void state_dir_flag_then_env_then_phrony_home_then_cwd() {
-    Properties home = new Properties();
-    home.setProperty("phrony.home", "/opt/phrony");
-    Map<String, String> env = Map.of("PHRONY_WORKER_STATE_DIR", "/var/lib/phrony");
-    assertThat(StateDirOption.resolve(Path.of("/x/state"), env, home))
-        .isEqualTo(Path.of("/x/state"));
-    assertThat(StateDirOption.resolve(null, env, home)).isEqualTo(Path.of("/var/lib/phrony"));
-    assertThat(StateDirOption.resolve(null, Map.of(), home))
-        .isEqualTo(Path.of("/opt/phrony/state"));
-    assertThat(StateDirOption.resolve(null, Map.of("PHRONY_WORKER_STATE_DIR", " "), home))
-        .isEqualTo(Path.of("/opt/phrony/state"));
-    assertThat(StateDirOption.resolve(null, Map.of(), new Properties()))
-        .isEqualTo(Path.of("state").toAbsolutePath());
-  }
 }
