@@ -300,8 +300,8 @@ public final class Bench {
   // ---------------------------------------------------------------- 2, 3, 5: one host each
 
   private void hostAt64() throws Exception {
-    try (HostProcess host = startHost("host-64", List.of("-Dphrony.echo.maxConcurrency=64"),
-        List.of()); PeerProcess inline = startPeer("inline");
+    try (HostProcess host = startHost("host-64", List.of(), echoSlots(64));
+        PeerProcess inline = startPeer("inline");
         PeerProcess threads = startPeer("threads")) {
       Driver noop = new Driver(runtime, echo(ARGS, "noop"), host);
       Driver inlineNoop = peerDriver(inline, ARGS, "noop");
@@ -359,7 +359,7 @@ public final class Bench {
 
   private void hostAt1000() throws Exception {
     try (HostProcess host = startHost("host-1000",
-        List.of("-Dphrony.echo.maxConcurrency=1000"), List.of())) {
+        List.of(), echoSlots(1000))) {
       Driver sleepy = new Driver(runtime, echo("{\"sleep_ms\":50}".getBytes(
           StandardCharsets.UTF_8), "s1000"), host);
       Driver.Result s = sleepy.run(1000, warmup, measure);
@@ -386,8 +386,7 @@ public final class Bench {
   private void tenThousand() throws Exception {
     int n = 10_000;
     int sleepMs = quick ? 3000 : 5000;
-    try (HostProcess host = startHost("host-10000", List.of("-Dphrony.echo.maxConcurrency=" + n,
-        "-Xmx256m"), List.of())) {
+    try (HostProcess host = startHost("host-10000", List.of("-Xmx256m"), echoSlots(n))) {
       Path gcLog = host.gcLog();
       byte[] args = ("{\"sleep_ms\":" + sleepMs + "}").getBytes(StandardCharsets.UTF_8);
       LongFunction<Call> calls = echo(args, "k10");
@@ -553,7 +552,8 @@ public final class Bench {
         }
       }); HostProcess host = HostProcess.start(dist, work, "start-" + i, withExtraOpts(List.of()),
           List.of("run", "--plugins", ten.toString(), "--runtime", runtime.target(),
-              "--worker-id", id, "--drain-timeout", "5s", "--http", "none", "--state-dir",
+              "--worker-id", id, "--drain-timeout", "5s", "--http", "none",
+              "--state-dir-in-build-output", "--state-dir",
               work.resolve("state-start").toString()))) {
         long at = registered.get(START_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
         cpu[i] = host.cpuNanos() / 1e9;
@@ -607,7 +607,8 @@ public final class Bench {
     String id = "bench-" + (++hosts);
     javaOpts = withExtraOpts(javaOpts);
     List<String> args = new ArrayList<>(List.of("run", "--runtime", runtime.target(),
-        "--worker-id", id, "--drain-timeout", "10s", "--http", "none", "--state-dir",
+        "--worker-id", id, "--drain-timeout", "10s", "--http", "none",
+        "--state-dir-in-build-output", "--state-dir",
         work.resolve("state-" + name).toString()));
     args.addAll(extraArgs);
     HostProcess host = HostProcess.start(dist, work, name, javaOpts, args, true);
@@ -623,6 +624,11 @@ public final class Bench {
       throw e;
     }
     return host;
+  }
+
+  /** The flag that gives the host's echo handler {@code n} slots. */
+  static List<String> echoSlots(int n) {
+    return List.of("--handler", "echo@default:max-concurrency=" + n);
   }
 
   /** {@code opts} plus PHRONY_BENCH_HOST_OPTS. */

@@ -49,15 +49,16 @@ final class Probe {
       long pid;
       LongFunction<Call> calls;
       if (worker.equals("host")) {
-        List<String> opts = new ArrayList<>(List.of("-Dphrony.echo.maxConcurrency="
-            + Math.max(64, concurrency)));
+        List<String> opts = new ArrayList<>();
         String extra = System.getenv("PHRONY_BENCH_HOST_OPTS");
         if (extra != null && !extra.isBlank()) {
           opts.addAll(Arrays.asList(extra.trim().split("\\s+")));
         }
-        HostProcess h = HostProcess.start(dist, work, "probe-host", opts, List.of("run",
-            "--runtime", rt.target(), "--worker-id", "probe", "--http", "none", "--state-dir",
+        List<String> run = new ArrayList<>(List.of("run", "--runtime", rt.target(),
+            "--worker-id", "probe", "--http", "none", "--state-dir-in-build-output", "--state-dir",
             work.resolve("probe-state").toString()));
+        run.addAll(Bench.echoSlots(Math.max(64, concurrency)));
+        HostProcess h = HostProcess.start(dist, work, "probe-host", opts, run);
         await(rt, "probe", h::alive);
         process = h;
         pid = h.pid();

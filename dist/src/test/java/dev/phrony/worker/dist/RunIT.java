@@ -84,4 +84,43 @@ class RunIT {
       assertThat(exit.err()).contains("drained").doesNotContain("Exception");
     }
   }
+
+  @Test
+  void worker_yaml_handler_settings_reach_the_registration_the_slots_and_the_calls()
+      throws Exception {
+    Path config = java.nio.file.Files.writeString(tmp.resolve("handlers.yaml"), """
+        handlers:
+          echo@default:
+            max-concurrency: 3
+            deadline: 1s
+          "payments.*":
+            enabled: false
+        """);
+    try (LocalRuntime rt = LocalRuntime.builder().port(0).queueWait(Duration.ofSeconds(2))
+            .start();
+        DistProcess worker = DistProcess.start(tmp, Map.of("PHRONY_RUNTIME_ADDR", rt.target()),
+            "run", "--worker-id", "proc-2", "--config", config.toString(),
+            "--http", "127.0.0.1:0", "--state-dir", tmp.resolve("state-2").toString())) {
+      Await.until("worker registered", () -> rt.worker("proc-2")
+          .filter(w -> w.connected()).isPresent(), DistProcess.DEADLINE);
+
+      var handlers = rt.worker("proc-2").orElseThrow().handlers();
+      assertThat(handlers).extracting(h -> h.key() + " " + h.maxConcurrency())
+          .as("what the runtime was told")
+          .contains("echo@default 3")
+          .noneMatch(h -> h.startsWith("payments."));
+      assertThat(DistProcess.get(worker.httpPort(), "/metrics").body())
+          .contains("phrony_worker_slots_max{tool=\"echo@default\"} 3");
+
+      Outcome slow = await(rt.dispatch(Call.of("echo", "default", "{\"sleep_ms\":20000}")));
+      assertThat(slow).as("worker stderr:%n%s", worker.stderr())
+          .isInstanceOfSatisfying(Outcome.ToolError.class,
+              e -> assertThat(e.code()).isEqualTo("deadline_exceeded"));
+      Outcome paid = await(rt.dispatch(Call.of("payments.process-payment", "1.0.0",
+          "{\"amount\":1,\"currency\":\"EUR\",\"payee\":\"ACME\"}")));
+      assertThat(paid).as("a disabled handler is not served").isNotInstanceOf(Outcome.Result.class);
+      assertThat(worker.stderr()).contains("handler echo@default: max-concurrency 3 (file "
+          + config + ":3)");
+    }
+  }
 }

@@ -62,7 +62,7 @@ class ScaleOutIT {
       for (String id : IDS) {
         workers.add(DistProcess.start(tmp, Map.of(
                 "PHRONY_RUNTIME_ADDR", rt.target(),
-                "PHRONY_WORKER_JAVA_OPTS", "-Dphrony.echo.maxConcurrency=" + SLOTS),
+                "PHRONY_WORKER_HANDLERS", "echo@default:max-concurrency=" + SLOTS),
             "run", "--worker-id", id, "--state-dir", tmp.resolve(id).toString(),
             "--http", "127.0.0.1:0", "--drain-timeout", "5s"));
       }

@@ -3,10 +3,12 @@ package dev.phrony.worker.cli;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.fasterxml.jackson.dataformat.yaml.YAMLGenerator;
+import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.config.LayeredDefaults;
 import dev.phrony.worker.config.Source;
 import dev.phrony.worker.config.WorkerConfig;
@@ -78,6 +80,15 @@ final class ConfigCommand implements Callable<Integer> {
         n.put("from", s.source().origin());
       }
       n.put("env", s.env());
+    }
+    ArrayNode handlers = root.putArray("handlers");
+    for (HandlerOverrides.Rule r : config.handlers()) {
+      ObjectNode n = handlers.addObject();
+      n.put("handler", r.pattern());
+      n.put("setting", r.setting());
+      n.put("value", r.value());
+      n.put("source", r.source().kind().label());
+      n.put("from", r.source().origin());
     }
     ObjectMapper mapper = format == Format.json
         ? new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)

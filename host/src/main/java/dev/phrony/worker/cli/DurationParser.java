@@ -74,4 +74,33 @@ public final class DurationParser implements CommandLine.ITypeConverter<Duration
     }
     return d;
   }
+
+  /** A duration the way {@link #parse} reads it back: {@code 30s}, {@code 1h30m}, {@code 500ms}. */
+  public static String format(Duration d) {
+    if (d.isZero()) {
+      return "0s";
+    }
+    StringBuilder out = new StringBuilder();
+    long days = d.toDays();
+    int hours = d.toHoursPart();
+    int minutes = d.toMinutesPart();
+    int seconds = d.toSecondsPart();
+    int millis = d.toMillisPart();
+    if (days > 0) {
+      out.append(days).append('d');
+    }
+    if (hours > 0) {
+      out.append(hours).append('h');
+    }
+    if (minutes > 0) {
+      out.append(minutes).append('m');
+    }
+    if (seconds > 0) {
+      out.append(seconds).append('s');
+    }
+    if (millis > 0) {
+      out.append(millis).append("ms");
+    }
+    return out.isEmpty() ? d.toString() : out.toString();
+  }
 }

@@ -1,9 +1,14 @@
 package dev.phrony.worker.cli;
 
-import dev.phrony.worker.plugin.LoadReport;
+import dev.phrony.worker.config.ConfigException;
+import dev.phrony.worker.config.ConfigFile;
+import dev.phrony.worker.config.HandlerOverrides;
+import dev.phrony.worker.config.LayeredDefaults;
 import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.plugin.PluginLoader;
 import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -15,8 +20,10 @@ import picocli.CommandLine.Mixin;
         "Lists the handlers this worker would advertise, and every plugin load problem.",
         "",
         "Loads the plugins as 'run' would and prints one row per tool@version (contract "
-            + "version, max concurrency, side-effect class, plugin, descriptor hash), then each "
-            + "plugin that could not be loaded with the reason, then the image digest."},
+            + "version, max concurrency, side-effect class, plugin, descriptor hash), then the "
+            + "operator's settings per handler (--handler, $PHRONY_WORKER_HANDLERS, handlers: "
+            + "in worker.yaml) with where each came from, then each plugin that could not be "
+            + "loaded with the reason, then the image digest."},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
         "0:every plugin loaded",
@@ -30,14 +37,33 @@ final class ListHandlersCommand implements Callable<Integer> {
   @Mixin
   private FormatOption format;
 
+  @Mixin
+  private ConfigOption configOption;
+
+  @Mixin
+  private HandlerOption handlers;
+
   @CommandLine.Spec
   private CommandLine.Model.CommandSpec spec;
 
   @Override
   public Integer call() {
     LoadResult result = new PluginLoader().load(plugins.pluginsDir());
+    // The handler settings of run's worker.yaml, the environment and the flags.
+    LayeredDefaults layers = spec.defaultValueProvider() instanceof LayeredDefaults l ? l
+        : LayeredDefaults.fromSystem().readingSettingsOf(
+            new CommandLine(new RunCommand()).getCommandSpec());
+    ConfigFile file = layers.file(spec);
+    List<String> problems = new ArrayList<>(file.problems());
+    List<HandlerOverrides.Rule> rules = handlers.rules(file, layers.env(HandlerOverrides.ENV),
+        problems);
+    if (!problems.isEmpty()) {
+      throw new ConfigException(problems);
+    }
+    HandlerOverrides.Applied applied = HandlerOverrides.apply(rules, result.catalog());
     PrintWriter out = spec.commandLine().getOut();
-    out.print(format.json() ? LoadReport.json(result) : LoadReport.table(result));
+    out.print(format.json() ? LoadReport.json(result, applied.effective(), applied.warnings())
+        : LoadReport.table(result, applied.effective(), applied.warnings()));
     out.flush();
     // Listing problems is this command's purpose, so --strict changes nothing here: any problem
     // already fails it.

@@ -59,6 +59,10 @@ public final class PhronyWorkerCommand implements Runnable {
     for (String name : new String[] {"run", "config"}) {
       cmd.getSubcommands().get(name).setDefaultValueProvider(new LayeredDefaults(env, home));
     }
+    // list-handlers reads run's worker.yaml: its plugins folder and its handler settings.
+    cmd.getSubcommands().get("list-handlers").setDefaultValueProvider(
+        new LayeredDefaults(env, home).readingSettingsOf(
+            cmd.getSubcommands().get("run").getCommandSpec()));
     return cmd;
   }
 

@@ -1,7 +1,9 @@
 package dev.phrony.worker.cli;
 
 import dev.phrony.worker.UserErrorException;
+import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.config.WorkerConfig;
+import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.ops.LogSetup;
 import dev.phrony.worker.ops.MicrometerMetrics;
 import dev.phrony.worker.ops.OpsHttpServer;
@@ -75,9 +77,20 @@ final class RunCommand implements Callable<Integer> {
           + " plugin problem(s), not starting (see 'list-handlers')");
       return ExitCodes.PROBLEMS;
     }
-    if (loaded.catalog().size() == 0) {
+    HandlerOverrides.Applied applied = HandlerOverrides.apply(config.handlers(),
+        loaded.catalog());
+    applied.warnings().forEach(log::warn);
+    applied.effective().forEach((key, e) -> {
+      if (e.overridden()) {
+        log.info("handler {}: max-concurrency {} ({}), enabled {} ({}), deadline {} ({})", key,
+            e.maxConcurrency(), e.maxConcurrencySource(), e.enabled(), e.enabledSource(),
+            e.deadline().map(DurationParser::format).orElse("none"), e.deadlineSource());
+      }
+    });
+    if (applied.served().size() == 0) {
       spec.commandLine().getErr().println("run: no handlers to serve in "
-          + config.plugins() + " (see 'list-handlers')");
+          + config.plugins() + (loaded.catalog().size() > 0 ? " (every one is disabled)" : "")
+          + " (see 'list-handlers')");
       return ExitCodes.PROBLEMS;
     }
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -86,7 +99,7 @@ final class RunCommand implements Callable<Integer> {
             config.durability(), config.orphanRetention(), InstantSource.system()));
         MicrometerMetrics metrics = new MicrometerMetrics(registry)) {
       WorkOptions workOptions = workOptions(config, loaded, stateDir);
-      WorkClient client = newClient(config, workOptions, loaded, outbox, metrics);
+      WorkClient client = newClient(config, workOptions, applied.served(), outbox, metrics);
       metrics.bindRegistered(client::registered);
       metrics.bindOutbox(outbox);
       try (OpsHttpServer http = startHttp(config, registry, client)) {
@@ -101,7 +114,7 @@ final class RunCommand implements Callable<Integer> {
           }
         });
         log.info("worker {} serving {} handlers from {}; state in {} (durability {}); runtime {}"
-            + " ({})", workOptions.identity().workerId(), loaded.catalog().size(),
+            + " ({})", workOptions.identity().workerId(), applied.served().size(),
             config.plugins(), stateDir.path(), config.durability().flagName(), config.runtime(),
             config.transport().tls() ? "TLS" : "plaintext");
         if (http != null) {
@@ -144,9 +157,9 @@ final class RunCommand implements Callable<Integer> {
   }
 
   private static WorkClient newClient(WorkerConfig config, WorkOptions workOptions,
-      LoadResult loaded, DurableOutbox outbox, MicrometerMetrics metrics) {
+      HandlerCatalog served, DurableOutbox outbox, MicrometerMetrics metrics) {
     try {
-      return new WorkClient(workOptions, loaded.catalog(), outbox, metrics);
+      return new WorkClient(workOptions, served, outbox, metrics);
     } catch (IllegalArgumentException | UncheckedIOException e) {
       String files = String.join(", ", config.origin("tls-ca"), config.origin("tls-cert"),
           config.origin("tls-key"));

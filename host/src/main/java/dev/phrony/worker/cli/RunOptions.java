@@ -31,6 +31,9 @@ final class RunOptions {
   @Mixin
   StateDirOption stateDir;
 
+  @Mixin
+  HandlerOption handlers;
+
   @Option(names = "--durability", paramLabel = "writes|all|none", defaultValue = "writes",
       converter = DurabilityConverter.class,
       completionCandidates = DurabilityConverter.Candidates.class,

@@ -1,6 +1,8 @@
 package dev.phrony.worker.cli;
 
 import dev.phrony.worker.config.ConfigException;
+import dev.phrony.worker.config.ConfigFile;
+import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.config.LayeredDefaults;
 import dev.phrony.worker.config.Settings;
 import dev.phrony.worker.config.Source;
@@ -57,11 +59,14 @@ final class WorkerSettings {
     LayeredDefaults layers = spec.defaultValueProvider() instanceof LayeredDefaults d ? d : null;
     List<String> problems = new ArrayList<>();
     Optional<Path> configFile = Optional.empty();
+    ConfigFile file = ConfigFile.none();
     if (layers != null) {
-      var file = layers.file(spec);
+      file = layers.file(spec);
       problems.addAll(layers.problems());
       configFile = Optional.ofNullable(file.path()).filter(Files::isRegularFile);
     }
+    List<HandlerOverrides.Rule> handlerRules = o.handlers.rules(file,
+        layers == null ? Optional.empty() : layers.env(HandlerOverrides.ENV), problems);
     ParseResult parsed = spec.commandLine().getParseResult();
     Path pluginsDir = o.plugins.pluginsDir();
     Path stateDir = forRun ? o.stateDir.resolveForUse() : o.stateDir.resolve();
@@ -153,8 +158,8 @@ final class WorkerSettings {
     return new WorkerConfig(pluginsDir, o.plugins.strict(), stateDir, o.durability,
         o.orphanRetention, o.runtime, nonBlank(o.workerId), nonBlank(o.workloadIdentity),
         nonBlank(o.imageDigest), o.drainTimeout, o.maxResultSize, o.maxInboundSize,
-        o.exposeInternalErrors, Optional.ofNullable(o.keepalive), ListenAddress.parse(o.http), o.logFormat, o.logLevel,
-        transport, configFile, settings);
+        o.exposeInternalErrors, Optional.ofNullable(o.keepalive), ListenAddress.parse(o.http),
+        o.logFormat, o.logLevel, transport, handlerRules, configFile, settings);
   }
 
   private static Object typed(OptionSpec option, String text) {

@@ -20,7 +20,8 @@ import picocli.CommandLine.Model.OptionSpec;
 
 /**
  * A {@code worker.yaml}: one flat mapping of setting keys (the long flag names without dashes) to
- * single values. Read with Jackson's YAML parser token by token, so every problem names the file,
+ * single values, and a {@code handlers:} mapping of {@code tool@version} (or pattern) to that
+ * handler's settings ({@link HandlerOverrides}). Read with Jackson's YAML parser token by token, so every problem names the file,
  * the line and the key: unknown keys, duplicate keys, lists or mappings where a value belongs,
  * values of the wrong type and values the setting's converter refuses (a bad duration). Empty
  * values ({@code key:} or {@code key: null}) leave the setting at its default.
@@ -28,8 +29,10 @@ import picocli.CommandLine.Model.OptionSpec;
  * @param path the file
  * @param values valid values by key, as text
  * @param problems what is wrong, one line each, {@code file:line: key: what}
+ * @param handlers the per-handler rules of {@code handlers:}, in file order
  */
-public record ConfigFile(Path path, Map<String, Value> values, List<String> problems) {
+public record ConfigFile(Path path, Map<String, Value> values, List<String> problems,
+    List<HandlerOverrides.Rule> handlers) {
 
   /** A value and the line it is on. */
   public record Value(String text, int line) {}
@@ -39,11 +42,12 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
   public ConfigFile {
     values = Map.copyOf(values);
     problems = List.copyOf(problems);
+    handlers = List.copyOf(handlers);
   }
 
   /** No file: nothing set, nothing wrong. */
   public static ConfigFile none() {
-    return new ConfigFile(null, Map.of(), List.of());
+    return new ConfigFile(null, Map.of(), List.of(), List.of());
   }
 
   public Optional<Value> get(String key) {
@@ -66,16 +70,17 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
       String requiredBy) {
     List<String> problems = new ArrayList<>();
     Map<String, Value> values = new LinkedHashMap<>();
+    List<HandlerOverrides.Rule> handlers = new ArrayList<>();
     try (Reader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8);
         JsonParser p = YAML.createParser(reader)) {
       JsonToken first = p.nextToken();
       if (first == null) {
-        return new ConfigFile(file, values, problems); // empty, or only comments
+        return new ConfigFile(file, values, problems, handlers); // empty, or only comments
       }
       if (first != JsonToken.START_OBJECT) {
         problems.add(file + ":" + line(p.currentTokenLocation())
             + ": expected a mapping of settings (key: value), found " + describe(first));
-        return new ConfigFile(file, values, problems);
+        return new ConfigFile(file, values, problems, handlers);
       }
       JsonToken t;
       while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
@@ -83,6 +88,10 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
         int line = line(p.currentTokenLocation());
         JsonToken v = p.nextToken();
         String at = file + ":" + line + ": " + key;
+        if (key.equals(HandlerOverrides.FILE_KEY) && !settings.containsKey(key)) {
+          readHandlers(p, v, file, at, handlers, problems);
+          continue;
+        }
         OptionSpec option = settings.get(key);
         if (option == null) {
           String hint = suggestion(key, settings.keySet());
@@ -133,13 +142,76 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
       // Whatever was read before a syntax error is suspect: report the error alone.
       problems.clear();
       values.clear();
+      handlers.clear();
       JsonLocation loc = e.getLocation();
       problems.add(file + (loc == null ? "" : ":" + line(loc)) + ": not valid YAML: "
           + yamlMessage(e.getOriginalMessage()));
     } catch (IOException e) {
       problems.add("config file " + file + " (" + requiredBy + ") cannot be read: " + e);
     }
-    return new ConfigFile(file, values, problems);
+    return new ConfigFile(file, values, problems, handlers);
+  }
+
+  /**
+   * {@code handlers:}, whose value is the current token {@code v}: pattern to a mapping of
+   * settings. Every bad entry is a problem naming its line; the good ones are kept.
+   */
+  private static void readHandlers(JsonParser p, JsonToken v, Path file, String at,
+      List<HandlerOverrides.Rule> rules, List<String> problems) throws IOException {
+    if (v == JsonToken.VALUE_NULL) {
+      return;
+    }
+    if (v != JsonToken.START_OBJECT) {
+      problems.add(at + ": expected a mapping of tool@version (or a pattern such as"
+          + " 'payments.*') to its settings, found " + describe(v));
+      p.skipChildren();
+      return;
+    }
+    while (p.nextToken() == JsonToken.FIELD_NAME) {
+      String pattern = p.currentName();
+      int line = line(p.currentTokenLocation());
+      JsonToken pv = p.nextToken();
+      String here = file + ":" + line + ": handlers: " + pattern;
+      Optional<String> badPattern = HandlerOverrides.checkPattern(pattern);
+      if (badPattern.isPresent()) {
+        problems.add(here + ": " + badPattern.get());
+        p.skipChildren();
+        continue;
+      }
+      if (pv != JsonToken.START_OBJECT) {
+        problems.add(here + ": expected a mapping of settings (max-concurrency, enabled,"
+            + " deadline), found " + describe(pv));
+        p.skipChildren();
+        continue;
+      }
+      while (p.nextToken() == JsonToken.FIELD_NAME) {
+        String setting = p.currentName();
+        int settingLine = line(p.currentTokenLocation());
+        JsonToken sv = p.nextToken();
+        String where = file + ":" + settingLine + ": handlers: " + pattern + ": " + setting;
+        if (sv == JsonToken.START_OBJECT || sv == JsonToken.START_ARRAY) {
+          problems.add(where + ": expected a single value, found " + describe(sv));
+          p.skipChildren();
+          continue;
+        }
+        if (sv == JsonToken.VALUE_NULL) {
+          continue;
+        }
+        String text = switch (sv) {
+          case VALUE_TRUE -> "true";
+          case VALUE_FALSE -> "false";
+          case VALUE_NUMBER_INT -> p.getNumberValue().toString();
+          default -> p.getText().strip();
+        };
+        Optional<String> wrong = HandlerOverrides.check(setting, text);
+        if (wrong.isPresent()) {
+          problems.add(where + ": " + wrong.get());
+        } else {
+          rules.add(new HandlerOverrides.Rule(pattern, setting, text,
+              Source.file(file + ":" + settingLine), rules.size()));
+        }
+      }
+    }
   }
 
   /** SnakeYAML's message without its source excerpts: what it expected and found. */

@@ -43,6 +43,7 @@ public final class LayeredDefaults implements CommandLine.IDefaultValueProvider 
   private final List<String> problems = new ArrayList<>();
   private Location location;
   private ConfigFile file;
+  private CommandSpec settingsOf;
 
   /**
    * @param env the process environment
@@ -88,6 +89,16 @@ public final class LayeredDefaults implements CommandLine.IDefaultValueProvider 
     return null;
   }
 
+  /**
+   * Reads the config file with the settings of {@code command} rather than those of the command
+   * this provider serves: for a command that reads another's file ({@code list-handlers} reads
+   * {@code run}'s, for its plugins and handler settings). Returns this provider.
+   */
+  public LayeredDefaults readingSettingsOf(CommandSpec command) {
+    this.settingsOf = command;
+    return this;
+  }
+
   /** What this provider supplied for {@code key}, if anything. */
   public Optional<Supplied> supplied(String key) {
     return Optional.ofNullable(supplied.get(key));
@@ -101,7 +112,8 @@ public final class LayeredDefaults implements CommandLine.IDefaultValueProvider 
     if (file == null) {
       Location at = location(command);
       Map<String, OptionSpec> settings = new LinkedHashMap<>();
-      Settings.of(command).forEach(o -> settings.put(Settings.key(o), o));
+      Settings.of(settingsOf != null ? settingsOf : command)
+          .forEach(o -> settings.put(Settings.key(o), o));
       file = at.path().map(p -> ConfigFile.load(p, settings, at.explicit(), at.namedBy()))
           .orElseGet(ConfigFile::none);
       problems.addAll(file.problems());

@@ -33,6 +33,7 @@ import java.util.Optional;
  * @param logFormat log line format
  * @param logLevel log threshold
  * @param transport TLS and bearer token
+ * @param handlers an operator's settings per handler (file, env and flags, in that order)
  * @param configFile the config file that was read, if one was
  * @param settings every setting with its value as shown and its source, in option order
  */
@@ -55,6 +56,7 @@ public record WorkerConfig(
     LogFormat logFormat,
     LogLevel logLevel,
     Transport transport,
+    List<HandlerOverrides.Rule> handlers,
     Optional<Path> configFile,
     List<Setting> settings) {
 

@@ -4,6 +4,7 @@ import dev.phrony.worker.call.ArgsCheck;
 import dev.phrony.worker.call.SchemaCheck;
 import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.api.ToolHandler;
+import java.time.Duration;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -26,9 +27,32 @@ public final class HandlerCatalog {
    * @param plugin where it came from (the plugin's path, or a name for built-in handlers)
    * @param descriptorHash {@link DescriptorHash#of(ToolDescriptor)}
    * @param argsCheck the descriptor's input schema, compiled ({@link ArgsCheck#NONE} without one)
+   * @param maxRunTime an operator's bound on any call's run time, if set
    */
   public record Entry(ToolDescriptor descriptor, ToolHandler handler, ClassLoader classLoader,
-      String plugin, String descriptorHash, ArgsCheck argsCheck) {
+      String plugin, String descriptorHash, ArgsCheck argsCheck, Optional<Duration> maxRunTime) {
+
+    public Entry {
+      maxRunTime = maxRunTime == null ? Optional.empty() : maxRunTime;
+    }
+
+    /** As loaded, without an operator's bound. */
+    public Entry(ToolDescriptor descriptor, ToolHandler handler, ClassLoader classLoader,
+        String plugin, String descriptorHash, ArgsCheck argsCheck) {
+      this(descriptor, handler, classLoader, plugin, descriptorHash, argsCheck, Optional.empty());
+    }
+
+    /**
+     * This entry with an operator's settings: {@code maxConcurrency} advertised and counted,
+     * {@code maxRunTime} bounding each call. The descriptor hash stays the plugin's.
+     */
+    public Entry withOverrides(int maxConcurrency, Optional<Duration> maxRunTime) {
+      ToolDescriptor d = descriptor;
+      ToolDescriptor changed = new ToolDescriptor(d.tool(), d.version(), d.contractVersion(),
+          maxConcurrency, d.sideEffectClass(), d.description(), d.inputSchema());
+      return new Entry(changed, handler, classLoader, plugin, descriptorHash, argsCheck,
+          maxRunTime);
+    }
 
     /**
      * An entry for a handler created in this JVM (tests, embedded use).

@@ -268,16 +268,17 @@ public final class Dispatcher {
           slots.key + " is running its maximum of " + slots.max + " calls on this worker");
       return;
     }
+    long deadline = deadlineOf(invoke, slots);
     CallContext ctx = new CallContext(callId, invoke.getSessionId(), invoke.getAgentVersionId(),
         invoke.getTurn(), invoke.getTool(), invoke.getVersion(), invoke.getSideEffectClass(),
-        invoke.getDeadlineUnixMs(), invoke.getArgs().asReadOnlyByteBuffer(), pipeline.codec());
+        deadline, invoke.getArgs().asReadOnlyByteBuffer(), pipeline.codec());
     Call call = new Call(ctx, slots, sink, permit, clock.instant(),
         outbox.needsIntent(slots.sideEffectClass));
     calls.put(callId, call);
     active++;
     debug(invoke, "invoke admitted");
-    if (invoke.getDeadlineUnixMs() > 0) {
-      long leftMs = invoke.getDeadlineUnixMs() - clock.millis();
+    if (deadline > 0) {
+      long leftMs = deadline - clock.millis();
       if (leftMs <= 0) { // passed already: the handler is not started at all
         decide(call, CallPipeline.deadlineExceeded(0), InvocationOutcome.DEADLINE_EXCEEDED);
         return;
@@ -290,6 +291,19 @@ public final class Dispatcher {
     } else {
       start(call);
     }
+  }
+
+  /**
+   * When the call must end, epoch ms (0: never): the session's deadline, or the handler's
+   * bound from now (an operator's {@code deadline} setting), whichever comes first.
+   */
+  private long deadlineOf(WorkInvoke invoke, ToolSlots slots) {
+    long session = invoke.getDeadlineUnixMs();
+    if (slots.maxRunTimeMs <= 0) {
+      return session;
+    }
+    long bound = clock.millis() + slots.maxRunTimeMs;
+    return session > 0 ? Math.min(session, bound) : bound;
   }
 
   /** Rule 5: an invoke for a call still here attaches to it; the handler runs once. */

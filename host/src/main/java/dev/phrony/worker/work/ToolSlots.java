@@ -21,6 +21,8 @@ final class ToolSlots {
   final int max;
   final ToolMetrics metrics;
   final ArgsCheck argsCheck;
+  /** An operator's bound on any call's run time, in ms; 0 for none. */
+  final long maxRunTimeMs;
   private volatile int busy;
 
   ToolSlots(HandlerCatalog.Entry entry, int max, MetricsFactory metrics) {
@@ -29,6 +31,7 @@ final class ToolSlots {
     this.sideEffectClass = entry.descriptor().sideEffectClass().wireName();
     this.max = max;
     this.argsCheck = entry.argsCheck();
+    this.maxRunTimeMs = entry.maxRunTime().map(java.time.Duration::toMillis).orElse(0L);
     this.metrics = metrics.of(this);
   }
 

@@ -117,10 +117,33 @@ class ConfigCommandTest {
     while (m.find()) {
       documented.add(m.group(1));
     }
+    // handlers: is a mapping of its own (per-handler settings, not a flag of run).
+    assertThat(documented.remove("handlers")).isTrue();
     assertThat(documented).isEqualTo(keys);
     // Uncommented as it ships, it is a valid, empty configuration.
     workerYaml(shipped);
     assertThat(config().at("/drain-timeout/source").asText()).isEqualTo("default");
+  }
+
+  @Test
+  void handler_rules_are_listed_with_where_each_came_from() throws IOException {
+    Path file = workerYaml("""
+        handlers:
+          "payments.*":
+            deadline: 30s
+        """);
+    env.put("PHRONY_WORKER_HANDLERS", "echo@default:enabled=false");
+    CliRun r = run("config", "--format", "json", "--handler", "weather.*:max-concurrency=4");
+
+    assertThat(r.exit()).as("stderr: %s", r.err()).isZero();
+    JsonNode handlers = new ObjectMapper().readTree(r.out()).get("handlers");
+    assertThat(handlers).extracting(h -> h.get("handler").asText() + " " + h.get("setting")
+            .asText() + "=" + h.get("value").asText() + " " + h.get("source").asText() + " "
+            + h.get("from").asText())
+        .containsExactlyInAnyOrder(
+            "payments.* deadline=30s file " + file + ":3",
+            "echo@default enabled=false env PHRONY_WORKER_HANDLERS",
+            "weather.* max-concurrency=4 flag --handler");
   }
 
   @Test

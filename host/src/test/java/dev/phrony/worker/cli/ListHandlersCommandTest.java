@@ -81,11 +81,11 @@ class ListHandlersCommandTest {
     assertThat(r.exit()).isZero();
     JsonNode json = new ObjectMapper().readTree(r.out());
     assertThat(json.properties()).extracting(e -> e.getKey())
-        .containsExactly("handlers", "problems", "image_digest");
+        .containsExactly("handlers", "warnings", "problems", "image_digest");
     JsonNode weather = json.get("handlers").get(1);
     assertThat(weather.properties()).extracting(e -> e.getKey()).containsExactly("key", "tool",
-        "version", "contract_version", "max_concurrency", "side_effect_class", "descriptor_hash",
-        "plugin");
+        "version", "contract_version", "max_concurrency", "enabled", "side_effect_class",
+        "descriptor_hash", "plugin", "settings");
     assertThat(weather.get("key").asText()).isEqualTo("weather.get-forecast@1.0.0");
     assertThat(weather.get("tool").asText()).isEqualTo("weather.get-forecast");
     assertThat(weather.get("version").asText()).isEqualTo("1.0.0");
@@ -99,6 +99,41 @@ class ListHandlersCommandTest {
     assertThat(json.get("handlers").get(0).get("key").asText()).isEqualTo("echo@default");
     assertThat(json.get("problems").size()).isZero();
     assertThat(json.get("image_digest").asText()).matches("sha256:[0-9a-f]{64}");
+  }
+
+  @Test
+  void operator_settings_show_as_effective_values_with_where_they_came_from() throws Exception {
+    Path config = tmp.resolve("worker.yaml");
+    java.nio.file.Files.writeString(config, "handlers:\n  \"weather.*\":\n    max-concurrency: 4\n"
+        + "    deadline: 90s\n");
+    CliRun table = run("list-handlers", "--plugins", good.toString(), "--config",
+        config.toString(), "--handler", "echo@default:enabled=false", "--handler",
+        "nothing.*:max-concurrency=1");
+
+    assertThat(table.exit()).as(table.err()).isZero();
+    assertThat(table.out())
+        .containsPattern("echo@default\\s+1\\s+disabled\\s")
+        .containsPattern("weather.get-forecast@1.0.0\\s+2\\s+4\\*\\s")
+        .contains("set by the operator:\n")
+        .contains("  weather.get-forecast@1.0.0: max-concurrency 4 (")
+        .contains("  weather.get-forecast@1.0.0: deadline 1m30s (")
+        .contains("  echo@default: enabled false (flag --handler")
+        .contains("warning: ").contains("nothing.*");
+
+    CliRun json = run("list-handlers", "--plugins", good.toString(), "--config",
+        config.toString(), "--handler", "echo@default:enabled=false", "--format", "json");
+    JsonNode root = new ObjectMapper().readTree(json.out());
+    JsonNode echo = root.get("handlers").get(0);
+    assertThat(echo.get("enabled").asBoolean()).isFalse();
+    assertThat(echo.at("/settings/enabled/source").asText()).isEqualTo("flag");
+    assertThat(echo.at("/settings/enabled/from").asText()).startsWith("--handler");
+    assertThat(echo.at("/settings/max_concurrency/source").asText()).isEqualTo("plugin");
+    JsonNode weather = root.get("handlers").get(1);
+    assertThat(weather.get("max_concurrency").asInt()).isEqualTo(4);
+    assertThat(weather.at("/settings/max_concurrency/value").asInt()).isEqualTo(4);
+    assertThat(weather.at("/settings/max_concurrency/from").asText()).contains("worker.yaml");
+    assertThat(weather.at("/settings/deadline/value").asText()).isEqualTo("1m30s");
+    assertThat(root.get("warnings")).as(root.get("warnings").toString()).isEmpty();
   }
 
   @Test

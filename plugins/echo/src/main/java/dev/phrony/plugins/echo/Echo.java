@@ -25,7 +25,7 @@ public final class Echo implements ToolHandler {
   public ToolDescriptor descriptor() {
     return ToolDescriptor.builder("echo")
         .sideEffectClass(SideEffectClass.READ_ONLY)
-        .maxConcurrency(Integer.getInteger("phrony.echo.maxConcurrency", 64))
+        .maxConcurrency(64) // an operator sets another with --handler echo@default:max-concurrency=N
         .description("Returns its arguments; optional sleep_ms delays the answer")
         .build();
   }

@@ -1,0 +1,170 @@
+package dev.phrony.worker.cli;
+
+import dev.phrony.worker.TextColumns;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.phrony.worker.api.ToolDescriptor;
+import dev.phrony.worker.config.HandlerOverrides;
+import dev.phrony.worker.config.Source;
+import dev.phrony.worker.plugin.HandlerCatalog;
+import dev.phrony.worker.plugin.LoadProblem;
+import dev.phrony.worker.plugin.LoadResult;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A {@link LoadResult} as people read it (a table) and as programs read it (JSON): what would be
+ * advertised, every problem, and the image digest.
+ */
+final class LoadReport {
+  private static final ObjectMapper JSON =
+      JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
+  private static final List<String> HEADER =
+      List.of("KEY", "CONTRACT", "CONCURRENCY", "SIDE EFFECT", "PLUGIN", "HASH");
+  private static final int SHORT_HASH = 12;
+
+  private LoadReport() {}
+
+  /**
+   * One row per handler (key, contract version, max concurrency, side-effect class, plugin,
+   * first 12 hex digits of the descriptor hash), then each problem, then the image digest.
+   */
+  static String table(LoadResult result) {
+    return table(result, Map.of(), List.of());
+  }
+
+  /**
+   * The same, with an operator's settings per handler: the concurrency is the effective one
+   * (marked {@code *} when set by the operator), disabled handlers say so, and every setting
+   * over a plugin's value is listed with where it came from, then each rule matching nothing.
+   */
+  static String table(LoadResult result, Map<String, HandlerOverrides.Effective> effective,
+      List<String> warnings) {
+    StringBuilder out = new StringBuilder();
+    List<HandlerCatalog.Entry> entries = result.catalog().entries();
+    if (entries.isEmpty()) {
+      out.append("no handlers\n");
+    } else {
+      List<List<String>> rows = new ArrayList<>();
+      rows.add(HEADER);
+      for (HandlerCatalog.Entry e : entries) {
+        ToolDescriptor d = e.descriptor();
+        HandlerOverrides.Effective eff = effective.get(e.key());
+        String concurrency = eff == null ? Integer.toString(d.maxConcurrency())
+            : !eff.enabled() ? "disabled"
+            : eff.maxConcurrency() + (isSet(eff.maxConcurrencySource()) ? "*" : "");
+        rows.add(List.of(e.key(), d.contractVersion(), concurrency,
+            d.sideEffectClass().wireName(), e.plugin(), shortHash(e.descriptorHash())));
+      }
+      TextColumns.append(out, rows);
+    }
+    List<String> set = new ArrayList<>();
+    effective.forEach((key, e) -> {
+      if (isSet(e.maxConcurrencySource())) {
+        set.add(key + ": max-concurrency " + e.maxConcurrency() + " (" + e.maxConcurrencySource()
+            + ")");
+      }
+      if (isSet(e.enabledSource())) {
+        set.add(key + ": enabled " + e.enabled() + " (" + e.enabledSource() + ")");
+      }
+      if (isSet(e.deadlineSource())) {
+        set.add(key + ": deadline " + e.deadline().map(DurationParser::format).orElse("none") + " ("
+            + e.deadlineSource() + ")");
+      }
+    });
+    if (!set.isEmpty()) {
+      out.append("\nset by the operator:\n");
+      set.forEach(l -> out.append("  ").append(l).append('\n'));
+    }
+    if (!warnings.isEmpty()) {
+      out.append('\n');
+      warnings.forEach(w -> out.append("warning: ").append(w).append('\n'));
+    }
+    List<LoadProblem> problems = result.problems();
+    if (!problems.isEmpty()) {
+      out.append('\n').append(problems.size() == 1 ? "1 problem" : problems.size() + " problems")
+          .append(":\n");
+      problems.forEach(p -> out.append("  ").append(p.plugin()).append(": ").append(p.reason())
+          .append('\n'));
+    }
+    return out.append('\n').append("image digest: ").append(result.imageDigest()).append('\n')
+        .toString();
+  }
+
+  /**
+   * {@code {"handlers":[{"key","tool","version","contract_version","max_concurrency",
+   * "side_effect_class","descriptor_hash","plugin"}...],"problems":[{"plugin","reason"}...],
+   * "image_digest":"sha256:..."}}.
+   */
+  static String json(LoadResult result) {
+    return json(result, Map.of(), List.of());
+  }
+
+  /**
+   * The same, with an operator's settings: {@code max_concurrency} and {@code enabled} are the
+   * effective values, {@code settings} says for each where it came from, and
+   * {@code warnings} lists the rules that match no handler.
+   */
+  static String json(LoadResult result, Map<String, HandlerOverrides.Effective> effective,
+      List<String> warnings) {
+    ObjectNode root = JSON.createObjectNode();
+    ArrayNode handlers = root.putArray("handlers");
+    for (HandlerCatalog.Entry e : result.catalog().entries()) {
+      ToolDescriptor d = e.descriptor();
+      HandlerOverrides.Effective eff = effective.get(e.key());
+      ObjectNode h = handlers.addObject()
+          .put("key", e.key())
+          .put("tool", d.tool())
+          .put("version", d.version())
+          .put("contract_version", d.contractVersion())
+          .put("max_concurrency", eff == null ? d.maxConcurrency() : eff.maxConcurrency())
+          .put("enabled", eff == null || eff.enabled())
+          .put("side_effect_class", d.sideEffectClass().wireName())
+          .put("descriptor_hash", e.descriptorHash())
+          .put("plugin", e.plugin());
+      if (eff != null) {
+        ObjectNode settings = h.putObject("settings");
+        setting(settings, "max_concurrency", eff.maxConcurrency(),
+            eff.maxConcurrencySource());
+        setting(settings, "enabled", eff.enabled(), eff.enabledSource());
+        setting(settings, "deadline",
+            eff.deadline().map(DurationParser::format).orElse(null), eff.deadlineSource());
+      }
+    }
+    ArrayNode warned = root.putArray("warnings");
+    warnings.forEach(warned::add);
+    ArrayNode problems = root.putArray("problems");
+    result.problems().forEach(p -> problems.addObject()
+        .put("plugin", p.plugin())
+        .put("reason", p.reason()));
+    root.put("image_digest", result.imageDigest());
+    try {
+      return JSON.writeValueAsString(root) + "\n";
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("a tree of strings and numbers always serializes", e);
+    }
+  }
+
+  private static boolean isSet(Source source) {
+    return source.kind() != Source.Kind.DEFAULT;
+  }
+
+  private static void setting(ObjectNode settings, String name, Object value, Source source) {
+    ObjectNode n = settings.putObject(name);
+    n.putPOJO("value", value);
+    n.put("source", source.kind() == Source.Kind.DEFAULT ? "plugin" : source.kind().label());
+    if (isSet(source)) {
+      n.put("from", source.origin());
+    }
+  }
+
+  private static String shortHash(String hash) {
+    String hex = hash.startsWith("sha256:") ? hash.substring("sha256:".length()) : hash;
+    return hex.substring(0, Math.min(SHORT_HASH, hex.length()));
+  }
+}
