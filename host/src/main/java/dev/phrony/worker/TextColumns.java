@@ -8,9 +8,11 @@ public final class TextColumns {
 
   /**
    * Appends {@code rows} as left-aligned columns two spaces apart, one line each; the last
-   * column is not padded and no line ends in spaces.
+   * column is not padded and no line ends in spaces. Control and bidi characters in a cell are
+   * shown as escapes ({@link Printable}).
    */
   public static void append(StringBuilder out, List<List<String>> rows) {
+    rows = rows.stream().map(r -> r.stream().map(Printable::of).toList()).toList();
     int[] widths = new int[rows.getFirst().size()];
     for (List<String> row : rows) {
       for (int i = 0; i < row.size(); i++) {

@@ -124,7 +124,7 @@ public final class Bench {
       System.err.println("bench: no distribution at " + dist + " (run ./mvnw package first)");
       System.exit(1);
     }
-    String stamp = DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss").withZone(ZoneOffset.UTC)
+    String stamp = DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss", Locale.ROOT).withZone(ZoneOffset.UTC)
         .format(Instant.now());
     Path target = home.resolve("bench/target");
     if (out == null) {
@@ -147,7 +147,7 @@ public final class Bench {
     report.meta.put("warmup_s", warmup.toMillis() / 1000.0);
     report.meta.put("measure_s", measure.toMillis() / 1000.0);
     report.meta.put("distribution", dist.toString());
-    System.err.printf("bench: %s run, warm-up %s, measured %s per figure; load average %s"
+    System.err.printf(Locale.ROOT, "bench: %s run, warm-up %s, measured %s per figure; load average %s"
         + " (other processes on this machine move absolute figures: compare ratios)%n",
         quick ? "quick" : "full", human(warmup), human(measure), loadavg());
 
@@ -174,7 +174,7 @@ public final class Bench {
     report.meta.put("loadavg_end", loadavg());
     report.meta.put("failures", failures);
     System.out.println();
-    System.out.printf("phrony-worker bench (%s), %s, %d cores, load average %s -> %s%n",
+    System.out.printf(Locale.ROOT, "phrony-worker bench (%s), %s, %d cores, load average %s -> %s%n",
         quick ? "quick" : "full", report.meta.get("java"), Runtime.getRuntime()
             .availableProcessors(), report.meta.get("loadavg_start"), loadavg());
     System.out.println();

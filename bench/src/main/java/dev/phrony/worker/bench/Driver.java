@@ -6,6 +6,7 @@ import dev.phrony.worker.testkit.Outcome;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -125,7 +126,7 @@ final class Driver {
       }
       runtime.clearLedger();
       if (trace) {
-        System.err.printf("bench: trace t=%.1fs in flight %d, queues %s, workers %s%n",
+        System.err.printf(Locale.ROOT, "bench: trace t=%.1fs in flight %d, queues %s, workers %s%n",
             (System.nanoTime() - now) / 1e9, runtime.inFlight(), runtime.queues(),
             runtime.workers().stream().map(w -> w.workerId() + " busy " + w.handlers().stream()
                 .mapToInt(h -> h.busy()).sum()).toList());

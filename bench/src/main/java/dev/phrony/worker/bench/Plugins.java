@@ -39,7 +39,7 @@ final class Plugins {
       String pkg = pkg(i);
       Path f = src.resolve(pkg.replace('.', '/')).resolve("Tool.java");
       Files.createDirectories(f.getParent());
-      Files.writeString(f, """
+      Files.writeString(f, String.format(Locale.ROOT, """
           package %s;
 
           import dev.phrony.worker.api.SideEffectClass;
@@ -65,7 +65,7 @@ final class Plugins {
               return ToolResult.json(call.argsBytes());
             }
           }
-          """.formatted(pkg, i));
+          """, pkg, i));
       files.add(f.toString());
     }
     List<String> argv = new ArrayList<>(List.of("--release", "21", "-nowarn", "-proc:none",

@@ -6,10 +6,11 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.phrony.worker.Printable;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.call.CallOutcome;
-import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.outbox.Durability;
+import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.outbox.OutboxEntry;
 import dev.phrony.worker.outbox.OutboxView;
 import dev.phrony.worker.state.StateDir;
@@ -27,6 +28,7 @@ import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -201,7 +203,8 @@ public final class OutboxCommand implements Runnable {
           field(out, "size", size(p.bytes().length));
           out.println("payload:");
           Optional<JsonNode> json = parseJson(p.bytes());
-          out.println(json.isPresent() ? toJson(json.get()) : utf8(p.bytes())
+          out.println(json.map(OutboxCommand::toJson).or(() -> utf8(p.bytes()))
+              .map(OutboxCommand::printableLines)
               .orElse("(binary, base64) " + Base64.getEncoder().encodeToString(p.bytes())));
         }
         case CallOutcome.Error err -> field(out, "error", err.code() + ": " + err.message());
@@ -271,8 +274,8 @@ public final class OutboxCommand implements Runnable {
         out.println(toJson(root));
       } else {
         for (OutboxEntry e : purged) {
-          out.println("purged " + e.callId() + " (" + e.state().label() + ", "
-              + dash(e.toolKey()) + ", " + age(e.age(now)) + ")");
+          out.println("purged " + Printable.of(e.callId()) + " (" + e.state().label() + ", "
+              + Printable.of(dash(e.toolKey())) + ", " + age(e.age(now)) + ")");
         }
         out.println("purged " + purged.size() + (purged.size() == 1 ? " call" : " calls")
             + " from " + dir);
@@ -304,7 +307,7 @@ public final class OutboxCommand implements Runnable {
 
   static void warnProblems(CommandLine.Model.CommandSpec spec, List<String> problems) {
     for (String p : problems) {
-      spec.commandLine().getErr().println("warning: damaged outbox data: " + p);
+      spec.commandLine().getErr().println("warning: damaged outbox data: " + Printable.of(p));
     }
   }
 
@@ -354,8 +357,13 @@ public final class OutboxCommand implements Runnable {
     }
   }
 
+  /** Each line of {@code text} escaped ({@link Printable}), the line breaks kept. */
+  private static String printableLines(String text) {
+    return text.lines().map(Printable::of).collect(java.util.stream.Collectors.joining("\n"));
+  }
+
   private static void field(PrintWriter out, String label, String value) {
-    out.println(label + ":" + " ".repeat(Math.max(1, 19 - label.length())) + value);
+    out.println(label + ":" + " ".repeat(Math.max(1, 19 - label.length())) + Printable.of(value));
   }
 
   static String dash(String s) {
@@ -382,12 +390,14 @@ public final class OutboxCommand implements Runnable {
       return bytes + " B";
     }
     if (bytes < 1024 * 1024) {
-      return String.format("%.1f KiB", bytes / 1024.0);
+      return String.format(Locale.ROOT, "%.1f KiB", bytes / 1024.0);
     }
-    return String.format("%.1f MiB", bytes / (1024.0 * 1024));
+    return String.format(Locale.ROOT, "%.1f MiB", bytes / (1024.0 * 1024));
   }
 
   private static void printTable(PrintWriter out, List<String[]> rows) {
+    rows = rows.stream().map(r -> java.util.Arrays.stream(r).map(Printable::of)
+        .toArray(String[]::new)).toList(); // call ids come from the runtime: nothing raw
     int[] w = new int[rows.getFirst().length];
     for (String[] r : rows) {
       for (int i = 0; i < r.length; i++) {

@@ -32,7 +32,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * Arguments and payloads are never printed, only their sizes.
  */
 final class Console implements CallService.Listener {
-  private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss.SSS");
+  private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss.SSS", Locale.ROOT);
 
   private final PrintWriter out;
   private final Clock clock;

@@ -20,6 +20,7 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -237,22 +238,22 @@ public final class DevServer implements AutoCloseable {
     StringBuilder b = new StringBuilder();
     b.append("phrony-worker dev: a local Phrony runtime")
         .append(client != null ? ", a worker" : "").append(" and a control API\n\n");
-    b.append(String.format("  runtime  %-24s  the Work stream (workers: --runtime %s)%n",
+    b.append(String.format(Locale.ROOT, "  runtime  %-24s  the Work stream (workers: --runtime %s)%n",
         runtime.target(), runtime.target()));
-    b.append(String.format("  control  %-24s  %s%n", control.url(), "JSON: POST /v1/calls, "
+    b.append(String.format(Locale.ROOT, "  control  %-24s  %s%n", control.url(), "JSON: POST /v1/calls, "
         + "GET /v1/workers, GET /v1/queues"));
     Optional<ExampleCall> example = Optional.empty();
     if (options.host().isPresent()) {
       Host host = options.host().get();
       List<HandlerCatalog.Entry> entries = host.catalog().entries();
-      b.append(String.format("  worker   %s%s serving %d handler%s from %s%n",
+      b.append(String.format(Locale.ROOT, "  worker   %s%s serving %d handler%s from %s%n",
           host.identity().workerId(), registered ? "" : " (not registered yet)", entries.size(),
           entries.size() == 1 ? "" : "s", host.pluginsDir()));
       int width = entries.stream().mapToInt(e -> e.key().length()).max().orElse(0);
       for (var e : entries) {
         String description = e.descriptor().description();
         b.append("             ").append(description.isBlank() ? e.key()
-            : String.format("%-" + width + "s  %s", e.key(), description)).append('\n');
+            : String.format(Locale.ROOT, "%-" + width + "s  %s", e.key(), description)).append('\n');
       }
       for (LoadProblem p : host.problems()) {
         b.append("  problem  ").append(p.plugin()).append(": ").append(p.reason()).append('\n');

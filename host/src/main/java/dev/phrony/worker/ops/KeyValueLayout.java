@@ -5,10 +5,12 @@ import ch.qos.logback.classic.spi.IThrowableProxy;
 import ch.qos.logback.classic.spi.ThrowableProxyUtil;
 import ch.qos.logback.core.CoreConstants;
 import ch.qos.logback.core.LayoutBase;
+import dev.phrony.worker.Printable;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import org.slf4j.event.KeyValuePair;
@@ -28,7 +30,7 @@ import org.slf4j.event.KeyValuePair;
  */
 public final class KeyValueLayout extends LayoutBase<ILoggingEvent> {
   private static final DateTimeFormatter TS =
-      DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSXXX").withZone(ZoneOffset.UTC);
+      DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSXXX", Locale.ROOT).withZone(ZoneOffset.UTC);
   private static final List<String> FIRST =
       List.of(LogContext.CALL_ID, LogContext.SESSION_ID, LogContext.TOOL);
 
@@ -91,7 +93,7 @@ public final class KeyValueLayout extends LayoutBase<ILoggingEvent> {
     }
     for (int i = 0; i < v.length(); i++) {
       char c = v.charAt(i);
-      if (c <= ' ' || c == '"' || c == '=' || c == '\\' || c == 0x7f) {
+      if (c <= ' ' || c == '"' || c == '=' || c == '\\' || Printable.unsafe(c)) {
         return true;
       }
     }
@@ -106,16 +108,7 @@ public final class KeyValueLayout extends LayoutBase<ILoggingEvent> {
         switch (c) {
           case '"' -> b.append("\\\"");
           case '\\' -> b.append("\\\\");
-          case '\n' -> b.append("\\n");
-          case '\r' -> b.append("\\r");
-          case '\t' -> b.append("\\t");
-          default -> {
-            if (c < ' ' || c == 0x7f) {
-              b.append(String.format("\\u%04x", (int) c));
-            } else {
-              b.append(c);
-            }
-          }
+          default -> Printable.appendEscaped(b, c);
         }
       }
     }

@@ -66,6 +66,11 @@ final class LogState {
     return intents.values();
   }
 
+  /** Whether a result or an intent of {@code callId} is live. */
+  boolean knows(String callId) {
+    return results.containsKey(callId) || intents.containsKey(callId);
+  }
+
   boolean isEmpty() {
     return results.isEmpty() && intents.isEmpty();
   }

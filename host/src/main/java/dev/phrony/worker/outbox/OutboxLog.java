@@ -1,5 +1,6 @@
 package dev.phrony.worker.outbox;
 
+import dev.phrony.worker.Printable;
 import dev.phrony.worker.state.StateDir;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -8,6 +9,7 @@ import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -18,13 +20,19 @@ import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -61,7 +69,7 @@ final class OutboxLog implements AutoCloseable {
   static final String TMP_EXT = ".tmp";
   private static final Pattern NAME = Pattern.compile("(\\d{20})(\\.batch|\\.snap)");
   private static final DateTimeFormatter STAMP =
-      DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'").withZone(ZoneOffset.UTC);
+      DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'", Locale.ROOT).withZone(ZoneOffset.UTC);
 
   /** When the writer compacts and how long lazy records wait. */
   record Tuning(int minFilesToCompact, int maxFiles, long lingerNanos, boolean compactOnClose) {
@@ -75,8 +83,11 @@ final class OutboxLog implements AutoCloseable {
   /** A published file of the log. */
   record LogFile(long seq, Path path, long bytes, boolean snapshot) {}
 
-  /** A file that could not be read in full, with what is wrong. */
-  record Damaged(LogFile file, List<String> problems) {}
+  /**
+   * A file that could not be read in full, or is not named as a log file, with what is wrong.
+   * Start-up moves it (a misnamed one) or copies it (a damaged log file) into {@code corrupt/}.
+   */
+  record Damaged(LogFile file, List<String> problems, boolean misnamed) {}
 
   /** The log as read from its directory. */
   record Loaded(LogState state, List<LogFile> files, List<Damaged> damaged, long maxSeq) {
@@ -97,6 +108,8 @@ final class OutboxLog implements AutoCloseable {
    */
   static Loaded read(Path dir, boolean cleanUp) throws IOException {
     List<LogFile> files = new ArrayList<>();
+    Map<Path, List<String>> problems = new LinkedHashMap<>();
+    Set<Path> misnamed = new HashSet<>();
     if (Files.isDirectory(dir)) {
       try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
         for (Path p : ds) {
@@ -111,7 +124,15 @@ final class OutboxLog implements AutoCloseable {
               Files.deleteIfExists(p);
             }
           } else {
-            log.warn("ignoring unexpected file {} in the outbox directory", p);
+            // Damage, never ignored: it leaves the log for corrupt/. One whose header says it
+            // is a log file (written under a locale whose digits are not ASCII, say) is read.
+            misnamed.add(p);
+            Optional<LogFile> asLog = misnamedLogFile(p);
+            asLog.ifPresent(files::add);
+            problems.computeIfAbsent(p, k -> new ArrayList<>()).add(Printable.of(name) + ": "
+                + asLog.map(f -> "not named as a log file (" + fileName(f.seq(), f.snapshot())
+                    + " would be); its records are read by its header's sequence number")
+                    .orElse("not an outbox file"));
           }
         }
       }
@@ -125,32 +146,90 @@ final class OutboxLog implements AutoCloseable {
       }
     }
     for (LogFile stale : files.subList(0, base)) {
-      if (cleanUp) {
+      if (cleanUp && !misnamed.contains(stale.path())) {
         Files.deleteIfExists(stale.path()); // a compaction published its snapshot, then stopped
       }
     }
     LogState state = new LogState();
     List<LogFile> live = new ArrayList<>();
-    List<Damaged> damaged = new ArrayList<>();
     long maxSeq = files.isEmpty() ? 0 : files.getLast().seq();
+    // Damaged records' call ids that no later intact record settles: each of those calls may
+    // have run, so it must not run again.
+    Map<String, Salvage> unsettled = new LinkedHashMap<>();
     for (LogFile f : files.subList(base, files.size())) {
       byte[] bytes = Files.readAllBytes(f.path());
       LogFile sized = new LogFile(f.seq(), f.path(), bytes.length, f.snapshot());
       live.add(sized);
-      List<String> problems = new ArrayList<>();
-      for (LogRecord r : parse(sized, bytes, problems)) {
+      Instant written = RecordCodec.createdAt(bytes).orElse(Instant.EPOCH);
+      List<String> found = new ArrayList<>();
+      parse(sized, bytes, found, r -> {
         state.apply(r);
-      }
-      if (!problems.isEmpty()) {
-        damaged.add(new Damaged(sized, List.copyOf(problems)));
+        if (!(r instanceof LogRecord.Orphan) && !(r instanceof LogRecord.Interrupted)) {
+          unsettled.remove(r.callId());
+        }
+      }, salvaged -> {
+        if (salvaged.mustNotRerun()) {
+          unsettled.put(salvaged.callId(), new Salvage(salvaged, written, f.path()));
+        }
+      });
+      if (!found.isEmpty()) {
+        problems.computeIfAbsent(f.path(), k -> new ArrayList<>()).addAll(found);
       }
     }
+    for (Salvage s : unsettled.values()) {
+      RecordCodec.Salvaged r = s.record();
+      if (state.knows(r.callId())) {
+        continue;
+      }
+      state.apply(new LogRecord.Intent(new IntentRecord(r.callId(), r.sessionId(), r.toolKey(),
+          r.sideEffectClass() == null ? "unknown" : r.sideEffectClass(), s.written()), null));
+      problems.computeIfAbsent(s.file(), k -> new ArrayList<>()).add(s.file().getFileName()
+          + ": call " + Printable.quote(r.callId()) + " of a damaged record is kept as"
+          + " interrupted: it may have run, so a re-invoke is refused");
+    }
+    List<Damaged> damaged = new ArrayList<>();
+    problems.forEach((path, list) -> {
+      LogFile f = live.stream().filter(l -> l.path().equals(path)).findFirst()
+          .orElse(new LogFile(-1, path, -1, false));
+      damaged.add(new Damaged(f, List.copyOf(list), misnamed.contains(path)));
+    });
     return new Loaded(state, live, damaged, maxSeq);
   }
 
-  /** The readable records of one file; what is wrong goes to {@code problems}. */
-  static List<LogRecord> parse(LogFile f, byte[] a, List<String> problems) {
-    String where = f.path().getFileName().toString();
+  /** A file of a log file's shape under a name that is not a log file's, if it is one. */
+  private static Optional<LogFile> misnamedLogFile(Path p) {
+    if (!Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) {
+      return Optional.empty();
+    }
+    byte[] head = new byte[RecordCodec.HEADER_BYTES];
+    try (var in = Files.newInputStream(p, LinkOption.NOFOLLOW_LINKS)) {
+      if (in.readNBytes(head, 0, head.length) < head.length) {
+        return Optional.empty();
+      }
+      RecordCodec.Header h = RecordCodec.readHeader(ByteBuffer.wrap(head));
+      if (h.seq() < 1 || (h.kind() != RecordCodec.KIND_BATCH
+          && h.kind() != RecordCodec.KIND_SNAPSHOT)) {
+        return Optional.empty();
+      }
+      return Optional.of(new LogFile(h.seq(), p, -1, h.kind() == RecordCodec.KIND_SNAPSHOT));
+    } catch (IOException | IllegalArgumentException e) {
+      return Optional.empty();
+    }
+  }
+
+  static String fileName(long seq, boolean snapshot) {
+    return String.format(Locale.ROOT, "%020d", seq) + (snapshot ? SNAP_EXT : BATCH_EXT);
+  }
+
+  private record Salvage(RecordCodec.Salvaged record, Instant written, Path file) {}
+
+  /**
+   * Passes the readable records of one file to {@code records} in order; what is wrong goes to
+   * {@code problems}, and what a damaged record still says about its call to {@code salvaged}.
+   */
+  static void parse(LogFile f, byte[] a, List<String> problems, Consumer<LogRecord> records,
+      Consumer<RecordCodec.Salvaged> salvaged) {
+    String where = Printable.of(f.path().getFileName().toString());
     ByteBuffer buf = ByteBuffer.wrap(a);
     try {
       RecordCodec.Header h = RecordCodec.readHeader(buf);
@@ -164,12 +243,14 @@ final class OutboxLog implements AutoCloseable {
     } catch (IllegalArgumentException e) {
       problems.add(where + ": bad header: " + e.getMessage());
     }
-    List<LogRecord> out = new ArrayList<>();
     int pos = Math.min(RecordCodec.HEADER_BYTES, a.length);
     while (pos < a.length) {
       int remaining = a.length - pos;
+      int body = pos + RecordCodec.FRAME_BYTES;
       String problem = null;
       int len = -1;
+      // How much of the body a salvage may read: the frame's own length when it holds.
+      int salvageable = Math.max(0, remaining - RecordCodec.FRAME_BYTES);
       if (remaining < RecordCodec.FRAME_BYTES) {
         problem = "truncated record frame (" + remaining + " bytes) at the end of the file";
       } else if (buf.getInt(pos) != RecordCodec.MARKER) {
@@ -182,26 +263,35 @@ final class OutboxLog implements AutoCloseable {
           problem = "record of " + len + " bytes is truncated: the file ends "
               + (remaining - RecordCodec.FRAME_BYTES) + " bytes into it";
         } else if (RecordCodec.frameCrc(a, pos, len) != buf.getInt(pos + 8)) {
-          problem = "checksum mismatch" + guessCallId(a, pos + RecordCodec.FRAME_BYTES, len);
+          problem = "checksum mismatch";
+          salvageable = len;
         }
       }
       if (problem == null) {
         try {
-          out.add(RecordCodec.readBody(ByteBuffer.wrap(a, pos + RecordCodec.FRAME_BYTES, len)
-              .slice()));
+          records.accept(RecordCodec.readBody(ByteBuffer.wrap(a, body, len).slice()));
         } catch (IllegalArgumentException e) {
-          problems.add(where + ": record at offset " + pos + " is unreadable: " + e.getMessage());
+          Optional<RecordCodec.Salvaged> s = RecordCodec.salvage(a, body, len);
+          s.ifPresent(salvaged);
+          problems.add(where + ": record at offset " + pos + " is unreadable: " + e.getMessage()
+              + s.map(OutboxLog::probably).orElse(""));
         }
         pos += RecordCodec.FRAME_BYTES + len; // its checksum holds, so its length does too
         continue;
       }
+      Optional<RecordCodec.Salvaged> s = RecordCodec.salvage(a, body, salvageable);
+      s.ifPresent(salvaged);
       int next = resync(a, pos + 1);
       problems.add(where + ": damaged record at offset " + pos + ": " + problem
+          + s.map(OutboxLog::probably).orElse("")
           + (next < a.length ? "; resumed at offset " + next
               : "; " + (a.length - pos) + " bytes up to the end skipped"));
       pos = next;
     }
-    return out;
+  }
+
+  private static String probably(RecordCodec.Salvaged s) {
+    return " (call id probably " + Printable.quote(s.callId()) + ")";
   }
 
   /** Offset of the next intact record at or after {@code from}, or the end of the file. */
@@ -218,24 +308,6 @@ final class OutboxLog implements AutoCloseable {
       }
     }
     return a.length;
-  }
-
-  /** Best effort: the call id of a damaged record, when its body still parses that far. */
-  private static String guessCallId(byte[] a, int body, int len) {
-    try {
-      ByteBuffer b = ByteBuffer.wrap(a, body, len).slice();
-      b.get();
-      int n = b.getInt();
-      if (n > 0 && n <= 256 && n <= b.remaining()) {
-        String id = new String(a, body + 5, n, StandardCharsets.UTF_8);
-        if (id.chars().allMatch(c -> c >= 0x20 && c < 0x7f)) {
-          return " (call id probably '" + id + "')";
-        }
-      }
-    } catch (RuntimeException e) {
-      // nothing to guess
-    }
-    return "";
   }
 
   // ---- writing ----
@@ -299,10 +371,20 @@ final class OutboxLog implements AutoCloseable {
       if (!loaded.damaged().isEmpty()) {
         for (Damaged d : loaded.damaged()) {
           Path copy = copyAside(d, corruptDir, clock.instant());
-          log.warn("outbox file {} is damaged; copied to {} and rewritten without the damaged "
-              + "parts", d.file().path(), copy);
+          if (d.misnamed()) {
+            log.warn("unexpected file {} in the outbox moved to {} ({})",
+                Printable.of(d.file().path().toString()), copy, d.problems().getFirst());
+          } else {
+            log.warn("outbox file {} is damaged; copied to {} and rewritten without the damaged"
+                + " parts", d.file().path(), copy);
+          }
         }
-        l.compact();
+        l.compact(); // rewrites what was read, misnamed files' records too
+        for (Damaged d : loaded.damaged()) {
+          if (d.misnamed() && Files.exists(d.file().path(), LinkOption.NOFOLLOW_LINKS)) {
+            Files.delete(d.file().path()); // its copy is in corrupt/
+          }
+        }
       }
     } catch (IOException | RuntimeException e) {
       l.dirChannel.close();
@@ -314,12 +396,19 @@ final class OutboxLog implements AutoCloseable {
 
   private static Path copyAside(Damaged d, Path corruptDir, Instant now) throws IOException {
     StateDir.ensureOwnerOnlyDir(corruptDir);
-    String base = d.file().path().getFileName() + "." + STAMP.format(now);
+    Path source = d.file().path();
+    // The copy's name is printable whatever the original's (its problems file has the original).
+    String base = Printable.of(source.getFileName().toString()).replace('\\', '_') + "."
+        + STAMP.format(now);
     Path target = corruptDir.resolve(base);
     for (int i = 1; Files.exists(target) || Files.exists(problemsFile(target)); i++) {
       target = corruptDir.resolve(base + "-" + i);
     }
-    StateDir.writeAtomically(target, Files.readAllBytes(d.file().path()));
+    if (!Files.isRegularFile(source, LinkOption.NOFOLLOW_LINKS)) {
+      Files.move(source, target); // a directory or a link: moved as it is, never followed
+    } else {
+      StateDir.writeAtomically(target, Files.readAllBytes(source));
+    }
     StateDir.writeAtomically(problemsFile(target),
         (String.join("\n", d.problems()) + "\n").getBytes(StandardCharsets.UTF_8));
     return target;
@@ -510,7 +599,7 @@ final class OutboxLog implements AutoCloseable {
     for (LogRecord r : records) {
       RecordCodec.writeRecord(buf, r);
     }
-    String name = String.format("%020d", seq) + (snapshot ? SNAP_EXT : BATCH_EXT);
+    String name = fileName(seq, snapshot);
     Path target = dir.resolve(name);
     Path tmp = dir.resolve(name + TMP_EXT);
     try {

@@ -8,6 +8,8 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.Locale;
+import java.util.Optional;
 import java.util.zip.CRC32C;
 
 /**
@@ -62,6 +64,15 @@ final class RecordCodec {
    *
    * @throws IllegalArgumentException describing what is wrong
    */
+  /** When the file in {@code bytes} was written, if its header is intact. */
+  static Optional<Instant> createdAt(byte[] bytes) {
+    try {
+      return Optional.of(readHeader(ByteBuffer.wrap(bytes)).createdAt());
+    } catch (IllegalArgumentException e) {
+      return Optional.empty();
+    }
+  }
+
   static Header readHeader(ByteBuffer file) {
     if (file.remaining() < HEADER_BYTES) {
       throw new IllegalArgumentException("file is shorter (" + file.remaining()
@@ -70,7 +81,8 @@ final class RecordCodec {
     int start = file.position();
     int magic = file.getInt(start);
     if (magic != MAGIC) {
-      throw new IllegalArgumentException(String.format("not an outbox file (magic %08x)", magic));
+      throw new IllegalArgumentException(String.format(Locale.ROOT,
+          "not an outbox file (magic %08x)", magic));
     }
     int stored = file.getInt(start + 24);
     byte[] head = new byte[24];
@@ -182,6 +194,49 @@ final class RecordCodec {
     } catch (BufferUnderflowException e) {
       throw new IllegalArgumentException("record body ends early");
     }
+  }
+
+  /**
+   * What a damaged record still says about its call: the type byte and the strings after it, as
+   * far as they parse. A flipped byte inside the call id itself cannot be told apart.
+   *
+   * @param mustNotRerun the record may stand for a run whose effect a second run repeats: an
+   *     intent or result that is not {@code read_only} or {@code idempotent_write} as far as can be
+   *     read (release and drop records stand for no run of their own)
+   */
+  record Salvaged(boolean mustNotRerun, String callId, String sessionId, String toolKey,
+      String sideEffectClass) {}
+
+  /** The call id (and what follows, as far as it parses) of the body at {@code body}. */
+  static Optional<Salvaged> salvage(byte[] a, int body, int available) {
+    if (body < 0 || available < 6 || body + available > a.length) {
+      return Optional.empty();
+    }
+    ByteBuffer b = ByteBuffer.wrap(a, body, available).slice();
+    int type = b.get();
+    String id;
+    try {
+      id = str(b);
+    } catch (RuntimeException e) {
+      return Optional.empty();
+    }
+    if (id == null || id.isEmpty() || id.length() > 1024
+        || id.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+      return Optional.empty();
+    }
+    String[] more = new String[3];
+    if (type == T_RESULT || type == T_INTENT) {
+      try {
+        for (int i = 0; i < more.length; i++) {
+          more[i] = str(b);
+        }
+      } catch (RuntimeException e) {
+        // keep what parsed
+      }
+    }
+    boolean safeToRerun = type == T_RELEASE || type == T_DROP_INTENT
+        || "read_only".equals(more[2]) || "idempotent_write".equals(more[2]);
+    return Optional.of(new Salvaged(!safeToRerun, id, more[0], more[1], more[2]));
   }
 
   private static <T> T required(T value, String what) {

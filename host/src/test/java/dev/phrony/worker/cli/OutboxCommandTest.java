@@ -5,13 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.phrony.worker.call.CallOutcome;
-import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.outbox.Durability;
+import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.outbox.HeldResult;
 import dev.phrony.worker.outbox.IntentRecord;
-import dev.phrony.worker.testkit.ManualClock;
 import dev.phrony.worker.outbox.OutboxView;
 import dev.phrony.worker.state.StateDir;
+import dev.phrony.worker.testkit.ManualClock;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -83,6 +83,27 @@ class OutboxCommandTest {
         "o1       orphaned     pay.charge@1   sess-o1  2d   33 B",
         "e1       held         weather.get@1  sess-e1  1h   26 B",
         "h1       held         weather.get@1  sess-h1  1h    8 B");
+  }
+
+  @Test
+  void control_and_bidi_characters_in_call_ids_are_shown_escaped() throws IOException {
+    String hostile = "x\u001b[2J\r\u0000\u009b31m\u202egnp.exe";
+    try (StateDir sd = StateDir.open(dir);
+        DurableOutbox o = DurableOutbox.open(sd, new DurableOutbox.Options(Durability.WRITES,
+            null, clock))) {
+      o.hold(result(hostile, "weather.get@1", "line one\n\u202eline two", clock.instant()));
+    }
+    String escaped = "x\\u001b[2J\\r\\u0000\\u009b31m\\u202egnp.exe";
+
+    CliRun list = run("list", "--state-dir", dir.toString());
+    assertThat(list.out()).contains(escaped + "  held").doesNotContain("\u001b", "\r", "\u0000",
+        "\u009b", "\u202e");
+    CliRun show = run("show", "--state-dir", dir.toString(), hostile);
+    assertThat(show.exit()).as(show.err()).isZero();
+    assertThat(show.out()).contains("call_id:            " + escaped)
+        .contains("line one\n\\u202eline two").doesNotContain("\u001b", "\u202e");
+    CliRun purge = run("purge", "--state-dir", dir.toString(), "--all", "--include-held");
+    assertThat(purge.out()).contains("purged " + escaped).doesNotContain("\u001b");
   }
 
   @Test

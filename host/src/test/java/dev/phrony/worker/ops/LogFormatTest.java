@@ -99,4 +99,20 @@ class LogFormatTest {
     assertThat(lines).hasSize(1);
     assertThat(lines.get(0)).contains(" level=WARN ");
   }
+
+  @Test
+  void c1_controls_and_bidi_overrides_never_reach_the_terminal_raw() throws Exception {
+    for (LogFormat format : LogFormat.values()) {
+      captured.reset();
+      LogSetup.configure(ctx, Path.of("..", "conf", "logback.xml").toUri().toURL(), format,
+          LogLevel.INFO);
+      try (var call = LogContext.call("c\u009b2J\u202e1", "s-1", "echo@default")) {
+        ctx.getLogger("x").info("call {} done", "id\u202egnp\u001b[0m\u0085");
+      }
+      String out = captured.toString(StandardCharsets.UTF_8);
+      assertThat(out).as(format.name()).doesNotContain("\u009b", "\u202e", "\u001b", "\u0085")
+          .contains("\\u009b2J\\u202e1") // JSON writes \\u001B, text \\u001b
+          .containsIgnoringCase("id\\u202egnp\\u001b[0m\\u0085");
+    }
+  }
 }

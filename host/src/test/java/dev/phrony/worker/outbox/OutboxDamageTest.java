@@ -1,11 +1,11 @@
 package dev.phrony.worker.outbox;
 
-import dev.phrony.worker.testkit.ManualClock;
 import static dev.phrony.worker.outbox.Results.json;
 import static dev.phrony.worker.outbox.Results.result;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.phrony.worker.state.StateDir;
+import dev.phrony.worker.testkit.ManualClock;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -111,12 +112,16 @@ class OutboxDamageTest {
     try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
       assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b1", "b3", "c1");
       assertThat(json(o.find("b3").orElseThrow())).isEqualTo("{\"id\":\"b3\"}");
-      assertThat(o.problems()).hasSize(2);
+      assertThat(o.problems()).hasSize(4);
       assertThat(o.problems().get(0)).contains(multi.getFileName().toString())
           .contains("offset " + b2).contains("checksum mismatch")
           .contains("call id probably 'b2'").contains("resumed at offset");
-      assertThat(o.problems().get(1)).contains(torn.getFileName().toString())
+      assertThat(o.problems().get(2)).contains(torn.getFileName().toString())
           .contains("offset " + c2).contains("truncated");
+      // Their side-effect class is past the damage: the calls may not be safe to run again.
+      assertThat(o.problems().get(1)).contains("call 'b2' of a damaged record is kept as"
+          + " interrupted");
+      assertThat(o.interruptedIds()).containsExactlyInAnyOrder("b2", "c2");
     }
 
     Path corrupt = stateDir.resolve("corrupt");
@@ -191,5 +196,123 @@ class OutboxDamageTest {
     assertThat(view.problems()).singleElement().asString().contains("truncated");
     assertThat(files(outboxDir)).containsExactly(batches.get(0));
     assertThat(stateDir.resolve("corrupt")).doesNotExist();
+  }
+
+  private static LogRecord.Intent intent(String id) {
+    return new LogRecord.Intent(new IntentRecord(id, "s-1", "payments.process-payment@1.0.0",
+        "non_idempotent_write", Instant.parse("2026-03-01T11:59:00Z")), null);
+  }
+
+  /** Persian digits: what {@code %020d} gives under {@code fa-IR} without {@code Locale.ROOT}. */
+  private static String persian(String asciiDigits) {
+    StringBuilder b = new StringBuilder();
+    asciiDigits.chars().forEach(c -> b.append(Character.isDigit(c) ? (char) ('\u06f0' + c - '0')
+        : (char) c));
+    return b.toString();
+  }
+
+  @Test
+  void under_a_locale_without_ascii_digits_the_outbox_still_keeps_every_intent()
+      throws IOException {
+    Locale before = Locale.getDefault();
+    Locale.setDefault(Locale.forLanguageTag("fa-IR"));
+    try {
+      assertThat(String.format("%d", 1)).as("the locale really has other digits")
+          .isEqualTo("\u06f1");
+      try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+        o.recordIntentAsync(intent("w-1").intent()).join();
+      } // the worker stops while w-1 runs
+      assertThat(files(outboxDir)).isNotEmpty().allSatisfy(p -> assertThat(
+          p.getFileName().toString()).matches("[0-9]{20}\\.(batch|snap)"));
+      try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+        assertThat(o.wasInterrupted("w-1")).as("a re-invoke is refused").isTrue();
+        assertThat(o.problems()).isEmpty();
+      }
+    } finally {
+      Locale.setDefault(before);
+    }
+  }
+
+  @Test
+  void a_log_file_under_a_name_it_should_not_have_is_read_by_its_header_and_moved_aside()
+      throws IOException {
+    List<Path> batches = writeBatches(List.of(intent("w-1")), List.of(held("a")));
+    Path first = batches.get(0);
+    Path misnamed = first.resolveSibling(persian(first.getFileName().toString()));
+    Files.move(first, misnamed);
+
+    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+      assertThat(o.wasInterrupted("w-1")).isTrue();
+      assertThat(o.pendingIds()).containsExactly("a");
+      assertThat(o.problems()).singleElement().asString()
+          .contains(misnamed.getFileName().toString())
+          .contains("not named as a log file (" + first.getFileName() + " would be)");
+    }
+    assertThat(misnamed).as("it left the log").doesNotExist();
+    assertThat(files(stateDir.resolve("corrupt"))).anySatisfy(p -> assertThat(
+        p.getFileName().toString()).startsWith(misnamed.getFileName().toString())
+        .doesNotEndWith(".problems.txt"));
+    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+      assertThat(o.wasInterrupted("w-1")).as("kept by the start-up rewrite").isTrue();
+      assertThat(o.problems()).isEmpty();
+    }
+  }
+
+  @Test
+  void any_other_file_in_the_outbox_is_moved_aside_and_reported_not_ignored() throws IOException {
+    writeBatches(List.of(held("a")));
+    Files.writeString(outboxDir.resolve("notes.txt"), "hello");
+    Files.createDirectory(outboxDir.resolve("extra"));
+
+    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+      assertThat(o.pendingIds()).containsExactly("a");
+      assertThat(o.problems()).containsExactlyInAnyOrder("notes.txt: not an outbox file",
+          "extra: not an outbox file");
+    }
+    assertThat(outboxDir.resolve("notes.txt")).doesNotExist();
+    assertThat(outboxDir.resolve("extra")).doesNotExist();
+    assertThat(files(stateDir.resolve("corrupt"))).extracting(p -> p.getFileName().toString())
+        .anySatisfy(n -> assertThat(n).startsWith("notes.txt.").doesNotEndWith(".txt"))
+        .anySatisfy(n -> assertThat(n).startsWith("extra."));
+    assertThat(OutboxView.read(stateDir).problems()).isEmpty();
+  }
+
+  @Test
+  void a_damaged_intent_still_refuses_a_second_run_of_its_call() throws IOException {
+    List<Path> batches = writeBatches(List.of(held("a"), intent("w-1"), held("b")),
+        List.of(intent("w-2")));
+    Path multi = batches.get(0);
+    int w1 = frames(multi).get(1);
+    // The start time, well after the call id: the checksum fails, the id still reads.
+    flipByte(multi, w1 + RecordCodec.FRAME_BYTES + 1 + 4 + 3 + 4 + 3 + 4 + 30 + 4 + 20 + 3);
+    Path torn = batches.get(1);
+    truncate(torn, frames(torn).get(0) + RecordCodec.FRAME_BYTES + 1 + 4 + 3 + 2);
+
+    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+      assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b");
+      assertThat(o.wasInterrupted("w-1")).as("a checksum mismatch").isTrue();
+      assertThat(o.wasInterrupted("w-2")).as("a torn tail").isTrue();
+      assertThat(o.problems()).anySatisfy(p -> assertThat(p).contains("checksum mismatch")
+              .contains("call id probably 'w-1'"))
+          .anySatisfy(p -> assertThat(p).contains("call 'w-1' of a damaged record is kept as"
+              + " interrupted"))
+          .anySatisfy(p -> assertThat(p).contains("call 'w-2' of a damaged record"));
+      assertThat(o.entries()).filteredOn(e -> e.callId().equals("w-1")).singleElement()
+          .satisfies(e -> assertThat(e.toString()).contains("s-1"));
+    }
+    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+      assertThat(o.interruptedIds()).containsExactlyInAnyOrder("w-1", "w-2");
+      assertThat(o.problems()).isEmpty();
+    }
+  }
+
+  @Test
+  void a_damaged_result_of_an_idempotent_call_is_not_kept_as_interrupted() throws IOException {
+    List<Path> batches = writeBatches(List.of(held("a"), held("b")));
+    flipByte(batches.get(0), frames(batches.get(0)).get(1) + RecordCodec.FRAME_BYTES + 60);
+    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+      assertThat(o.pendingIds()).containsExactly("a");
+      assertThat(o.interruptedIds()).as("running it again is safe").isEmpty();
+    }
   }
 }
