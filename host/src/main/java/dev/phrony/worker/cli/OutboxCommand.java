@@ -15,6 +15,7 @@ import dev.phrony.worker.outbox.OutboxEntry;
 import dev.phrony.worker.outbox.OutboxView;
 import dev.phrony.worker.state.StateDir;
 import dev.phrony.worker.state.StateDirLockedException;
+import dev.phrony.worker.state.StateDirRefusedException;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
@@ -286,6 +287,8 @@ public final class OutboxCommand implements Runnable {
     private static StateDir openForPurge(Path dir) throws IOException {
       try {
         return StateDir.open(dir);
+      } catch (StateDirRefusedException e) {
+        throw new UserErrorException(e.getMessage(), e);
       } catch (StateDirLockedException e) {
         throw new UserErrorException("cannot purge " + dir + ": a worker (pid "
             + (e.holderPid().isPresent() ? e.holderPid().getAsLong() : "unknown")

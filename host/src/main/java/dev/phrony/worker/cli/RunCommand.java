@@ -12,6 +12,7 @@ import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.plugin.PluginLoader;
 import dev.phrony.worker.state.StateDir;
 import dev.phrony.worker.state.StateDirLockedException;
+import dev.phrony.worker.state.StateDirRefusedException;
 import dev.phrony.worker.work.WorkClient;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
@@ -173,6 +174,8 @@ final class RunCommand implements Callable<Integer> {
       return StateDir.open(config.stateDir());
     } catch (StateDirLockedException e) {
       throw new UserErrorException(e.getMessage(), e);
+    } catch (StateDirRefusedException e) {
+      throw new UserErrorException(config.origin("state-dir") + ": " + e.getMessage(), e);
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.phrony.worker.state;
 
+import dev.phrony.worker.Printable;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -19,11 +20,13 @@ import java.nio.file.attribute.FileAttribute;
 import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -43,6 +46,8 @@ public final class StateDir implements AutoCloseable {
 
   public static final String LOCK_FILE = "lock";
   public static final String WORKER_ID_FILE = "worker-id";
+  /** Says what the dir is, so the worker knows its own dir from one it must not take over. */
+  public static final String MARKER_FILE = "README.phrony-worker";
 
   static final Set<PosixFilePermission> DIR_PERMS = PosixFilePermissions.fromString("rwx------");
   static final Set<PosixFilePermission> FILE_PERMS = PosixFilePermissions.fromString("rw-------");
@@ -77,7 +82,7 @@ public final class StateDir implements AutoCloseable {
    */
   public static StateDir open(Path dir) throws IOException {
     Path abs = dir.toAbsolutePath().normalize();
-    ensureOwnerOnlyDir(abs);
+    adopt(abs);
     Path key = abs.toRealPath();
     long self = ProcessHandle.current().pid();
     StateDir[] created = new StateDir[1];
@@ -238,11 +243,118 @@ public final class StateDir implements AutoCloseable {
     }
   }
 
+  // ---- taking a directory as the state dir ----
+
+  /**
+   * Makes {@code abs} usable as a state dir without taking over anything that is not ours: a
+   * missing one is created rwx------ (its parents as the umask says); an existing state dir is
+   * kept (and made owner-only again, as the worker made it); an empty directory of this user is
+   * adopted with its mode left as it is; anything else is refused untouched. A symbolic link is
+   * followed to decide, and its target is treated the same way.
+   */
+  private static void adopt(Path abs) throws IOException {
+    if (!Files.exists(abs, LinkOption.NOFOLLOW_LINKS)) {
+      ensureOwnerOnlyDir(abs);
+      markAsStateDir(abs);
+      return;
+    }
+    if (!Files.isDirectory(abs)) {
+      throw new StateDirRefusedException("state dir " + abs + " exists and is not a directory:"
+          + " point it at a new or empty directory");
+    }
+    Path real = abs.toRealPath();
+    List<String> entries;
+    try (Stream<Path> list = Files.list(real)) {
+      entries = list.map(p -> p.getFileName().toString()).sorted().toList();
+    }
+    boolean ours = !entries.isEmpty() && entries.stream().allMatch(StateDir::isOwnEntry);
+    OptionalLong owner = uid(real);
+    OptionalLong self = currentUid();
+    boolean mine = owner.isEmpty() || self.isEmpty() || owner.getAsLong() == self.getAsLong();
+    if (!mine) {
+      throw new StateDirRefusedException("state dir " + abs + (real.equals(abs) ? ""
+          : " (" + real + ")") + " belongs to uid " + owner.getAsLong() + ", not this user (uid "
+          + self.getAsLong() + "): run the worker as its owner, or point the state dir at a new"
+          + " directory, e.g. " + abs.resolve("phrony-worker"));
+    }
+    if (ours) {
+      restrictPermissions(real, DIR_PERMS); // a dir the worker made; an old one may be open
+      markAsStateDir(real);
+      return;
+    }
+    if (!entries.isEmpty()) {
+      throw new StateDirRefusedException("state dir " + abs + (real.equals(abs) ? ""
+          : " (" + real + ")") + " is not a phrony-worker state dir: it holds "
+          + describe(entries) + ". Nothing was changed; point the state dir at a new or empty"
+          + " directory of its own, e.g. " + abs.resolve("phrony-worker"));
+    }
+    // An empty dir of this user: used as it is. Its mode is the operator's; the files the
+    // worker writes inside are owner-only whatever it is.
+    Set<PosixFilePermission> mode = permissions(real);
+    if (mode != null && !mode.equals(DIR_PERMS)) {
+      log.warn("state dir {} is {}, not rwx------; it was not created by the worker, so its mode"
+          + " is left as it is (the files in it are owner-only; chmod 700 it to hide their"
+          + " names)", abs, PosixFilePermissions.toString(mode));
+    }
+    markAsStateDir(real);
+  }
+
+  /** Names the worker writes in its state dir (and an unpublished {@code .tmp} of one). */
+  private static boolean isOwnEntry(String name) {
+    String n = name.endsWith(".tmp") ? name.substring(0, name.length() - 4) : name;
+    return n.equals(LOCK_FILE) || n.equals(WORKER_ID_FILE) || n.equals(MARKER_FILE)
+        || n.equals("outbox") || n.equals("corrupt");
+  }
+
+  private static String describe(List<String> entries) {
+    List<String> shown = entries.stream().limit(5).map(e -> "'" + Printable.of(e) + "'")
+        .toList();
+    return entries.size() + (entries.size() == 1 ? " entry (" : " entries (")
+        + String.join(", ", shown) + (entries.size() > shown.size() ? ", ..." : "") + ")";
+  }
+
+  private static void markAsStateDir(Path dir) throws IOException {
+    Path marker = dir.resolve(MARKER_FILE);
+    if (!Files.exists(marker, LinkOption.NOFOLLOW_LINKS)) {
+      writeAtomically(marker, ("phrony-worker state dir: the lock, the worker id and the durable"
+          + " outbox. Keep it; do not share it between workers.\n")
+          .getBytes(StandardCharsets.UTF_8));
+    }
+  }
+
+  private static OptionalLong uid(Path p) {
+    try {
+      return OptionalLong.of(((Number) Files.getAttribute(p, "unix:uid")).longValue());
+    } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
+      return OptionalLong.empty(); // not a POSIX file system: no owner to compare
+    }
+  }
+
+  private static OptionalLong currentUid() {
+    try {
+      return OptionalLong.of(new com.sun.security.auth.module.UnixSystem().getUid());
+    } catch (LinkageError | RuntimeException e) {
+      return OptionalLong.empty();
+    }
+  }
+
+  private static Set<PosixFilePermission> permissions(Path p) throws IOException {
+    PosixFileAttributeView view = Files.getFileAttributeView(p, PosixFileAttributeView.class);
+    return view == null ? null : view.readAttributes().permissions();
+  }
+
   // ---- owner-only file helpers (shared with the outbox) ----
 
-  /** Creates {@code dir} and missing parents; the dir itself is (made) rwx------. */
+  /**
+   * Creates {@code dir} and missing parents; the dir itself is (made) rwx------. For the state
+   * dir's own folders only: a symbolic link is refused, never followed.
+   */
   public static void ensureOwnerOnlyDir(Path dir) throws IOException {
-    if (Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS) || Files.isDirectory(dir)) {
+    if (Files.isSymbolicLink(dir)) {
+      throw new IOException(dir + " is a symbolic link: the state dir's folders must be real"
+          + " directories (remove the link)");
+    }
+    if (Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
       restrictPermissions(dir, DIR_PERMS);
       return;
     }

@@ -36,15 +36,92 @@ class StateDirTest {
     assertThat(StateDir.holderPid(dir)).isEmpty();
   }
 
+  private static java.util.Set<java.nio.file.attribute.PosixFilePermission> mode(String m) {
+    return PosixFilePermissions.fromString(m);
+  }
+
   @Test
   @SuppressWarnings("try") // held for its lock only
-  void an_existing_dir_with_wider_permissions_is_tightened() throws IOException {
-    Path dir = Files.createDirectory(tmp.resolve("state"),
-        PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwxr-xr-x")));
+  void a_state_dir_of_an_earlier_run_is_kept_and_made_owner_only_again() throws IOException {
+    Path dir = tmp.resolve("state");
     try (StateDir sd = StateDir.open(dir)) {
-      assertThat(Files.getPosixFilePermissions(dir))
-          .isEqualTo(PosixFilePermissions.fromString("rwx------"));
+      sd.workerId(() -> "w-1");
+      sd.subdir("outbox");
     }
+    Files.setPosixFilePermissions(dir, mode("rwxr-x---"));
+    Files.delete(dir.resolve(StateDir.MARKER_FILE)); // as an older version left it
+    try (StateDir sd = StateDir.open(dir)) {
+      assertThat(Files.getPosixFilePermissions(dir)).isEqualTo(mode("rwx------"));
+      assertThat(sd.workerId(() -> "w-2")).isEqualTo("w-1");
+    }
+  }
+
+  @Test
+  @SuppressWarnings("try") // held for its lock only
+  void an_empty_dir_of_this_user_is_used_and_its_mode_left_as_it_is() throws IOException {
+    Path dir = Files.createDirectory(tmp.resolve("volume"),
+        PosixFilePermissions.asFileAttribute(mode("rwxr-xr-x")));
+    try (StateDir sd = StateDir.open(dir)) {
+      assertThat(Files.getPosixFilePermissions(dir)).isEqualTo(mode("rwxr-xr-x"));
+      assertThat(Files.getPosixFilePermissions(dir.resolve("lock")))
+          .isEqualTo(mode("rw-------"));
+    }
+    try (StateDir sd = StateDir.open(dir)) {
+      assertThat(Files.getPosixFilePermissions(dir)).as("now a state dir, made by the worker")
+          .isEqualTo(mode("rwx------"));
+    }
+  }
+
+  @Test
+  void a_dir_holding_anything_else_is_refused_and_left_untouched() throws IOException {
+    Path shared = Files.createDirectory(tmp.resolve("shared"),
+        PosixFilePermissions.asFileAttribute(mode("rwxrwxrwx")));
+    Files.setPosixFilePermissions(shared, mode("rwxrwxrwx")); // past the umask
+    Files.writeString(shared.resolve("report.txt"), "someone else's");
+    Files.createDirectory(shared.resolve("cache"));
+
+    assertThatThrownBy(() -> StateDir.open(shared))
+        .isInstanceOf(StateDirRefusedException.class)
+        .hasMessage("state dir " + shared + " is not a phrony-worker state dir: it holds 2"
+            + " entries ('cache', 'report.txt'). Nothing was changed; point the state dir at a"
+            + " new or empty directory of its own, e.g. " + shared.resolve("phrony-worker"));
+    assertThat(Files.getPosixFilePermissions(shared)).isEqualTo(mode("rwxrwxrwx"));
+    try (var list = Files.list(shared)) {
+      assertThat(list.map(p -> p.getFileName().toString()))
+          .containsExactlyInAnyOrder("report.txt", "cache");
+    }
+
+    Path link = Files.createSymbolicLink(tmp.resolve("link"), shared);
+    assertThatThrownBy(() -> StateDir.open(link))
+        .isInstanceOf(StateDirRefusedException.class)
+        .hasMessageContaining("state dir " + link + " (" + shared.toRealPath() + ") is not a");
+    assertThat(Files.getPosixFilePermissions(shared)).isEqualTo(mode("rwxrwxrwx"));
+  }
+
+  @Test
+  void a_dir_of_another_user_is_refused_even_when_empty() throws IOException {
+    Path dir = Files.createDirectory(tmp.resolve("theirs"));
+    try {
+      Files.setAttribute(dir, "unix:uid", 54321);
+    } catch (IOException e) {
+      org.junit.jupiter.api.Assumptions.abort("only root can give a dir away here: " + e);
+    }
+    assertThatThrownBy(() -> StateDir.open(dir)).isInstanceOf(StateDirRefusedException.class)
+        .hasMessageContaining("belongs to uid 54321, not this user");
+    assertThat(dir.resolve("lock")).doesNotExist();
+  }
+
+  @Test
+  @SuppressWarnings("try") // held for its lock only
+  void a_folder_of_the_state_dir_that_is_a_link_is_refused_not_followed() throws IOException {
+    Path elsewhere = Files.createDirectory(tmp.resolve("elsewhere"),
+        PosixFilePermissions.asFileAttribute(mode("rwxr-xr-x")));
+    Path dir = tmp.resolve("state");
+    try (StateDir sd = StateDir.open(dir)) {
+      Files.createSymbolicLink(dir.resolve("outbox"), elsewhere);
+      assertThatThrownBy(() -> sd.subdir("outbox")).hasMessageContaining("is a symbolic link");
+    }
+    assertThat(Files.getPosixFilePermissions(elsewhere)).isEqualTo(mode("rwxr-xr-x"));
   }
 
   @Test
