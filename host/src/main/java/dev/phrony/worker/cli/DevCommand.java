@@ -36,7 +36,9 @@ import picocli.CommandLine.Option;
     exitCodeList = {
         "0:stopped cleanly after a signal",
         "1:usage error (bad flag, a port in use, missing plugins directory)",
-        "3:--strict and some plugins had problems"})
+        "3:--strict and some plugins had problems; once serving: out of memory",
+        "8:a core thread died of an Error (the log names it)",
+        "9:a plugin called System.exit (stderr names the caller)"})
 final class DevCommand implements Callable<Integer> {
   private static final Logger log = LoggerFactory.getLogger(DevCommand.class);
 

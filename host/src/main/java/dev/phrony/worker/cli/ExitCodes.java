@@ -23,6 +23,13 @@ final class ExitCodes {
    * wrong address, or shutting down); the message says how to start one.
    */
   static final int CONTROL_UNREACHABLE = 6;
+  /**
+   * {@code run}, {@code dev}: a core thread of the worker died of an {@link Error}; the log names
+   * the thread and the error. Held results are in the outbox: a restart is safe.
+   */
+  static final int FATAL = 8;
+  /** A plugin called {@link System#exit}; stderr names the caller. */
+  static final int PLUGIN_EXIT = 9;
   /** A bug: an exception nothing expected. The stack trace is printed. */
   static final int INTERNAL = 70;
 

@@ -53,7 +53,10 @@ import picocli.CommandLine.Mixin;
         "0:stopped cleanly after a signal",
         "1:usage error (bad flag, env or config value, missing plugins directory, "
             + "HTTP port in use)",
-        "3:--strict and some plugins had problems, or no handler to serve"})
+        "3:--strict and some plugins had problems, or no handler to serve; once serving:"
+            + " out of memory (the JVM's status for -XX:+ExitOnOutOfMemoryError)",
+        "8:a core thread died of an Error (the log names it); a restart is safe",
+        "9:a plugin called System.exit (stderr names the caller)"})
 final class RunCommand implements Callable<Integer> {
   private static final Logger log = LoggerFactory.getLogger(RunCommand.class);
 

@@ -93,8 +93,13 @@ public final class Dispatcher {
     this.pipeline = pipeline;
     this.scheduler = scheduler;
     this.clock = scheduler.clock();
-    this.context = new SynchronizationContext((t, e) ->
-        log.error("call state transition failed (a bug; the call may be stuck)", e));
+    this.context = new SynchronizationContext((t, e) -> {
+      log.error("call state transition failed (a bug; the call may be stuck)", e);
+      Thread.UncaughtExceptionHandler process = Thread.getDefaultUncaughtExceptionHandler();
+      if (e instanceof Error && process != null) {
+        process.uncaughtException(t, e); // in the worker: a core thread's Error ends it
+      }
+    });
     this.orphans = new OrphanPolicy(outbox, scheduler, context);
     Map<String, ToolSlots> t = new HashMap<>();
     for (HandlerCatalog.Entry e : catalog.entries()) {
