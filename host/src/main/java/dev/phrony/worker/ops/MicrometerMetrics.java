@@ -3,6 +3,7 @@ package dev.phrony.worker.ops;
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.outbox.OutboxEntry;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -35,6 +36,8 @@ import java.util.function.Supplier;
  *       sum of their max concurrency, 0 to 1 (0 when none is served); no labels: it is the
  *       autoscaling metric of {@code deploy/} (its README has the contract)
  *   <li>{@code phrony_worker_outbox_entries{state}}: held, orphaned and interrupted calls
+ *   <li>{@code phrony_worker_outbox_durability_failures_total}: durable writes that failed;
+ *       {@code phrony_worker_outbox_waiting_for_disk}: results held back until the disk takes them
  *   <li>{@code phrony_worker_stream_reconnects_total{reason}}: by {@link ReconnectReason}
  *   <li>{@code phrony_worker_heartbeat_round_trip_seconds}: heartbeat to heartbeat_ack
  *   <li>{@code phrony_worker_registered}: 1 while registered on a live stream
@@ -51,6 +54,8 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
   public static final String SLOTS_MAX = "phrony.worker.slots.max";
   public static final String SLOTS_IN_USE_RATIO = "phrony.worker.slots.in.use.ratio";
   public static final String OUTBOX_ENTRIES = "phrony.worker.outbox.entries";
+  public static final String OUTBOX_DURABILITY_FAILURES = "phrony.worker.outbox.durability.failures";
+  public static final String OUTBOX_WAITING_FOR_DISK = "phrony.worker.outbox.waiting.for.disk";
   public static final String RECONNECTS = "phrony.worker.stream.reconnects";
   public static final String HEARTBEAT_ROUND_TRIP = "phrony.worker.heartbeat.round.trip";
   public static final String REGISTERED = "phrony.worker.registered";
@@ -190,6 +195,12 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
         return last;
       }
     };
+    FunctionCounter.builder(OUTBOX_DURABILITY_FAILURES, outbox, DurableOutbox::durabilityFailures)
+        .description("Durable results whose write to disk failed (each failed retry counts)")
+        .register(registry);
+    Gauge.builder(OUTBOX_WAITING_FOR_DISK, outbox, DurableOutbox::waitingForDisk)
+        .description("Durable results held and not sent because the disk refuses them")
+        .register(registry);
     for (OutboxEntry.State s : new OutboxEntry.State[] {OutboxEntry.State.HELD,
         OutboxEntry.State.ORPHANED, OutboxEntry.State.INTERRUPTED}) {
       Gauge.builder(OUTBOX_ENTRIES, counts, c -> c.get().get(s)).tag("state", s.label())

@@ -14,7 +14,11 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,10 +39,12 @@ import org.slf4j.LoggerFactory;
  * the orphan retention. Damaged files are copied into {@code corrupt/} and reported in
  * {@link #problems}; what could be read from them is kept.
  *
- * <p>If a batch cannot be written (disk full, I/O error), a hold keeps the result in memory only,
- * logs an error and counts a {@linkplain #durabilityFailures failure}: the result is still sent,
- * which beats losing an effect that already happened. A failed intent fails its future instead,
- * so the handler does not run.
+ * <p>If a batch cannot be written (disk full, I/O error), a durable result is <em>not</em> sent
+ * un-persisted: its hold stays pending (the result in memory, its slot taken), the failure is
+ * logged and {@linkplain #durabilityFailures counted}, {@link #diskProblem} says why (the worker
+ * reports not-ready), and the write is retried with backoff; once the disk takes it, every
+ * waiting hold completes and its result goes out. A failed intent fails its future instead, so
+ * the handler does not run.
  */
 public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(DurableOutbox.class);
@@ -93,6 +99,15 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private final OutboxLog journal;
   private final List<String> problems;
   private final AtomicLong durabilityFailures = new AtomicLong();
+  private static final long FIRST_RETRY_MS = 100;
+  private static final long MAX_RETRY_MS = 5_000;
+  /** Holds whose write failed, waiting for a retry; guards the retry state below too. */
+  private final List<Waiting> waiting = new ArrayList<>();
+  private volatile String diskProblem;
+  private boolean retryScheduled;
+  private long retryDelayMs = FIRST_RETRY_MS;
+  private ScheduledExecutorService retrier;
+  private boolean closed;
   /** Serialises pruning and purging with re-holds of known calls. */
   private final Object removals = new Object();
 
@@ -180,17 +195,118 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
       held(result);
       return DONE;
     }
-    return journal.appendAsync(List.of(new LogRecord.Result(result, null))).handle((v, e) -> {
+    Waiting w = new Waiting(result, new CompletableFuture<>());
+    write(List.of(w));
+    return w.done();
+  }
+
+  @Override
+  public CompletableFuture<Void> holdInMemoryAsync(HeldResult result) {
+    if (memory.find(result.callId()).isPresent() || onDisk.contains(result.callId())) {
+      return holdAsync(result);
+    }
+    held(result);
+    return DONE;
+  }
+
+  /** A durable hold whose record is not on disk yet. */
+  private record Waiting(HeldResult result, CompletableFuture<Void> done) {}
+
+  /** Writes the records of {@code batch}; on failure they wait for the next retry. */
+  private void write(List<Waiting> batch) {
+    CompletableFuture<Void> written;
+    try {
+      written = journal.appendAsync(batch.stream()
+          .<LogRecord>map(w -> new LogRecord.Result(w.result(), null)).toList());
+    } catch (IllegalStateException closed) {
+      batch.forEach(w -> w.done().completeExceptionally(closed));
+      return;
+    }
+    written.whenComplete((v, e) -> {
       if (e == null) {
-        onDisk.add(callId);
+        for (Waiting w : batch) {
+          onDisk.add(w.result().callId());
+          held(w.result());
+          w.done().complete(null);
+        }
+        diskRecovered();
       } else {
-        durabilityFailures.incrementAndGet();
-        log.error("could not make the result of call {} durable ({}); holding it in memory only",
-            callId, (e.getCause() != null ? e.getCause() : e).getMessage());
+        diskFailed(batch, e instanceof CompletionException && e.getCause() != null
+            ? e.getCause() : e);
       }
-      held(result);
-      return null;
     });
+  }
+
+  private void diskFailed(List<Waiting> batch, Throwable cause) {
+    durabilityFailures.addAndGet(batch.size());
+    String reason = DiskErrors.reason(cause);
+    long delay;
+    synchronized (waiting) {
+      waiting.addAll(batch);
+      boolean first = diskProblem == null;
+      diskProblem = reason;
+      if (first) {
+        log.error("the outbox cannot write to {} ({}): {} durable result(s) are held and not"
+            + " sent until it can; retrying", dir, cause.toString(), waiting.size());
+      }
+      if (retryScheduled || closed) {
+        return;
+      }
+      retryScheduled = true;
+      delay = retryDelayMs;
+      retryDelayMs = Math.min(MAX_RETRY_MS, retryDelayMs * 2);
+    }
+    retrier().schedule(this::retry, delay, TimeUnit.MILLISECONDS);
+  }
+
+  private void retry() {
+    List<Waiting> batch;
+    synchronized (waiting) {
+      retryScheduled = false;
+      batch = List.copyOf(waiting);
+      waiting.clear();
+    }
+    if (!batch.isEmpty()) {
+      write(batch);
+    }
+  }
+
+  private void diskRecovered() {
+    synchronized (waiting) {
+      if (diskProblem == null) {
+        return;
+      }
+      diskProblem = null;
+      retryDelayMs = FIRST_RETRY_MS;
+    }
+    log.info("the outbox writes to {} again: held results are sent", dir);
+  }
+
+  private ScheduledExecutorService retrier() {
+    synchronized (waiting) {
+      if (retrier == null) {
+        retrier = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform()
+            .name("phrony-outbox-retry").daemon().factory());
+      }
+      return retrier;
+    }
+  }
+
+  /**
+   * Why durable results cannot be written now ({@code No space left on device}), or empty when
+   * the last write succeeded: while present the worker is not ready.
+   */
+  @Override
+  public Optional<String> diskProblem() {
+    String p = diskProblem;
+    return p == null ? Optional.empty() : Optional.of(p);
+  }
+
+  /** Durable holds waiting for the disk. */
+  public int waitingForDisk() {
+    synchronized (waiting) {
+      return waiting.size();
+    }
   }
 
   /**
@@ -407,7 +523,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     return journal.batchCount();
   }
 
-  /** Holds that could not be written and are kept in memory only. */
+  /** Durable holds whose write failed (each retry that fails counts again). */
   public long durabilityFailures() {
     return durabilityFailures.get();
   }
@@ -428,6 +544,18 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   /** Writes what is pending and stops the writer; the state dir stays locked by its owner. */
   @Override
   public void close() throws IOException {
+    List<Waiting> left;
+    synchronized (waiting) {
+      closed = true;
+      left = List.copyOf(waiting);
+      waiting.clear();
+      if (retrier != null) {
+        retrier.shutdownNow();
+      }
+    }
+    IOException notDurable = new IOException("the outbox closed before the result could be"
+        + " written: it was never sent");
+    left.forEach(w -> w.done().completeExceptionally(notDurable));
     journal.close();
   }
 }

@@ -26,10 +26,23 @@ public interface ResultOutbox {
 
   /**
    * Keeps {@code result} until released; the future completes once it is as safe as this outbox
-   * makes it (for a durable one, on disk). A result that could not be made durable is still
-   * held in memory (and counted): the future then completes normally too.
+   * makes it (for a durable one, on disk). While the disk refuses it the future stays pending
+   * (the result must not be sent); it fails only if the outbox closes first.
    */
   CompletableFuture<Void> holdAsync(HeldResult result);
+
+  /**
+   * Holds {@code result} without making it durable: for outcomes whose handler never ran
+   * (refused arguments, an intent that could not be written, a deadline passed before start).
+   */
+  default CompletableFuture<Void> holdInMemoryAsync(HeldResult result) {
+    return holdAsync(result);
+  }
+
+  /** Why results cannot be made durable now (the worker is then not ready); empty if they can. */
+  default Optional<String> diskProblem() {
+    return Optional.empty();
+  }
 
   /** {@link #holdAsync} and wait (tools and tests; the worker never blocks on it). */
   default void hold(HeldResult result) {

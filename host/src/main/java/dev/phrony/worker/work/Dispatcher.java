@@ -8,6 +8,7 @@ import dev.phrony.worker.ops.InvocationOutcome;
 import dev.phrony.worker.ops.LogContext;
 import dev.phrony.worker.ops.ToolMetrics;
 import dev.phrony.worker.ops.WorkerMetrics;
+import dev.phrony.worker.outbox.DiskErrors;
 import dev.phrony.worker.outbox.HeldResult;
 import dev.phrony.worker.outbox.IntentRecord;
 import dev.phrony.worker.outbox.ResultOutbox;
@@ -285,7 +286,8 @@ public final class Dispatcher {
     if (deadline > 0) {
       long leftMs = deadline - clock.millis();
       if (leftMs <= 0) { // passed already: the handler is not started at all
-        decide(call, CallPipeline.deadlineExceeded(0), InvocationOutcome.DEADLINE_EXCEEDED);
+        decide(call, CallPipeline.deadlineExceeded(0), InvocationOutcome.DEADLINE_EXCEEDED,
+            false);
         return;
       }
       call.deadline = scheduler.schedule(() -> context.execute(() -> deadlinePassed(call)),
@@ -359,13 +361,13 @@ public final class Dispatcher {
         log.error("intent could not be made durable ({}); not running the call", cause.toString());
       }
       decide(call, CallOutcome.error(INTENT_NOT_DURABLE, "the worker could not record its intent"
-          + " durably, so it did not run the call: " + cause.getMessage()),
-          InvocationOutcome.TOOL_ERROR);
+          + " durably, so it did not run the call: " + DiskErrors.reason(cause)),
+          InvocationOutcome.TOOL_ERROR, false);
       return;
     }
     if (call.deadlinePassed) {
       decide(call, CallPipeline.deadlineExceeded(elapsedMs(call)),
-          InvocationOutcome.DEADLINE_EXCEEDED);
+          InvocationOutcome.DEADLINE_EXCEEDED, false);
       return;
     }
     start(call);
@@ -432,7 +434,7 @@ public final class Dispatcher {
     }
     if (refusal != null) {
       decide(call, CallOutcome.error(refusal.code(), refusal.message()),
-          InvocationOutcome.TOOL_ERROR);
+          InvocationOutcome.TOOL_ERROR, false);
       return;
     }
     if (outcome == null) { // cancelled before it started: the cancel decided already
@@ -443,8 +445,18 @@ public final class Dispatcher {
         : InvocationOutcome.TOOL_ERROR);
   }
 
-  /** The outcome stands: hold it (durably if the outbox does), then send it. */
+  /** The outcome of a handler that ran: hold it (durably if the outbox does), then send it. */
   private void decide(Call call, CallOutcome outcome, InvocationOutcome counted) {
+    decide(call, outcome, counted, true);
+  }
+
+  /**
+   * The outcome stands: hold it, then send it. One the handler never produced (it did not run)
+   * is held in memory only: a second run after a crash could not repeat an effect, and it must
+   * not wait for a disk that refuses writes.
+   */
+  private void decide(Call call, CallOutcome outcome, InvocationOutcome counted,
+      boolean handlerRan) {
     call.deadline.cancel();
     call.slots.metrics.count(counted);
     HeldResult held = new HeldResult(call.callId, call.sessionId, call.key(),
@@ -454,7 +466,7 @@ public final class Dispatcher {
     call.holdPending = true;
     CompletableFuture<Void> f;
     try {
-      f = outbox.holdAsync(held);
+      f = handlerRan ? outbox.holdAsync(held) : outbox.holdInMemoryAsync(held);
     } catch (RuntimeException e) {
       f = CompletableFuture.failedFuture(e);
     }

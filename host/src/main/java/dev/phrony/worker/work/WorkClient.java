@@ -27,6 +27,7 @@ import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
@@ -77,6 +78,7 @@ public final class WorkClient implements AutoCloseable {
   private final EventLoopGroup ioThread;
   private final Executor writes;
   private final Dispatcher dispatcher;
+  private final ResultOutbox outbox;
   private final WorkerMetrics metrics;
   private final AtomicInteger reconnects = new AtomicInteger();
   private volatile WorkSession session;
@@ -131,6 +133,7 @@ public final class WorkClient implements AutoCloseable {
         loop.execute(r);
       }
     };
+    this.outbox = outbox;
     this.dispatcher = new Dispatcher(catalog, outbox, new CallPipeline(new JsonCodec(),
         new CallPipeline.Settings(options.maxResultBytes(), options.exposeInternalErrors())),
         this.scheduler, metrics);
@@ -350,6 +353,11 @@ public final class WorkClient implements AutoCloseable {
     if (!s.leaseFresh()) {
       return Readiness.notReady("lease not renewed: no heartbeat_ack for a lease TTL of "
           + s.heartbeat().ttl().toMillis() + " ms");
+    }
+    Optional<String> disk = outbox.diskProblem();
+    if (disk.isPresent()) {
+      return Readiness.notReady("the outbox cannot write its results to disk (" + disk.get()
+          + "); they are held, not sent, until it can");
     }
     return Readiness.READY;
   }

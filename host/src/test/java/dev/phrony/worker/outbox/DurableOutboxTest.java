@@ -17,6 +17,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -389,18 +390,43 @@ class DurableOutboxTest {
   }
 
   @Test
-  void a_failed_write_keeps_the_result_in_memory_and_counts_the_failure() throws IOException {
-    DurableOutbox o = open(Durability.WRITES);
+  void a_result_the_disk_refuses_is_not_released_until_it_is_written() throws Exception {
+    DurableOutbox o = open(Durability.ALL);
     Path outboxDir = dir().resolve("outbox");
     Files.delete(outboxDir); // empty: nothing written yet
     Files.writeString(outboxDir, "not a directory"); // every batch now fails
+    CompletableFuture<Void> held;
     try {
-      o.hold(result("w", "idempotent_write", "{}"));
-      assertThat(o.durabilityFailures()).isEqualTo(1);
-      assertThat(o.pendingIds()).containsExactly("w");
+      held = o.holdAsync(result("r", "read_only", "{\"n\":1}"));
+      dev.phrony.worker.Await.until("the write failed", () -> o.durabilityFailures() > 0);
+      assertThat(held).as("not safe, so not to be sent").isNotDone();
+      assertThat(o.diskProblem()).hasValueSatisfying(p -> assertThat(p).doesNotContain("/"));
+      assertThat(o.waitingForDisk()).isEqualTo(1);
       assertThatThrownBy(() -> o.recordIntent(intent("i", clock.instant())))
           .isInstanceOf(java.io.UncheckedIOException.class);
       assertThat(o.interruptedIds()).isEmpty();
+    } finally {
+      Files.delete(outboxDir);
+      Files.createDirectory(outboxDir);
+    }
+    held.get(30, java.util.concurrent.TimeUnit.SECONDS); // a retry gets through
+    assertThat(o.diskProblem()).isEmpty();
+    assertThat(o.waitingForDisk()).isZero();
+    closeAll();
+    assertThat(OutboxView.read(dir()).find("r")).as("on disk now").isPresent();
+  }
+
+  @Test
+  void a_result_still_waiting_for_the_disk_at_close_fails_its_hold() throws Exception {
+    DurableOutbox o = open(Durability.WRITES);
+    Path outboxDir = dir().resolve("outbox");
+    Files.delete(outboxDir);
+    Files.writeString(outboxDir, "not a directory");
+    try {
+      CompletableFuture<Void> held = o.holdAsync(result("w", "idempotent_write", "{}"));
+      dev.phrony.worker.Await.until("the write failed", () -> o.waitingForDisk() == 1);
+      o.close();
+      assertThat(held).isCompletedExceptionally();
     } finally {
       Files.delete(outboxDir);
       Files.createDirectory(outboxDir);

@@ -107,4 +107,65 @@ class DurableDispatchTest {
       sink.assertNothingMore();
     }
   }
+
+  /** The outbox folder replaced by a file: every write fails, as on a full disk. */
+  private static void breakDisk(Path outboxDir) throws java.io.IOException {
+    java.nio.file.Files.delete(outboxDir);
+    java.nio.file.Files.writeString(outboxDir, "not a directory");
+  }
+
+  private static void repairDisk(Path outboxDir) throws java.io.IOException {
+    java.nio.file.Files.delete(outboxDir);
+    java.nio.file.Files.createDirectory(outboxDir);
+  }
+
+  @Test
+  void under_durability_all_a_result_the_disk_refuses_is_sent_only_once_it_is_written()
+      throws Exception {
+    try (StateDir sd = StateDir.open(dir);
+        DurableOutbox outbox = DurableOutbox.open(sd, DurableOutbox.Options.defaults()
+            .withDurability(dev.phrony.worker.outbox.Durability.ALL))) {
+      TestHandler h = new TestHandler("pay", "1.0.0", 4, SideEffectClass.READ_ONLY,
+          call -> ToolResult.json("{\"n\":1}"));
+      Dispatcher d = dispatcher(outbox, h);
+      Path outboxDir = dir.resolve("outbox");
+      breakDisk(outboxDir);
+      d.onInvoke(invoke("r-1"), sink);
+      dev.phrony.worker.Await.until("the write failed", () -> outbox.waitingForDisk() == 1);
+      assertThat(h.runs).hasValue(1);
+      d.execute(sink::assertNothingMore); // after the dispatcher has seen the failure
+      assertThat(outbox.diskProblem()).isPresent();
+
+      repairDisk(outboxDir);
+      assertThat(sink.next()).isInstanceOfSatisfying(FakeSink.Result.class,
+          r -> assertThat(r.held().callId()).isEqualTo("r-1"));
+      assertThat(outbox.diskProblem()).isEmpty();
+      assertThat(outbox.entries()).singleElement()
+          .satisfies(e -> assertThat(e.durable()).isTrue());
+    }
+  }
+
+  @Test
+  void an_intent_the_disk_refuses_tells_the_model_why_without_a_host_path() throws Exception {
+    try (StateDir sd = StateDir.open(dir);
+        DurableOutbox outbox = DurableOutbox.open(sd, DurableOutbox.Options.defaults())) {
+      TestHandler h = payment(call -> ToolResult.json("{}"));
+      Dispatcher d = dispatcher(outbox, h);
+      Path outboxDir = dir.resolve("outbox");
+      breakDisk(outboxDir);
+      try {
+        d.onInvoke(invoke("pay-1"), sink);
+        assertThat(sink.next()).isInstanceOfSatisfying(FakeSink.Result.class, r -> {
+          var err = (dev.phrony.worker.call.CallOutcome.Error) r.held().outcome();
+          assertThat(err.code()).isEqualTo("intent_not_durable");
+          assertThat(err.message()).startsWith("the worker could not record its intent durably,"
+              + " so it did not run the call: ").doesNotContain(dir.toString())
+              .doesNotContain("/");
+        });
+        assertThat(h.runs).hasValue(0);
+      } finally {
+        repairDisk(outboxDir);
+      }
+    }
+  }
 }

@@ -90,4 +90,40 @@ class WorkClientOpsTest {
     assertThat(client.readiness().ready()).isFalse();
     drain.join(WAIT.toMillis());
   }
+
+  @Test
+  void not_ready_while_the_outbox_cannot_write_and_ready_again_once_it_can(
+      @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+    rt = LocalRuntime.builder().port(0).start();
+    TestHandler echo = TestHandler.of("echo", 4, call -> ToolResult.json(call.argsBytes()));
+    try (var sd = dev.phrony.worker.state.StateDir.open(dir);
+        var outbox = dev.phrony.worker.outbox.DurableOutbox.open(sd,
+            dev.phrony.worker.outbox.DurableOutbox.Options.defaults()
+                .withDurability(dev.phrony.worker.outbox.Durability.ALL))) {
+      metrics.bindOutbox(outbox);
+      client = new WorkClient(WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", "")),
+          TestHandler.catalog(echo), outbox, null, bound -> bound / 2, metrics);
+      client.start();
+      Await.until("ready", () -> client.readiness().ready(), WAIT);
+      java.nio.file.Path outboxDir = dir.resolve("outbox");
+      java.nio.file.Files.delete(outboxDir);
+      java.nio.file.Files.writeString(outboxDir, "a file where the folder was: writes fail");
+
+      var pending = rt.dispatch(Call.of("echo", "1.0.0", "{\"a\":1}"));
+      Await.until("not ready", () -> !client.readiness().ready(), WAIT);
+      assertThat(client.readiness().reason()).startsWith("the outbox cannot write its results");
+      assertThat(pending).as("nothing un-persisted is sent").isNotDone();
+      assertThat(registry.get(MicrometerMetrics.OUTBOX_WAITING_FOR_DISK).gauge().value())
+          .isEqualTo(1);
+      assertThat(registry.get(MicrometerMetrics.OUTBOX_DURABILITY_FAILURES).functionCounter()
+          .count()).isPositive();
+
+      java.nio.file.Files.delete(outboxDir);
+      java.nio.file.Files.createDirectory(outboxDir);
+      assertThat(pending.get(20, TimeUnit.SECONDS).text()).isEqualTo("{\"a\":1}");
+      Await.until("ready again", () -> client.readiness().ready(), WAIT);
+      client.close();
+      client = null;
+    }
+  }
 }
