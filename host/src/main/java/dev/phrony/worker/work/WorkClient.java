@@ -10,6 +10,7 @@ import dev.phrony.worker.outbox.ResultOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.time.ExecutorScheduler;
 import dev.phrony.worker.time.Scheduler;
+import dev.phrony.worker.transport.TlsFailure;
 import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
@@ -79,6 +80,7 @@ public final class WorkClient implements AutoCloseable {
   private final Executor writes;
   private final Dispatcher dispatcher;
   private final ResultOutbox outbox;
+  private volatile String lastTlsProblem;
   private final WorkerMetrics metrics;
   private final AtomicInteger reconnects = new AtomicInteger();
   private volatile WorkSession session;
@@ -226,6 +228,15 @@ public final class WorkClient implements AutoCloseable {
     reconnects.incrementAndGet();
     lastEnd = end.reason();
     metrics.reconnect(end.cause());
+    Optional<TlsFailure> tls = TlsFailure.of(end.status().getCause());
+    if (tls.isPresent() && !tls.get().problem().equals(lastTlsProblem)) {
+      // Once per distinct problem: retried forever, the cause would otherwise never show.
+      lastTlsProblem = tls.get().problem();
+      log.warn("TLS to {} failed: {} (cause: {})", options.target(), tls.get().problem(),
+          tls.get().chain());
+    } else if (tls.isEmpty() && end.registered()) {
+      lastTlsProblem = null;
+    }
     log.info("reconnect in {} ms because {}", delay.toMillis(), end.reason());
     reconnect = scheduler.schedule(this::connect, delay);
   }

@@ -144,6 +144,14 @@ class TransportSecurityTest {
     Await.until("two failed attempts", () -> w.reconnects() >= 2, WAIT);
     assertThat(w.registered()).isFalse();
     assertThat(reconnects("unavailable")).isGreaterThanOrEqualTo(2);
+    assertThat(tlsWarnings()).as("once, not at every attempt").singleElement().asString()
+        .contains("is not signed by a CA this worker trusts: set --tls-ca")
+        .contains("(cause: ").containsIgnoringCase("certification path");
+  }
+
+  private List<String> tlsWarnings() {
+    return List.copyOf(logs.list).stream().filter(e -> e.getLevel() == Level.WARN)
+        .map(ILoggingEvent::getFormattedMessage).filter(m -> m.startsWith("TLS to ")).toList();
   }
 
   @Test
@@ -154,6 +162,8 @@ class TransportSecurityTest {
     Await.until("anonymous refused twice", () -> anonymous.reconnects() >= 2, WAIT);
     assertThat(anonymous.registered()).isFalse();
     anonymous.close();
+    assertThat(tlsWarnings()).as("%s", tlsWarnings()).isNotEmpty().allSatisfy(m -> assertThat(m)
+        .contains("refused this worker's client certificate, or wants one: set --tls-cert"));
 
     WorkClient foreign = worker(rt, tls(serverCa.caPem(), stranger, null));
     Await.until("stranger refused twice", () -> foreign.reconnects() >= 2, WAIT);
