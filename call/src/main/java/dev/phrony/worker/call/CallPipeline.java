@@ -69,7 +69,9 @@ public final class CallPipeline {
   /** Null when {@code args} may reach the handler; else what to answer instead. */
   public Refusal checkArgs(ByteBuffer args, ArgsCheck check) {
     if (!codec.isJson(args)) {
-      return new Refusal(true, INVALID_ARGS, "arguments are not valid JSON");
+      String why = codec.jsonProblem(args);
+      return new Refusal(true, INVALID_ARGS, why == null || why.equals("not valid JSON")
+          ? "arguments are not valid JSON" : "arguments cannot be read: " + why);
     }
     String violation = check.violation(args.duplicate());
     return violation == null ? null

@@ -3,11 +3,13 @@ package dev.phrony.worker.call;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.core.util.JsonRecyclerPools;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonMappingException;
-import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import dev.phrony.worker.api.ToolException;
 import java.io.IOException;
@@ -90,15 +92,47 @@ public final class JsonCodec {
 
   /** True if {@code source} holds exactly one JSON value, as Jackson reads it. */
   private static boolean parses(Source source) {
+    return problem(source) == null;
+  }
+
+  /** Why {@code source} is not exactly one JSON value as Jackson reads it; null if it is. */
+  private static String problem(Source source) {
     try (JsonParser p = source.open()) {
       if (p.nextToken() == null) {
-        return false;
+        return "empty";
       }
       p.skipChildren();
-      return p.nextToken() == null;
+      return p.nextToken() == null ? null : "more than one JSON value";
+    } catch (StreamConstraintsException e) {
+      StreamReadConstraints limits = StreamReadConstraints.defaults();
+      String m = String.valueOf(e.getOriginalMessage());
+      if (m.contains("nesting depth")) {
+        return "nesting too deep (limit " + limits.getMaxNestingDepth() + " levels)";
+      }
+      if (m.contains("Number value length")) {
+        return "a number too long (limit " + limits.getMaxNumberLength() + " digits)";
+      }
+      if (m.contains("String value length")) {
+        return "a string too long (limit " + limits.getMaxStringLength() + " characters)";
+      }
+      if (m.contains("Name length")) {
+        return "a field name too long (limit " + limits.getMaxNameLength() + " characters)";
+      }
+      return "beyond the parser's limits";
     } catch (IOException e) {
-      return false;
+      return "not valid JSON";
     }
+  }
+
+  /**
+   * Null if {@code bytes} hold exactly one JSON value; else why not, in words for the model:
+   * {@code not valid JSON}, {@code nesting too deep (limit 1000 levels)}.
+   */
+  public String jsonProblem(ByteBuffer bytes) {
+    if (isJson(bytes)) {
+      return null;
+    }
+    return problem(() -> mapper.getFactory().createParser(input(bytes)));
   }
 
   /**
@@ -117,6 +151,9 @@ public final class JsonCodec {
       throw new ToolException(ToolException.INVALID_ARGS, pointer(e) + ": not a valid value"
           + (e.getCause() == null || e.getCause().getMessage() == null ? ""
               : " (" + e.getCause().getMessage() + ")"), e);
+    } catch (StreamConstraintsException e) {
+      throw new ToolException(ToolException.INVALID_ARGS, "arguments cannot be read: "
+          + problem(() -> mapper.getFactory().createParser(input(json))), e);
     } catch (JsonProcessingException e) {
       throw new ToolException(ToolException.INVALID_ARGS, "arguments are not valid JSON", e);
     } catch (IOException e) {

@@ -88,6 +88,19 @@ class CallPipelineTest {
   }
 
   @Test
+  void arguments_nested_beyond_the_parsers_limit_say_so_not_invalid_json() {
+    String deep = "[".repeat(5_000) + "]".repeat(5_000);
+    assertThat(pipeline.checkArgs(utf8(deep), ArgsCheck.NONE)).isEqualTo(
+        new CallPipeline.Refusal(true, "invalid_args",
+            "arguments cannot be read: nesting too deep (limit 1000 levels)"));
+    String deepObject = "{\"a\":".repeat(2_000) + "1" + "}".repeat(2_000);
+    assertThat(pipeline.checkArgs(utf8(deepObject), ArgsCheck.NONE).message())
+        .isEqualTo("arguments cannot be read: nesting too deep (limit 1000 levels)");
+    assertThat(pipeline.checkArgs(utf8("[".repeat(999) + "]".repeat(999)), ArgsCheck.NONE))
+        .isNull();
+  }
+
+  @Test
   void arguments_are_refused_as_nack_when_not_json_and_as_error_when_off_schema() {
     assertThat(pipeline.checkArgs(utf8("{"), ArgsCheck.NONE))
         .isEqualTo(new CallPipeline.Refusal(true, "invalid_args", "arguments are not valid JSON"));
