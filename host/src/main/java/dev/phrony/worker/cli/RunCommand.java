@@ -106,6 +106,7 @@ final class RunCommand implements Callable<Integer> {
       WorkClient client = newClient(config, workOptions, applied.served(), outbox, metrics);
       metrics.bindRegistered(client::registered);
       metrics.bindOutbox(outbox);
+      metrics.bindRunaway(client.dispatcher()::runningApart);
       try (OpsHttpServer http = startHttp(config, registry, client)) {
         CountDownLatch stopped = new CountDownLatch(1);
         ShutdownSignals.install(() -> {
@@ -195,6 +196,7 @@ final class RunCommand implements Callable<Integer> {
         .withMaxResultBytes(config.maxResultSize())
         .withMaxInboundBytes(config.maxInboundSize())
         .withExposeInternalErrors(config.exposeInternalErrors())
+        .withMaxRunaway(config.maxRunawayHandlers())
         .withTransport(config.transport());
   }
 }

@@ -93,6 +93,14 @@ final class RunOptions {
           + "exception under that ref, since its text may hold secrets.")
   boolean exposeInternalErrors;
 
+  @Option(names = "--max-runaway-handlers", paramLabel = "N",
+      defaultValue = "" + WorkOptions.DEFAULT_MAX_RUNAWAY,
+      description = "Handlers that ignored a cancel or deadline and still run (their results are "
+          + "dropped) above which the worker reports not-ready on /readyz (default: "
+          + "${DEFAULT-VALUE}). Each one holds a thread and whatever it holds; restart the worker "
+          + "to end them.")
+  int maxRunawayHandlers;
+
   @Option(names = "--keepalive", paramLabel = "DURATION", converter = DurationParser.class,
       description = "HTTP/2 keepalive ping interval; off by default. Under 5 minutes the "
           + "runtime's grpc-go server may answer too_many_pings and end the stream.")

@@ -149,6 +149,12 @@ final class WorkerSettings {
       problems.add(origin.apply("max-inbound-size") + ": " + o.maxInboundSize
           + " is too small: at least " + WorkOptions.RUNTIME_MAX_MESSAGE_BYTES + " bytes (4 MiB)");
     }
+    if (o.maxRunawayHandlers < 0) {
+      problems.add(settings.stream().filter(x -> x.key().equals("max-runaway-handlers"))
+          .findFirst().map(x -> WorkerConfig.origin(x.key(), x.source()))
+          .orElse("--max-runaway-handlers") + ": " + o.maxRunawayHandlers
+          + " is negative: use 0 or more");
+    }
     if (!problems.isEmpty()) {
       throw new ConfigException(problems);
     }
@@ -158,7 +164,8 @@ final class WorkerSettings {
     return new WorkerConfig(pluginsDir, o.plugins.strict(), stateDir, o.durability,
         o.orphanRetention, o.runtime, nonBlank(o.workerId), nonBlank(o.workloadIdentity),
         nonBlank(o.imageDigest), o.drainTimeout, o.maxResultSize, o.maxInboundSize,
-        o.exposeInternalErrors, Optional.ofNullable(o.keepalive), ListenAddress.parse(o.http),
+        o.exposeInternalErrors, o.maxRunawayHandlers, Optional.ofNullable(o.keepalive),
+        ListenAddress.parse(o.http),
         o.logFormat, o.logLevel, transport, handlerRules, configFile, settings);
   }
 

@@ -28,6 +28,8 @@ import java.util.Optional;
  * @param maxResultSize largest result payload in bytes
  * @param maxInboundSize largest invoke in bytes
  * @param exposeInternalErrors tell the model the class and message of an unexpected exception
+ * @param maxRunawayHandlers handlers still running after a cancel or deadline above which the
+ *     worker is not ready
  * @param keepalive HTTP/2 keepalive interval, when on
  * @param http where the probe and metrics endpoint listens, when on
  * @param logFormat log line format
@@ -51,6 +53,7 @@ public record WorkerConfig(
     int maxResultSize,
     int maxInboundSize,
     boolean exposeInternalErrors,
+    int maxRunawayHandlers,
     Optional<Duration> keepalive,
     Optional<ListenAddress> http,
     LogFormat logFormat,

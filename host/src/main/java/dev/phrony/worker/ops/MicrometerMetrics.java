@@ -54,6 +54,7 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
   public static final String SLOTS_MAX = "phrony.worker.slots.max";
   public static final String SLOTS_IN_USE_RATIO = "phrony.worker.slots.in.use.ratio";
   public static final String OUTBOX_ENTRIES = "phrony.worker.outbox.entries";
+  public static final String HANDLERS_RUNAWAY = "phrony.worker.handlers.runaway";
   public static final String OUTBOX_DURABILITY_FAILURES = "phrony.worker.outbox.durability.failures";
   public static final String OUTBOX_WAITING_FOR_DISK = "phrony.worker.outbox.waiting.for.disk";
   public static final String RECONNECTS = "phrony.worker.stream.reconnects";
@@ -171,6 +172,16 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
   public void bindRegistered(BooleanSupplier registered) {
     Gauge.builder(REGISTERED, registered, r -> r.getAsBoolean() ? 1 : 0)
         .description("1 while registered with the runtime on a live stream")
+        .strongReference(true).register(registry);
+  }
+
+  /**
+   * {@code phrony_worker_handlers_runaway}: handlers that ignored a cancel or a deadline and
+   * still run, each holding a thread.
+   */
+  public void bindRunaway(java.util.function.IntSupplier runaway) {
+    Gauge.builder(HANDLERS_RUNAWAY, runaway, r -> r.getAsInt())
+        .description("Handlers still running after their call was cancelled or timed out")
         .strongReference(true).register(registry);
   }
 

@@ -227,7 +227,7 @@ public final class Dispatcher {
   }
 
   /** Handlers whose call was cancelled (or outlived its deadline) and that still run. */
-  int runningApart() {
+  public int runningApart() {
     return apart;
   }
 

@@ -365,6 +365,12 @@ public final class WorkClient implements AutoCloseable {
       return Readiness.notReady("lease not renewed: no heartbeat_ack for a lease TTL of "
           + s.heartbeat().ttl().toMillis() + " ms");
     }
+    int runaway = dispatcher.runningApart();
+    if (runaway > options.maxRunaway()) {
+      return Readiness.notReady(runaway + " handlers still run after their call was cancelled or"
+          + " timed out (they ignore interrupts; more than --max-runaway-handlers "
+          + options.maxRunaway() + "): fix the plugin, restart the worker to end them");
+    }
     Optional<String> disk = outbox.diskProblem();
     if (disk.isPresent()) {
       return Readiness.notReady("the outbox cannot write its results to disk (" + disk.get()

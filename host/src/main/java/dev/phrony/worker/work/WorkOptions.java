@@ -21,6 +21,8 @@ import java.util.Optional;
  * @param transport plaintext or TLS, and the bearer token
  * @param exposeInternalErrors tell the model the class and message of a handler's unexpected
  *     exception (development); off, it gets a reference to the log line only
+ * @param maxRunaway handlers still running after their call was cancelled or timed out (they
+ *     ignored the interrupt) above which the worker reports not-ready
  */
 public record WorkOptions(
     String target,
@@ -32,7 +34,8 @@ public record WorkOptions(
     Duration backoffInitial,
     Duration backoffMax,
     Transport transport,
-    boolean exposeInternalErrors) {
+    boolean exposeInternalErrors,
+    int maxRunaway) {
 
   /** gRPC's default receive limit, which the runtime applies to what workers send. */
   public static final int RUNTIME_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -42,6 +45,7 @@ public record WorkOptions(
   public static final int DEFAULT_MAX_INBOUND_BYTES = 64 * 1024 * 1024;
   public static final Duration DEFAULT_DRAIN_TIMEOUT = Duration.ofSeconds(30);
   public static final Duration MIN_SAFE_KEEPALIVE = Duration.ofMinutes(5);
+  public static final int DEFAULT_MAX_RUNAWAY = 16;
 
   public WorkOptions {
     Objects.requireNonNull(target, "target");
@@ -54,6 +58,9 @@ public record WorkOptions(
       throw new IllegalArgumentException("max result size must be between 1 and "
           + DEFAULT_MAX_RESULT_BYTES + " bytes (the runtime accepts messages up to 4 MiB)");
     }
+    if (maxRunaway < 0) {
+      throw new IllegalArgumentException("max runaway handlers must not be negative");
+    }
     if (maxInboundBytes < RUNTIME_MAX_MESSAGE_BYTES) {
       throw new IllegalArgumentException("max inbound size must be at least 4 MiB");
     }
@@ -63,41 +70,46 @@ public record WorkOptions(
   public static WorkOptions defaults(String target, WorkerIdentity identity) {
     return new WorkOptions(target, identity, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_INBOUND_BYTES,
         DEFAULT_MAX_RESULT_BYTES, Optional.empty(), Duration.ofMillis(250), Duration.ofSeconds(30),
-        Transport.plaintext(), false);
+        Transport.plaintext(), false, DEFAULT_MAX_RUNAWAY);
   }
 
   public WorkOptions withDrainTimeout(Duration d) {
     return new WorkOptions(target, identity, d, maxInboundBytes, maxResultBytes, keepAlive,
-        backoffInitial, backoffMax, transport, exposeInternalErrors);
+        backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway);
   }
 
   public WorkOptions withMaxResultBytes(int bytes) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, bytes, keepAlive,
-        backoffInitial, backoffMax, transport, exposeInternalErrors);
+        backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway);
   }
 
   public WorkOptions withMaxInboundBytes(int bytes) {
     return new WorkOptions(target, identity, drainTimeout, bytes, maxResultBytes, keepAlive,
-        backoffInitial, backoffMax, transport, exposeInternalErrors);
+        backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway);
   }
 
   public WorkOptions withKeepAlive(Optional<Duration> interval) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        interval, backoffInitial, backoffMax, transport, exposeInternalErrors);
+        interval, backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway);
   }
 
   public WorkOptions withBackoff(Duration initial, Duration max) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, initial, max, transport, exposeInternalErrors);
+        keepAlive, initial, max, transport, exposeInternalErrors, maxRunaway);
   }
 
   public WorkOptions withTransport(Transport t) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, backoffInitial, backoffMax, t, exposeInternalErrors);
+        keepAlive, backoffInitial, backoffMax, t, exposeInternalErrors, maxRunaway);
   }
 
   public WorkOptions withExposeInternalErrors(boolean expose) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, backoffInitial, backoffMax, transport, expose);
+        keepAlive, backoffInitial, backoffMax, transport, expose, maxRunaway);
+  }
+
+  public WorkOptions withMaxRunaway(int max) {
+    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
+        keepAlive, backoffInitial, backoffMax, transport, exposeInternalErrors, max);
   }
 }

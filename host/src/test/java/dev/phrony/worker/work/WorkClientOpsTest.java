@@ -126,4 +126,43 @@ class WorkClientOpsTest {
       client = null;
     }
   }
+
+  @Test
+  void handlers_that_outlive_their_cancel_are_counted_and_make_the_worker_not_ready_above_the_cap()
+      throws Exception {
+    rt = LocalRuntime.builder().port(0).start();
+    java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
+    TestHandler stubborn = TestHandler.of("stubborn", 4, call -> {
+      while (letGo.getCount() > 0) {
+        try {
+          letGo.await();
+        } catch (InterruptedException ignored) {
+          // the defect under test: a handler that swallows the cancel
+        }
+      }
+      return ToolResult.json("{}");
+    });
+    client = new WorkClient(WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", ""))
+        .withMaxRunaway(0), TestHandler.catalog(stubborn), new MemoryOutbox(), null,
+        bound -> bound / 2, metrics);
+    metrics.bindRunaway(client.dispatcher()::runningApart);
+    client.start();
+    Await.until("ready", () -> client.readiness().ready(), WAIT);
+    try {
+      var call = rt.dispatch(Call.of("c-1", "s-1", "stubborn", "1.0.0", "{}"));
+      Await.until("running", () -> rt.worker("w1").map(w -> w.inFlight() == 1).orElse(false),
+          WAIT);
+      rt.cancelSession("s-1");
+      call.get(20, TimeUnit.SECONDS);
+      Await.until("counted as a runaway", () -> registry.get(MicrometerMetrics.HANDLERS_RUNAWAY)
+          .gauge().value() == 1, WAIT);
+      assertThat(client.readiness().ready()).isFalse();
+      assertThat(client.readiness().reason()).startsWith("1 handlers still run after their call"
+          + " was cancelled or timed out");
+    } finally {
+      letGo.countDown();
+    }
+    Await.until("ready once it returns", () -> client.readiness().ready(), WAIT);
+    assertThat(registry.get(MicrometerMetrics.HANDLERS_RUNAWAY).gauge().value()).isZero();
+  }
 }
