@@ -57,6 +57,7 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
   public static final String HANDLERS_RUNAWAY = "phrony.worker.handlers.runaway";
   public static final String OUTBOX_DURABILITY_FAILURES = "phrony.worker.outbox.durability.failures";
   public static final String OUTBOX_WAITING_FOR_DISK = "phrony.worker.outbox.waiting.for.disk";
+  public static final String OUTBOX_FLUSHES = "phrony.worker.outbox.flushes";
   public static final String RECONNECTS = "phrony.worker.stream.reconnects";
   public static final String HEARTBEAT_ROUND_TRIP = "phrony.worker.heartbeat.round.trip";
   public static final String REGISTERED = "phrony.worker.registered";
@@ -208,6 +209,9 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
     };
     FunctionCounter.builder(OUTBOX_DURABILITY_FAILURES, outbox, DurableOutbox::durabilityFailures)
         .description("Durable results whose write to disk failed (each failed retry counts)")
+        .register(registry);
+    FunctionCounter.builder(OUTBOX_FLUSHES, outbox, DurableOutbox::flushCount)
+        .description("Device flushes (fdatasync/fsync) of the outbox's files")
         .register(registry);
     Gauge.builder(OUTBOX_WAITING_FOR_DISK, outbox, DurableOutbox::waitingForDisk)
         .description("Durable results held and not sent because the disk refuses them")

@@ -224,12 +224,12 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     }
     written.whenComplete((v, e) -> {
       if (e == null) {
+        diskRecovered(); // before the holds complete: whoever waits on one sees it ready
         for (Waiting w : batch) {
           onDisk.add(w.result().callId());
           held(w.result());
           w.done().complete(null);
         }
-        diskRecovered();
       } else {
         diskFailed(batch, e instanceof CompletionException && e.getCause() != null
             ? e.getCause() : e);

@@ -42,16 +42,19 @@ import org.slf4j.LoggerFactory;
  * The outbox's files: an append-only log of immutable, numbered files in one directory.
  *
  * <p><b>Group commit.</b> One writer thread takes everything queued since its last write and
- * publishes it as one new file {@code <seq>.batch}: written to {@code <seq>.batch.tmp}, forced,
- * renamed into place, and the directory forced. Callers of {@link #append} block until the file
- * holding their record is published, so many concurrent appends share two flushes.
+ * appends it to the newest file {@code <seq>.batch} with one {@code fdatasync}; callers of
+ * {@link #append} block until their batch is on the device, so concurrent appends share one
+ * flush. A batch file is created (header only) as {@code <seq>.batch.tmp}, forced, renamed into
+ * place and the directory forced, and is appended to until it reaches the segment size; a new
+ * one starts then, after a compaction, and at every start.
  * {@link #appendLater} records (release, orphan, drop) ride along with the next batch, or are
  * written after a short linger; losing one to a crash is harmless (a released result comes back
  * held and is acknowledged again; a dropped intent comes back interrupted).
  *
- * <p><b>Crash safety.</b> A file is only ever visible under its final name complete and forced,
- * so a crash (kill -9 or power loss) leaves either the whole batch or none of it; an unpublished
- * {@code .tmp} is discarded at the next start (its appenders never returned).
+ * <p><b>Crash safety.</b> A file is only ever visible under its final name with its header
+ * forced; a crash (kill -9 or power loss) during an append leaves the newest file with a torn
+ * end, which the next start cuts off: its appenders never returned, so nothing of it was acted
+ * on. An unpublished {@code .tmp} is discarded the same way. A failed append is cut off at once.
  *
  * <p><b>Compaction.</b> When enough files are mostly dead, the writer writes the live state as
  * one {@code <seq>.snap} (published the same way) and then deletes the older files. A reader uses
@@ -67,16 +70,31 @@ final class OutboxLog implements AutoCloseable {
   static final String BATCH_EXT = ".batch";
   static final String SNAP_EXT = ".snap";
   static final String TMP_EXT = ".tmp";
+  /** Smaller segments (tests: a file per batch) are not preallocated. */
+  private static final long PREALLOCATE_FROM = 64 << 10;
   private static final Pattern NAME = Pattern.compile("(\\d{20})(\\.batch|\\.snap)");
   private static final DateTimeFormatter STAMP =
       DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'", Locale.ROOT).withZone(ZoneOffset.UTC);
 
-  /** When the writer compacts and how long lazy records wait. */
-  record Tuning(int minFilesToCompact, int maxFiles, long lingerNanos, boolean compactOnClose) {
-    static final Tuning DEFAULT = new Tuning(32, 1024, TimeUnit.MILLISECONDS.toNanos(50), true);
+  /**
+   * When the writer compacts, how long lazy records wait, and how large a batch file grows.
+   *
+   * @param segmentBytes batches are appended to the newest file until it reaches this size;
+   *     1 gives every batch a file of its own
+   */
+  record Tuning(int minFilesToCompact, int maxFiles, long lingerNanos, boolean compactOnClose,
+      long segmentBytes) {
+    static final Tuning DEFAULT = new Tuning(32, 1024, TimeUnit.MILLISECONDS.toNanos(50), true,
+        4L << 20);
 
+    /** A file per batch. */
     Tuning(int minFilesToCompact, int maxFiles, long lingerNanos) {
-      this(minFilesToCompact, maxFiles, lingerNanos, true);
+      this(minFilesToCompact, maxFiles, lingerNanos, true, 1);
+    }
+
+    /** A file per batch. */
+    Tuning(int minFilesToCompact, int maxFiles, long lingerNanos, boolean compactOnClose) {
+      this(minFilesToCompact, maxFiles, lingerNanos, compactOnClose, 1);
     }
   }
 
@@ -156,22 +174,37 @@ final class OutboxLog implements AutoCloseable {
     // Damaged records' call ids that no later intact record settles: each of those calls may
     // have run, so it must not run again.
     Map<String, Salvage> unsettled = new LinkedHashMap<>();
+    LogFile newest = files.isEmpty() ? null : files.getLast();
     for (LogFile f : files.subList(base, files.size())) {
       byte[] bytes = Files.readAllBytes(f.path());
-      LogFile sized = new LogFile(f.seq(), f.path(), bytes.length, f.snapshot());
-      live.add(sized);
       Instant written = RecordCodec.createdAt(bytes).orElse(Instant.EPOCH);
       List<String> found = new ArrayList<>();
-      parse(sized, bytes, found, r -> {
-        state.apply(r);
-        if (!(r instanceof LogRecord.Orphan) && !(r instanceof LogRecord.Interrupted)) {
-          unsettled.remove(r.callId());
+      boolean mayBeTorn = f == newest && !f.snapshot() && !misnamed.contains(f.path());
+      int torn = parse(new LogFile(f.seq(), f.path(), bytes.length, f.snapshot()), bytes, found,
+          r -> {
+            state.apply(r);
+            if (!(r instanceof LogRecord.Orphan) && !(r instanceof LogRecord.Interrupted)) {
+              unsettled.remove(r.callId());
+            }
+          }, salvaged -> {
+            if (salvaged.mustNotRerun()) {
+              unsettled.put(salvaged.callId(), new Salvage(salvaged, written, f.path()));
+            }
+          }, mayBeTorn);
+      long size = bytes.length;
+      if (torn >= 0) {
+        log.info("outbox file {}: the last {} bytes are an append a crash cut short (its"
+            + " callers never returned){}", f.path(), bytes.length - torn,
+            cleanUp ? "; cut off" : "");
+        if (cleanUp) {
+          try (FileChannel ch = FileChannel.open(f.path(), StandardOpenOption.WRITE)) {
+            ch.truncate(torn);
+            ch.force(false);
+          }
+          size = torn;
         }
-      }, salvaged -> {
-        if (salvaged.mustNotRerun()) {
-          unsettled.put(salvaged.callId(), new Salvage(salvaged, written, f.path()));
-        }
-      });
+      }
+      live.add(new LogFile(f.seq(), f.path(), size, f.snapshot()));
       if (!found.isEmpty()) {
         problems.computeIfAbsent(f.path(), k -> new ArrayList<>()).addAll(found);
       }
@@ -229,6 +262,16 @@ final class OutboxLog implements AutoCloseable {
    */
   static void parse(LogFile f, byte[] a, List<String> problems, Consumer<LogRecord> records,
       Consumer<RecordCodec.Salvaged> salvaged) {
+    parse(f, a, problems, records, salvaged, false);
+  }
+
+  /**
+   * The same; with {@code mayBeTorn} (the newest batch file, the one appended to), damage that
+   * runs to the end of the file is an append a crash cut short: not reported, and its offset
+   * returned. Returns -1 when the file has no such end.
+   */
+  static int parse(LogFile f, byte[] a, List<String> problems, Consumer<LogRecord> records,
+      Consumer<RecordCodec.Salvaged> salvaged, boolean mayBeTorn) {
     String where = Printable.of(f.path().getFileName().toString());
     ByteBuffer buf = ByteBuffer.wrap(a);
     try {
@@ -279,15 +322,19 @@ final class OutboxLog implements AutoCloseable {
         pos += RecordCodec.FRAME_BYTES + len; // its checksum holds, so its length does too
         continue;
       }
+      int next = resync(a, pos + 1);
+      if (mayBeTorn && next >= a.length) {
+        return pos; // its appenders never returned: nothing of it was acted on
+      }
       Optional<RecordCodec.Salvaged> s = RecordCodec.salvage(a, body, salvageable);
       s.ifPresent(salvaged);
-      int next = resync(a, pos + 1);
       problems.add(where + ": damaged record at offset " + pos + ": " + problem
           + s.map(OutboxLog::probably).orElse("")
           + (next < a.length ? "; resumed at offset " + next
               : "; " + (a.length - pos) + " bytes up to the end skipped"));
       pos = next;
     }
+    return -1;
   }
 
   private static String probably(RecordCodec.Salvaged s) {
@@ -327,6 +374,8 @@ final class OutboxLog implements AutoCloseable {
   private final InstantSource clock;
   private final FileChannel dirChannel;
   private final Thread writer;
+  /** Completes appenders' futures in batch order, off the writer thread. */
+  private final java.util.concurrent.ExecutorService completions;
 
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition wake = lock.newCondition();
@@ -340,6 +389,9 @@ final class OutboxLog implements AutoCloseable {
   private final List<LogFile> files;
   private long maxSeq;
   private long diskBytes;
+  /** The file batches are appended to; null until the next batch starts one. */
+  private FileChannel active;
+  private LogFile activeFile;
 
   private final AtomicLong flushes = new AtomicLong();
   private final AtomicLong batches = new AtomicLong();
@@ -356,6 +408,8 @@ final class OutboxLog implements AutoCloseable {
     this.diskBytes = files.stream().mapToLong(LogFile::bytes).sum();
     this.dirChannel = FileChannel.open(dir, StandardOpenOption.READ);
     this.writer = Thread.ofPlatform().daemon().name("phrony-outbox-writer").unstarted(this::run);
+    this.completions = java.util.concurrent.Executors.newSingleThreadExecutor(
+        Thread.ofPlatform().daemon().name("phrony-outbox-done").factory());
   }
 
   /**
@@ -388,6 +442,7 @@ final class OutboxLog implements AutoCloseable {
       }
     } catch (IOException | RuntimeException e) {
       l.dirChannel.close();
+      l.completions.shutdown();
       throw e;
     }
     l.writer.start();
@@ -507,6 +562,7 @@ final class OutboxLog implements AutoCloseable {
       }
       if (last) {
         finalCompaction();
+        closeActive();
         return;
       }
       writeBatch(batch);
@@ -521,7 +577,7 @@ final class OutboxLog implements AutoCloseable {
     IOException failure = null;
     if (!records.isEmpty()) {
       try {
-        publish(false, records);
+        appendBatch(records);
         records.forEach(state::apply);
         batches.incrementAndGet();
       } catch (IOException e) {
@@ -530,14 +586,25 @@ final class OutboxLog implements AutoCloseable {
             e.toString());
       }
     }
+    // Completed on a thread of their own: what waits on them (the dispatcher, sending results)
+    // runs there, and the writer goes straight on to the next batch.
+    IOException failed = failure;
+    List<CompletableFuture<Void>> waiting = new ArrayList<>(batch.size());
     for (Pending p : batch) {
       if (p.done != null) {
-        if (failure == null) {
-          p.done.complete(null);
-        } else {
-          p.done.completeExceptionally(failure);
-        }
+        waiting.add(p.done);
       }
+    }
+    if (!waiting.isEmpty()) {
+      completions.execute(() -> {
+        for (CompletableFuture<Void> done : waiting) {
+          if (failed == null) {
+            done.complete(null);
+          } else {
+            done.completeExceptionally(failed);
+          }
+        }
+      });
     }
     if (failure == null && shouldCompact()) {
       try {
@@ -549,11 +616,14 @@ final class OutboxLog implements AutoCloseable {
   }
 
   private boolean shouldCompact() {
-    if (files.size() < tuning.minFilesToCompact()) {
+    if (files.size() >= tuning.maxFiles()) {
+      return true;
+    }
+    if (files.size() < tuning.minFilesToCompact() && diskBytes < 2 * tuning.segmentBytes()) {
       return false;
     }
     long live = state.liveBytes();
-    return diskBytes - live >= live || files.size() >= tuning.maxFiles();
+    return diskBytes - live >= live;
   }
 
   private void finalCompaction() {
@@ -569,6 +639,7 @@ final class OutboxLog implements AutoCloseable {
 
   /** Replaces every file by one snapshot of the live state (none when nothing is live). */
   private void compact() throws IOException {
+    closeActive(); // the snapshot supersedes it; the next batch starts a new file
     List<LogFile> old = List.copyOf(files);
     LogFile snap = null;
     if (!state.isEmpty()) {
@@ -588,6 +659,95 @@ final class OutboxLog implements AutoCloseable {
     }
     compactions.incrementAndGet();
     log.debug("outbox compacted {} files into {}", old.size(), snap == null ? "none" : snap.path());
+  }
+
+  /**
+   * Appends one batch to the newest batch file (starting one if there is none, or it is full)
+   * and forces it; a failed append is cut off, so the file ends at its last whole batch.
+   */
+  private void appendBatch(List<LogRecord> records) throws IOException {
+    if (active == null) {
+      activeFile = publish(false, List.of());
+      active = FileChannel.open(activeFile.path(), StandardOpenOption.WRITE);
+      preallocate();
+    }
+    RecordCodec.Buf buf = new RecordCodec.Buf(records.size() * 256);
+    for (LogRecord r : records) {
+      RecordCodec.writeRecord(buf, r);
+    }
+    long at = activeFile.bytes();
+    try {
+      ByteBuffer b = buf.asByteBuffer();
+      long pos = at;
+      while (b.hasRemaining()) {
+        pos += active.write(b, pos);
+      }
+      active.force(false); // fdatasync: within the preallocated size, the data alone
+      flushes.incrementAndGet();
+    } catch (IOException | RuntimeException e) {
+      closeActive(); // cut back to its last whole batch; the next batch starts a new file
+      throw e;
+    }
+    LogFile grown = new LogFile(activeFile.seq(), activeFile.path(), at + buf.size(), false);
+    files.set(files.indexOf(activeFile), grown);
+    activeFile = grown;
+    diskBytes += buf.size();
+    if (grown.bytes() >= tuning.segmentBytes()) {
+      closeActive();
+    }
+  }
+
+  /**
+   * Fills a new batch file with zeros up to the segment size, so that an append changes no file
+   * metadata and its {@code fdatasync} flushes the data alone (half the cost on ext4). The zeros
+   * after the last record read as an unfinished append: cut off at rotation, or at the next start.
+   */
+  private void preallocate() throws IOException {
+    if (tuning.segmentBytes() < PREALLOCATE_FROM) {
+      return;
+    }
+    ByteBuffer zeros = ByteBuffer.allocate(256 << 10);
+    long pos = activeFile.bytes();
+    try {
+      while (pos < tuning.segmentBytes()) {
+        zeros.clear().limit((int) Math.min(zeros.capacity(), tuning.segmentBytes() - pos));
+        while (zeros.hasRemaining()) {
+          pos += active.write(zeros, pos);
+        }
+      }
+      active.force(true);
+      flushes.incrementAndGet();
+    } catch (IOException | RuntimeException e) {
+      // No room: the file goes again, so retries on a full disk leave nothing behind.
+      LogFile f = activeFile;
+      try {
+        active.close();
+      } catch (IOException closing) {
+        e.addSuppressed(closing);
+      }
+      active = null;
+      activeFile = null;
+      files.remove(f);
+      diskBytes -= f.bytes();
+      Files.deleteIfExists(f.path());
+      throw e;
+    }
+  }
+
+  private void closeActive() {
+    if (active != null) {
+      try {
+        if (active.size() > activeFile.bytes()) {
+          active.truncate(activeFile.bytes()); // a closed file ends at its last batch
+          active.force(true);
+        }
+        active.close();
+      } catch (IOException e) {
+        log.debug("closing outbox file {}: {}", activeFile.path(), e.toString());
+      }
+      active = null;
+      activeFile = null;
+    }
   }
 
   /** Writes one file: tmp, force, rename into place, force the directory. */
@@ -659,6 +819,16 @@ final class OutboxLog implements AutoCloseable {
     while (writer.isAlive()) {
       try {
         writer.join();
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    completions.shutdown(); // what is queued still runs: every appender hears back
+    while (true) {
+      try {
+        if (completions.awaitTermination(1, TimeUnit.MINUTES)) {
+          break;
+        }
       } catch (InterruptedException e) {
         interrupted = true;
       }

@@ -24,8 +24,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** Torn and corrupt files: damage is moved aside and reported, the rest loads. */
 class OutboxDamageTest {
+  /** A file per batch, never compacted: each batch's damage stays in a file of its own. */
   private static final OutboxLog.Tuning KEEP_FILES = new OutboxLog.Tuning(1_000, 100_000, 0,
-      false);
+      false, 1);
 
   @TempDir
   Path tmp;
@@ -100,8 +101,9 @@ class OutboxDamageTest {
     List<Path> batches = writeBatches(
         List.of(held("a")),
         List.of(held("b1"), held("b2"), held("b3")),
-        List.of(held("c1"), held("c2")));
-    assertThat(batches).hasSize(3);
+        List.of(held("c1"), held("c2")),
+        List.of(held("d"))); // the newest file: a torn end there is an unfinished append
+    assertThat(batches).hasSize(4);
     Path multi = batches.get(1);
     Path torn = batches.get(2);
     int b2 = frames(multi).get(1);
@@ -110,7 +112,7 @@ class OutboxDamageTest {
     truncate(torn, c2 + 30); // the file ends in the middle of c2
 
     try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
-      assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b1", "b3", "c1");
+      assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b1", "b3", "c1", "d");
       assertThat(json(o.find("b3").orElseThrow())).isEqualTo("{\"id\":\"b3\"}");
       assertThat(o.problems()).hasSize(4);
       assertThat(o.problems().get(0)).contains(multi.getFileName().toString())
@@ -142,7 +144,7 @@ class OutboxDamageTest {
     // The next start finds a clean log with the same content.
     try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
       assertThat(o.problems()).isEmpty();
-      assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b1", "b3", "c1");
+      assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b1", "b3", "c1", "d");
     }
     assertThat(files(corrupt)).hasSize(4);
   }
@@ -189,12 +191,12 @@ class OutboxDamageTest {
 
   @Test
   void the_read_only_view_reports_damage_without_moving_anything() throws IOException {
-    List<Path> batches = writeBatches(List.of(held("a"), held("b")));
+    List<Path> batches = writeBatches(List.of(held("a"), held("b")), List.of(held("c")));
     truncate(batches.get(0), Files.size(batches.get(0)) - 3);
     OutboxView view = OutboxView.read(stateDir);
-    assertThat(view.entries()).extracting(OutboxEntry::callId).containsExactly("a");
+    assertThat(view.entries()).extracting(OutboxEntry::callId).containsExactly("a", "c");
     assertThat(view.problems()).singleElement().asString().contains("truncated");
-    assertThat(files(outboxDir)).containsExactly(batches.get(0));
+    assertThat(files(outboxDir)).containsExactlyElementsOf(batches);
     assertThat(stateDir.resolve("corrupt")).doesNotExist();
   }
 
@@ -280,7 +282,7 @@ class OutboxDamageTest {
   @Test
   void a_damaged_intent_still_refuses_a_second_run_of_its_call() throws IOException {
     List<Path> batches = writeBatches(List.of(held("a"), intent("w-1"), held("b")),
-        List.of(intent("w-2")));
+        List.of(intent("w-2")), List.of(held("z")));
     Path multi = batches.get(0);
     int w1 = frames(multi).get(1);
     // The start time, well after the call id: the checksum fails, the id still reads.
@@ -289,7 +291,7 @@ class OutboxDamageTest {
     truncate(torn, frames(torn).get(0) + RecordCodec.FRAME_BYTES + 1 + 4 + 3 + 2);
 
     try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
-      assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b");
+      assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b", "z");
       assertThat(o.wasInterrupted("w-1")).as("a checksum mismatch").isTrue();
       assertThat(o.wasInterrupted("w-2")).as("a torn tail").isTrue();
       assertThat(o.problems()).anySatisfy(p -> assertThat(p).contains("checksum mismatch")
@@ -314,5 +316,23 @@ class OutboxDamageTest {
       assertThat(o.pendingIds()).containsExactly("a");
       assertThat(o.interruptedIds()).as("running it again is safe").isEmpty();
     }
+  }
+
+  @Test
+  void a_torn_end_of_the_newest_file_is_an_unfinished_append_cut_off_without_a_report()
+      throws IOException {
+    List<Path> batches = writeBatches(List.of(held("a")), List.of(intent("w-1"), held("b")));
+    Path newest = batches.get(1);
+    int w1 = frames(newest).get(0);
+    truncate(newest, w1 + RecordCodec.FRAME_BYTES + 20); // a crash during its append
+
+    assertThat(OutboxView.read(stateDir).problems()).as("a reader sees no damage").isEmpty();
+    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+      assertThat(o.problems()).isEmpty();
+      assertThat(o.pendingIds()).containsExactly("a");
+      assertThat(o.interruptedIds()).as("its append never returned: it never ran").isEmpty();
+      assertThat(Files.size(newest)).as("cut off at its last whole batch").isEqualTo(w1);
+    }
+    assertThat(stateDir.resolve("corrupt")).doesNotExist();
   }
 }
