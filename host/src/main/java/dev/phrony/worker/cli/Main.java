@@ -6,6 +6,6 @@ public final class Main {
 
   public static void main(String[] args) {
     ProcessGuard.install();
-    ProcessGuard.exit(PhronyWorkerCommand.newCommandLine().execute(args));
+    ProcessGuard.exit(PhronyWorkerCommand.newCommandLine(args).execute(args));
   }
 }

@@ -6,6 +6,8 @@ import dev.phrony.worker.config.ConfigException;
 import dev.phrony.worker.config.LayeredDefaults;
 import dev.phrony.worker.dev.ControlUnreachableException;
 import java.nio.file.Path;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import picocli.CommandLine;
@@ -17,9 +19,6 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     versionProvider = VersionCommand.Provider.class,
     description = "Hosts tool handlers as plugins for the Phrony agent runtime.",
-    subcommands = {VersionCommand.class, ListHandlersCommand.class, CheckCommand.class,
-        RunCommand.class, ConfigCommand.class, OutboxCommand.class, DevCommand.class,
-        CallCommand.class, NewPluginCommand.class, CommandLine.HelpCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
         "0:success",
@@ -30,6 +29,28 @@ import picocli.CommandLine.Command;
         "6:call: no phrony-worker dev at the control address",
         "70:internal error (a bug; the stack trace is printed)"})
 public final class PhronyWorkerCommand implements Runnable {
+  /**
+   * The subcommands, in the order help lists them. Added in code rather than in the annotation
+   * so that a command line built for one command ({@link #newCommandLine(String[])}) reads only
+   * that command's options: picocli builds the model of every command it is given, which cost
+   * about a fifth of a command's start (0.2 s of {@code version}, on every command).
+   */
+  static final Map<String, Class<?>> SUBCOMMANDS = subcommands();
+
+  private static Map<String, Class<?>> subcommands() {
+    Map<String, Class<?>> all = new LinkedHashMap<>();
+    all.put("version", VersionCommand.class);
+    all.put("list-handlers", ListHandlersCommand.class);
+    all.put("check", CheckCommand.class);
+    all.put("run", RunCommand.class);
+    all.put("config", ConfigCommand.class);
+    all.put("outbox", OutboxCommand.class);
+    all.put("dev", DevCommand.class);
+    all.put("call", CallCommand.class);
+    all.put("new-plugin", NewPluginCommand.class);
+    all.put("help", CommandLine.HelpCommand.class);
+    return Collections.unmodifiableMap(all);
+  }
 
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
@@ -44,25 +65,51 @@ public final class PhronyWorkerCommand implements Runnable {
    * and never call {@link System#exit}.
    */
   public static CommandLine newCommandLine() {
-    String home = System.getProperty(Distribution.HOME_PROPERTY);
-    return newCommandLine(System.getenv(),
-        home == null || home.isBlank() ? Optional.empty() : Optional.of(Path.of(home.strip())));
+    return newCommandLine(new String[0]);
   }
 
   /**
-   * The same, with the environment and the distribution's home given (tests): the settings of
-   * {@code run} and {@code config} come from flags, then {@code env}, then the config file, then
-   * defaults.
+   * The command line for running {@code args}: when they name a subcommand, only that one (and
+   * {@code run}, whose settings {@code list-handlers} reads) is built; for anything else (no
+   * command, {@code --help}, {@code help}, a typo) all of them, so help and suggestions are whole.
+   */
+  public static CommandLine newCommandLine(String[] args) {
+    String home = System.getProperty(Distribution.HOME_PROPERTY);
+    return newCommandLine(System.getenv(),
+        home == null || home.isBlank() ? Optional.empty() : Optional.of(Path.of(home.strip())),
+        args.length > 0 && !args[0].equals("help") && SUBCOMMANDS.containsKey(args[0])
+            ? Optional.of(args[0]) : Optional.empty());
+  }
+
+  /**
+   * The same, with the environment and the distribution's home given (tests), with every
+   * subcommand: the settings of {@code run} and {@code config} come from flags, then
+   * {@code env}, then the config file, then defaults.
    */
   public static CommandLine newCommandLine(Map<String, String> env, Optional<Path> home) {
+    return newCommandLine(env, home, Optional.empty());
+  }
+
+  private static CommandLine newCommandLine(Map<String, String> env, Optional<Path> home,
+      Optional<String> only) {
     CommandLine cmd = configure(new CommandLine(new PhronyWorkerCommand()));
+    SUBCOMMANDS.forEach((name, command) -> {
+      if (only.isEmpty() || only.get().equals(name)
+          || (name.equals("run") && only.get().equals("list-handlers"))) {
+        cmd.addSubcommand(name, command);
+      }
+    });
+    Map<String, CommandLine> built = cmd.getSubcommands();
     for (String name : new String[] {"run", "config"}) {
-      cmd.getSubcommands().get(name).setDefaultValueProvider(new LayeredDefaults(env, home));
+      if (built.containsKey(name)) {
+        built.get(name).setDefaultValueProvider(new LayeredDefaults(env, home));
+      }
     }
-    // list-handlers reads run's worker.yaml: its plugins folder and its handler settings.
-    cmd.getSubcommands().get("list-handlers").setDefaultValueProvider(
-        new LayeredDefaults(env, home).readingSettingsOf(
-            cmd.getSubcommands().get("run").getCommandSpec()));
+    if (built.containsKey("list-handlers")) {
+      // list-handlers reads run's worker.yaml: its plugins folder and its handler settings.
+      built.get("list-handlers").setDefaultValueProvider(new LayeredDefaults(env, home)
+          .readingSettingsOf(built.get("run").getCommandSpec()));
+    }
     return cmd;
   }
 

@@ -22,7 +22,7 @@ record CliRun(int exit, String out, String err) {
 
   /** Runs {@code phrony-worker args...} as {@code Main} would, without exiting the JVM. */
   static CliRun run(String... args) {
-    return execute(PhronyWorkerCommand.newCommandLine(), args);
+    return execute(PhronyWorkerCommand.newCommandLine(args), args);
   }
 
   JsonNode json() throws IOException {

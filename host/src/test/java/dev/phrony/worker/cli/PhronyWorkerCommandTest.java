@@ -1,0 +1,49 @@
+package dev.phrony.worker.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+class PhronyWorkerCommandTest {
+
+  @Test
+  void eachSubcommandIsListedUnderItsOwnName() {
+    PhronyWorkerCommand.SUBCOMMANDS.forEach((name, type) ->
+        assertThat(type.getAnnotation(CommandLine.Command.class).name()).as("%s", type)
+            .isEqualTo(name));
+  }
+
+  @Test
+  void aNamedCommandBuildsOnlyItself() {
+    assertThat(subcommands("run", "--plugins", "x")).containsOnlyKeys("run");
+    assertThat(subcommands("version")).containsOnlyKeys("version");
+    // list-handlers reads run's settings (its plugins folder and handler settings)
+    assertThat(subcommands("list-handlers")).containsOnlyKeys("list-handlers", "run");
+  }
+
+  @Test
+  void anythingElseBuildsAllOfThem() {
+    for (String[] args : new String[][] {{}, {"--help"}, {"help", "run"}, {"runn"}}) {
+      assertThat(subcommands(args).keySet()).as(String.join(" ", args))
+          .containsExactlyElementsOf(PhronyWorkerCommand.SUBCOMMANDS.keySet());
+    }
+  }
+
+  @Test
+  void helpAndTyposStillSeeEveryCommand() {
+    CliRun help = CliRun.run("--help");
+    assertThat(help.exit()).isZero();
+    PhronyWorkerCommand.SUBCOMMANDS.keySet().forEach(name -> assertThat(help.out())
+        .contains("  " + name));
+    CliRun typo = CliRun.run("list-handler");
+    assertThat(typo.exit()).isEqualTo(ExitCodes.USAGE);
+    assertThat(typo.err()).contains("'list-handler'");
+    assertThat(CliRun.run("help", "run").out()).contains("--plugins");
+  }
+
+  private static Map<String, CommandLine> subcommands(String... args) {
+    return PhronyWorkerCommand.newCommandLine(args).getSubcommands();
+  }
+}
