@@ -92,8 +92,8 @@ class CrashSafetyTest {
       held.add(line.substring(5));
       return 1;
     }
-    if (line.startsWith("RELEASED ")) {
-      held.remove(line.substring(9)); // a release may or may not survive: either is right
+    if (line.startsWith("RELEASING ")) {
+      held.remove(line.substring(10)); // a release may or may not survive: either is right
       return 0;
     }
     if (line.startsWith("INTENT ")) {

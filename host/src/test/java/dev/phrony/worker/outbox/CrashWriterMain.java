@@ -51,8 +51,10 @@ public final class CrashWriterMain {
               payload));
           say(out, printLock, "HELD " + id);
           if (i % 5 == 0) {
+            // Said before the call: the release may land on disk before a kill that comes
+            // between the call and a line printed after it.
+            say(out, printLock, "RELEASING " + id);
             o.release(id);
-            say(out, printLock, "RELEASED " + id);
           } else if (i % 7 == 0) {
             o.markOrphaned(id);
           }
