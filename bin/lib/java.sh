@@ -5,11 +5,16 @@
 #
 # Looks at JAVA_HOME, then java on the PATH, then the newest /usr/lib/jvm/*/bin/java.
 
+java_home_of() { # prints the home (links resolved) of the JDK or JRE whose java binary is $1
+  local real
+  real=$(readlink -f "$1" 2>/dev/null) || real=$1
+  dirname "$(dirname "$real")"
+}
+
 java_major() { # prints the major version of the java binary $1, or nothing
   # The JDK's release file answers without starting a JVM (tens of milliseconds on every launch).
-  local real rel v
-  real=$(readlink -f "$1" 2>/dev/null) || real=$1
-  rel="$(dirname "$(dirname "$real")")/release"
+  local rel v
+  rel="$(java_home_of "$1")/release"
   if [ -f "$rel" ]; then
     v=$(sed -n 's/^JAVA_VERSION="\([0-9][0-9]*\).*/\1/p' "$rel" | head -n 1)
     if [ -n "$v" ]; then echo "$v"; return 0; fi
