@@ -15,6 +15,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
@@ -165,9 +166,10 @@ public final class StateDirOption {
           + " exists; move what the old one holds by hand if you still need it", from, to);
       return;
     }
-    if (StateDir.holderPid(from).isPresent()) {
+    OptionalLong holder = StateDir.holderPid(from);
+    if (holder.isPresent()) {
       throw new UserErrorException("state dir " + from + " (the old default, inside the build"
-          + " output) is in use by process " + StateDir.holderPid(from).getAsLong()
+          + " output) is in use by process " + holder.getAsLong()
           + ": stop it first, so that its state can move to " + to);
     }
     try {
