@@ -247,6 +247,33 @@ class DurableOutboxTest {
   }
 
   @Test
+  void a_completion_callback_that_waits_for_the_log_is_refused_instead_of_hanging()
+      throws Exception {
+    DurableOutbox o = open(Durability.ALL);
+    // Holds complete on the writer thread. A callback there that waited for the log would wait
+    // for its own thread; it gets an IllegalStateException at once instead.
+    CompletableFuture<Object> onWriter = new CompletableFuture<>();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    for (int i = 0; !onWriter.isDone() && System.nanoTime() < deadline; i++) {
+      // A hold that is done before the callback is attached runs it here: try another.
+      o.holdAsync(result("cb" + i, "non_idempotent_write", "{}")).thenRun(() -> {
+        if (!Thread.currentThread().getName().equals("phrony-outbox-writer")) {
+          return;
+        }
+        try {
+          o.sync();
+          onWriter.complete("sync returned");
+        } catch (RuntimeException e) {
+          onWriter.complete(e);
+        }
+      }).get(10, TimeUnit.SECONDS);
+    }
+    assertThat(onWriter.get(10, TimeUnit.SECONDS)).isInstanceOf(IllegalStateException.class)
+        .asString().contains("a completion callback must not block");
+    o.sync(); // the writer goes on
+  }
+
+  @Test
   void concurrent_holds_are_group_committed() throws Exception {
     DurableOutbox o = open(Durability.ALL);
     int calls = 200;
