@@ -513,6 +513,11 @@ public final class Bench {
    * {@code --durability writes}).
    */
   private void durable() throws Exception {
+    // The disk alone first, on the file system the hosts' state dirs are on.
+    DiskCeiling.Run disk;
+    try (DiskCeiling ceiling = new DiskCeiling(work.resolve("disk-ceiling"))) {
+      disk = ceiling.run(16, warmup, measure);
+    }
     // Concurrency 64 needs 64 slots: an operator's override, as in production.
     List<String> wide = List.of("--handler", "payments.process-payment@1.0.0:max-concurrency=64");
     Driver.Result memory;
@@ -534,11 +539,14 @@ public final class Bench {
       double perCall16 = flushesPerCall(port);
       Map<String, Object> f = resultFigures(p);
       double ratio = p.perSecond() / memory.perSecond();
+      double toDisk = p.perSecond() / disk.perSecond();
       f.put("ratio_to_memory", ratio);
+      f.put("ratio_to_disk_ceiling", toDisk);
       f.put("fsyncs_per_call", perCall16);
       report.add(new Report.Row("5b", "host: payments, --durability writes (durable), conc. 16",
           callsLine(p) + String.format(Locale.ROOT, ", %.2f fsyncs/call", perCall16),
-          String.format(Locale.ROOT, "%s calls/s (%.2fx memory)", rate(p.perSecond()), ratio),
+          String.format(Locale.ROOT, "%s calls/s (%.2fx memory, %.2fx 5d)", rate(p.perSecond()),
+              ratio, toDisk),
           ">= 0.5x memory", ratio >= 0.5, f));
       Driver.Result p64 = new Driver(runtime, call("payments.process-payment", "1.0.0",
           PAY_ARGS, "non_idempotent_write", "dpay64"), host).run(64, warmup, measure);
@@ -550,6 +558,14 @@ public final class Bench {
           String.format(Locale.ROOT, "%s calls/s", rate(p64.perSecond())),
           ">= 4 000 calls/s", p64.perSecond() >= 4000, f64));
     }
+    // After 5a-5c so that it reads as a reference for them: what two flushes per call cost here.
+    report.add(new Report.Row("5d", "ceiling: disk alone, 16 callers x 2 flushes",
+        String.format(Locale.ROOT, "%s calls/s, %.2f fsyncs/call", rate(disk.perSecond()),
+            disk.flushesPerCall()),
+        String.format(Locale.ROOT, "reference: caps 5b at %.2fx memory",
+            disk.perSecond() / memory.perSecond()),
+        "", null, figures("per_s", disk.perSecond(), "calls", disk.calls(), "fsyncs_per_call",
+            disk.flushesPerCall(), "ratio_to_memory", disk.perSecond() / memory.perSecond())));
   }
 
   private static final java.util.regex.Pattern HTTP_LINE =

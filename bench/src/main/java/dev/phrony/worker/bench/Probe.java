@@ -16,11 +16,14 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongFunction;
 
 /**
- * {@code bin/bench --probe WORKER [--concurrency N] [--warmup S] [--measure S]}: one worker
- * ({@code host}, or a stand-in: {@code inline}, {@code threads}) driven at one concurrency by a
+ * {@code bin/bench --probe WORKER [--concurrency N] [--warmup S] [--measure S] [--durability D]}:
+ * one worker ({@code host}, or a stand-in: {@code inline}, {@code threads}) driven at one
+ * concurrency by a
  * {@link LocalRuntime} in this JVM, with where each call's CPU goes: per thread group of the
  * worker and of this JVM (the runtime and the driver), in microseconds and in context switches
- * per call. For looking into a figure of the table, not for the table.
+ * per call. With {@code --durability none|writes|all} the host serves rows 5a-5c's call
+ * ({@code payments.process-payment}) instead of echo. For looking into a figure of the table, not
+ * for the table.
  */
 final class Probe {
   private Probe() {}
@@ -30,7 +33,8 @@ final class Probe {
     int concurrency = 64;
     Duration warmup = Duration.ofSeconds(5);
     Duration measure = Duration.ofSeconds(10);
-    String argsJson = new String(Bench.ARGS, StandardCharsets.UTF_8);
+    String argsJson = null;
+    String durability = null;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--probe" -> worker = args[++i];
@@ -38,11 +42,16 @@ final class Probe {
         case "--warmup" -> warmup = Duration.ofMillis((long) (Double.parseDouble(args[++i]) * 1e3));
         case "--measure" -> measure = Duration.ofMillis((long) (Double.parseDouble(args[++i]) * 1e3));
         case "--args" -> argsJson = args[++i];
+        case "--durability" -> durability = args[++i];
         default -> throw new IllegalArgumentException("probe: unknown argument " + args[i]);
       }
     }
     Files.createDirectories(work);
-    byte[] callArgs = argsJson.getBytes(StandardCharsets.UTF_8);
+    if (durability != null && !worker.equals("host")) {
+      throw new IllegalArgumentException("probe: --durability is for --probe host");
+    }
+    byte[] callArgs = argsJson != null ? argsJson.getBytes(StandardCharsets.UTF_8)
+        : durability != null ? Bench.PAY_ARGS : Bench.ARGS;
     try (LocalRuntime rt = LocalRuntime.builder().port(0).queueWait(Duration.ofSeconds(60))
         .eventLogCapacity(4096).start()) {
       AutoCloseable process;
@@ -57,13 +66,20 @@ final class Probe {
         List<String> run = new ArrayList<>(List.of("run", "--runtime", rt.target(),
             "--worker-id", "probe", "--http", "none", "--state-dir-in-build-output", "--state-dir",
             work.resolve("probe-state").toString()));
-        run.addAll(Bench.echoSlots(Math.max(64, concurrency)));
+        if (durability == null) {
+          run.addAll(Bench.echoSlots(Math.max(64, concurrency)));
+          calls = seq -> new Call("s-probe:av:1:" + seq, "s-probe", "av", 1, "echo", "default",
+              callArgs, "read_only", 0);
+        } else {
+          run.addAll(List.of("--durability", durability, "--handler",
+              "payments.process-payment@1.0.0:max-concurrency=" + Math.max(16, concurrency)));
+          calls = seq -> new Call("s-probe:av:1:" + seq, "s-probe", "av", 1,
+              "payments.process-payment", "1.0.0", callArgs, "non_idempotent_write", 0);
+        }
         HostProcess h = HostProcess.start(dist, work, "probe-host", opts, run);
         await(rt, "probe", h::alive);
         process = h;
         pid = h.pid();
-        calls = seq -> new Call("s-probe:av:1:" + seq, "s-probe", "av", 1, "echo", "default",
-            callArgs, "read_only", 0);
       } else {
         PeerProcess p = PeerProcess.start(worker, rt.target(), work.resolve("probe-peer.log"));
         await(rt, p.workerId, p::alive);
