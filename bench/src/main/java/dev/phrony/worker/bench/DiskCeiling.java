@@ -16,7 +16,7 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The disk's share of rows 5b and 5c: {@code callers} threads that each, call after call, wait
+ * The disk's share of row 5b: {@code callers} threads that each, call after call, wait
  * for two group-committed flushes one after the other (the intent before the handler may run,
  * then the result before it may be sent) and do nothing else. The flushes are made as the
  * host's outbox makes them: one writer takes everything queued, writes it at the end of a

@@ -18,10 +18,9 @@ import java.util.function.LongFunction;
 /**
  * {@code bin/bench --probe WORKER [--concurrency N] [--warmup S] [--measure S] [--durability D]}:
  * one worker ({@code host}, or a stand-in: {@code inline}, {@code threads}) driven at one
- * concurrency by a
- * {@link LocalRuntime} in this JVM, with where each call's CPU goes: per thread group of the
- * worker and of this JVM (the runtime and the driver), in microseconds and in context switches
- * per call. With {@code --durability none|writes|all} the host serves rows 5a-5c's call
+ * concurrency by a {@link LocalRuntime} in this JVM, with where each call's CPU goes: per thread
+ * group of the worker and of this JVM (the runtime and the driver), in microseconds and in
+ * context switches per call. With {@code --durability none|writes|all} the host serves rows 5a-5c's call
  * ({@code payments.process-payment}) instead of echo. For looking into a figure of the table, not
  * for the table.
  */

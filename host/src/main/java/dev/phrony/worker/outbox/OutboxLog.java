@@ -44,10 +44,11 @@ import org.slf4j.LoggerFactory;
  * <p><b>Group commit.</b> One writer thread takes everything queued since its last write and
  * appends it to the newest file {@code <seq>.batch} with one {@code fdatasync}; callers of
  * {@link #append} block until their batch is on the device, so concurrent appends share one
- * flush. {@link #appendAsync}'s futures complete on the writer, in batch order, so what is chained
- * on them must not block (waiting for this log there throws). A batch file is created (header only) as {@code <seq>.batch.tmp}, forced, renamed into
- * place and the directory forced, and is appended to until it reaches the segment size; a new
- * one starts then, after a compaction, and at every start.
+ * flush. {@link #appendAsync}'s futures complete on the writer, in batch order, so what is
+ * chained on them must not block (waiting for this log there throws). A batch file is created
+ * (header only) as {@code <seq>.batch.tmp}, forced, renamed into place and the directory forced,
+ * and is appended to until it reaches the segment size; a new one starts then, after a
+ * compaction, and at every start.
  * {@link #appendLater} records (release, orphan, drop) ride along with the next batch, or are
  * written after a short linger; losing one to a crash is harmless (a released result comes back
  * held and is acknowledged again; a dropped intent comes back interrupted).
