@@ -6,6 +6,7 @@ import java.nio.ByteBuffer;
 import java.time.Instant;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * The {@link ToolCall} a handler receives: the call's facts as the runtime sent them, copied
@@ -26,6 +27,8 @@ public final class CallContext implements ToolCall {
   private final ByteBuffer args;
   private final JsonCodec codec;
   private volatile boolean cancelled;
+  /** The stage an asynchronous handler returned: cancelled with the call. */
+  private volatile CompletableFuture<?> stage;
 
   /**
    * @param sideEffectClass wire name from the invoke (may be empty)
@@ -52,9 +55,37 @@ public final class CallContext implements ToolCall {
     return args.duplicate();
   }
 
-  /** Marks the call cancelled (cancel or deadline); the owner also interrupts its thread. */
+  /**
+   * Marks the call cancelled (cancel or deadline) and cancels the stage of an asynchronous
+   * handler; the owner also interrupts the handler's thread, if it has one.
+   */
   public void markCancelled() {
     cancelled = true;
+    CompletableFuture<?> s = stage;
+    if (s != null) {
+      cancel(s);
+    }
+  }
+
+  /** The stage is the handler's: a subclass may refuse to be cancelled, which changes nothing. */
+  private static void cancel(CompletableFuture<?> s) {
+    try {
+      s.cancel(true);
+    } catch (RuntimeException e) {
+      // e.g. minimalCompletionStage(): the call's outcome is dropped all the same
+    }
+  }
+
+  /**
+   * {@code s}, the stage the handler returned, is cancelled with the call (at once if the call
+   * is cancelled already). Both fields are volatile and each side writes its own before reading
+   * the other's, so a cancel racing this is never missed.
+   */
+  void cancelWithCall(CompletableFuture<?> s) {
+    stage = s;
+    if (cancelled) {
+      cancel(s);
+    }
   }
 
   @Override

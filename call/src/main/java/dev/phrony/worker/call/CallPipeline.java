@@ -1,12 +1,16 @@
 package dev.phrony.worker.call;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.ToolHandler;
 import dev.phrony.worker.api.ToolResult;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.HexFormat;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ThreadLocalRandom;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -87,14 +91,57 @@ public final class CallPipeline {
   public CallOutcome run(ToolHandler handler, ClassLoader loader, CallContext call) {
     try (var tccl = ContextClassLoader.swap(loader)) {
       return encode(handler.handle(call));
-    } catch (ToolException e) {
-      return CallOutcome.error(e.code(), e.getMessage());
     } catch (Throwable t) {
-      if (call.isCancelled()) {
-        return CallOutcome.error(CANCELLED, "the call was cancelled"); // never sent
-      }
-      return internal(t);
+      return failed(t, call);
     }
+  }
+
+  /**
+   * Starts {@code handler} on this thread and returns its outcome, mapped as {@link #run} maps
+   * it, once its stage completes; never throws, and the future never fails. A stage that is
+   * already complete gives a completed future at once, on this thread.
+   */
+  @SuppressWarnings("try")
+  public CompletableFuture<CallOutcome> start(AsyncToolHandler handler, ClassLoader loader,
+      CallContext call) {
+    CompletionStage<ToolResult> stage;
+    try (var tccl = ContextClassLoader.swap(loader)) {
+      stage = handler.handleAsync(call);
+    } catch (Throwable t) {
+      return CompletableFuture.completedFuture(failed(t, call));
+    }
+    if (stage == null) {
+      return CompletableFuture.completedFuture(failed(new NullPointerException(
+          handler.getClass().getName() + ".handleAsync returned null, not a stage"), call));
+    }
+    if (stage instanceof CompletableFuture<?> f) {
+      call.cancelWithCall(f);
+    }
+    CompletableFuture<CallOutcome> outcome = new CompletableFuture<>();
+    stage.whenComplete((result, error) -> {
+      if (error != null) {
+        outcome.complete(failed(error instanceof CompletionException && error.getCause() != null
+            ? error.getCause() : error, call));
+        return;
+      }
+      try (var tccl = ContextClassLoader.swap(loader)) {
+        outcome.complete(encode(result));
+      } catch (Throwable t) {
+        outcome.complete(failed(t, call));
+      }
+    });
+    return outcome;
+  }
+
+  /** What a handler's throw becomes: its own error, a cancel's (never sent), or internal. */
+  private CallOutcome failed(Throwable t, CallContext call) {
+    if (t instanceof ToolException e) {
+      return CallOutcome.error(e.code(), e.getMessage());
+    }
+    if (call.isCancelled()) {
+      return CallOutcome.error(CANCELLED, "the call was cancelled"); // never sent
+    }
+    return internal(t);
   }
 
   /** The outcome of an unexpected exception: logged with its stack, a reference for the model. */

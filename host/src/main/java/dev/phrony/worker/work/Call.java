@@ -23,7 +23,7 @@ final class Call {
   enum State {
     /** Its intent is being made durable; the handler may not start before it is. */
     INTENT,
-    /** Its handler's thread checks the arguments and runs the handler. */
+    /** Its arguments are checked and its handler runs (on a thread of its own, or started inline). */
     RUNNING,
     /** Its outcome is decided and being held (made durable first where the outbox does). */
     HOLDING,
@@ -44,9 +44,10 @@ final class Call {
   CallSink owner;
   ToolSlots.Permit permit;
   Scheduler.Handle deadline = Scheduler.NONE;
+  /** The handler's own thread, to interrupt; null for a handler started inline. */
   Thread thread;
-  /** From the handler thread's start to its "finished" event. */
-  boolean threadAlive;
+  /** From the handler's start to its "finished" event (its thread ended or its stage done). */
+  boolean handlerAlive;
   /** The outcome was decided while the handler still ran: it finishes apart, unheard. */
   boolean abandoned;
   boolean intentPending;
@@ -75,7 +76,7 @@ final class Call {
 
   /** True when nothing of a cancelled call is still running or being written. */
   boolean settled() {
-    return !threadAlive && !intentPending && !holdPending;
+    return !handlerAlive && !intentPending && !holdPending;
   }
 
   @Override

@@ -1,6 +1,7 @@
 package dev.phrony.worker.work;
 
 import dev.phrony.runtime.v1.WorkInvoke;
+import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.call.CallContext;
 import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.call.CallPipeline;
@@ -28,6 +29,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ThreadFactory;
+import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -57,6 +59,26 @@ public final class Dispatcher {
   static final String PREVIOUS_ATTEMPT_INTERRUPTED = "previous_attempt_interrupted";
   static final String INTENT_NOT_DURABLE = "intent_not_durable";
 
+  /**
+   * How long an invoke that found every slot taken waits for the cancel that made room for it
+   * (see {@link ToolSlots#waiting}) before it is nacked {@code capacity_exhausted}.
+   */
+  static final Duration SLOT_GRACE = Duration.ofSeconds(1);
+
+  /** An invoke waiting for a slot of its tool, on the stream it came on. */
+  static final class Waiting {
+    final WorkInvoke invoke;
+    final CallSink sink;
+    final ToolSlots slots;
+    Scheduler.Handle grace = Scheduler.NONE;
+
+    Waiting(WorkInvoke invoke, CallSink sink, ToolSlots slots) {
+      this.invoke = invoke;
+      this.sink = sink;
+      this.slots = slots;
+    }
+  }
+
   /** Makes the virtual thread of each call (thread-safe, unlike a builder). */
   private static final ThreadFactory CALL_THREADS = Thread.ofVirtual().factory();
 
@@ -66,6 +88,8 @@ public final class Dispatcher {
   private final InstantSource clock;
   private final SynchronizationContext context;
   private final OrphanPolicy orphans;
+  /** True on the thread where a non-blocking handler may start inline: the stream's I/O thread. */
+  private final BooleanSupplier onIoThread;
   /** By {@code tool@version}; never changes after construction. */
   private final Map<String, ToolSlots> tools;
   /** The same slots by tool, then version: an invoke finds its own without building its key. */
@@ -74,6 +98,8 @@ public final class Dispatcher {
 
   // ---- confined to the context ----
   private final HashMap<String, Call> calls = new HashMap<>();
+  /** Invokes waiting for a slot, by call id (also queued in their {@link ToolSlots#waiting}). */
+  private final HashMap<String, Waiting> waiting = new HashMap<>();
   private CallSink current;
   private final List<CompletableFuture<Void>> idleWaiters = new ArrayList<>();
 
@@ -84,13 +110,19 @@ public final class Dispatcher {
 
   public Dispatcher(HandlerCatalog catalog, ResultOutbox outbox, CallPipeline pipeline,
       Scheduler scheduler) {
-    this(catalog, outbox, pipeline, scheduler, WorkerMetrics.NONE);
+    this(catalog, outbox, pipeline, scheduler, WorkerMetrics.NONE, () -> false);
   }
 
-  /** With metrics: the meters of every {@code tool@version} are resolved here, once. */
+  /**
+   * With metrics (the meters of every {@code tool@version} are resolved here, once) and the
+   * test of the thread on which an {@link AsyncToolHandler} may start inline: the stream's I/O
+   * thread, where the invoke arrived. Anywhere else (an outbox thread that made an intent
+   * durable, a handler's thread that drains the context) its calls start on a virtual thread.
+   */
   public Dispatcher(HandlerCatalog catalog, ResultOutbox outbox, CallPipeline pipeline,
-      Scheduler scheduler, WorkerMetrics metrics) {
+      Scheduler scheduler, WorkerMetrics metrics, BooleanSupplier onIoThread) {
     this.outbox = outbox;
+    this.onIoThread = onIoThread;
     this.pipeline = pipeline;
     this.scheduler = scheduler;
     this.clock = scheduler.clock();
@@ -108,6 +140,7 @@ public final class Dispatcher {
       t.put(e.key(), new ToolSlots(e, max, s -> metrics.tool(s.key, max, s::busy)));
     }
     this.tools = Map.copyOf(t);
+    tools.values().forEach(s -> s.onFreed(() -> context.execute(() -> slotFreed(s))));
     this.byTool = Map.copyOf(tools.values().stream().collect(Collectors.groupingBy(
         s -> s.entry.descriptor().tool(),
         Collectors.toUnmodifiableMap(s -> s.entry.descriptor().version(), s -> s))));
@@ -155,6 +188,11 @@ public final class Dispatcher {
       if (current == sink) {
         current = null;
       }
+      List.copyOf(waiting.values()).forEach(w -> {
+        if (w.sink == sink) {
+          stopWaiting(w); // the runtime made it indeterminate with its stream
+        }
+      });
       for (Call c : calls.values()) {
         if (c.owner == sink) {
           c.owner = null;
@@ -169,7 +207,13 @@ public final class Dispatcher {
   /** Stops taking work: every later invoke is nacked {@code draining}. */
   void startDraining() {
     draining = true;
-    context.execute(this::checkIdle);
+    context.execute(() -> {
+      List.copyOf(waiting.values()).forEach(w -> {
+        stopWaiting(w);
+        nackDraining(w.sink, w.invoke, w.slots);
+      });
+      checkIdle();
+    });
   }
 
   /**
@@ -234,6 +278,11 @@ public final class Dispatcher {
   // ---- transitions (all in the context) ----
 
   private void admit(WorkInvoke invoke, CallSink sink) {
+    admit(invoke, sink, false);
+  }
+
+  /** {@code waited}: it waited for a slot and is first in line, so it may take a free one. */
+  private void admit(WorkInvoke invoke, CallSink sink, boolean waited) {
     String callId = invoke.getCallId();
     Call existing = calls.get(callId);
     if (existing != null) {
@@ -259,8 +308,7 @@ public final class Dispatcher {
       return;
     }
     if (draining) {
-      nack(sink, invoke, slots, InvocationOutcome.NACK_DRAINING, DRAINING,
-          "worker is draining for shutdown; retry on another worker");
+      nackDraining(sink, invoke, slots);
       return;
     }
     if (slots == null) {
@@ -268,10 +316,10 @@ public final class Dispatcher {
           "this worker serves no handler for " + invoke.getTool() + "@" + invoke.getVersion());
       return;
     }
-    ToolSlots.Permit permit = slots.tryAcquire();
+    // Invokes that came first take slots first: none overtakes one waiting for a slot.
+    ToolSlots.Permit permit = waited || slots.waiting.isEmpty() ? slots.tryAcquire() : null;
     if (permit == null) {
-      nack(sink, invoke, slots, InvocationOutcome.NACK_CAPACITY_EXHAUSTED, CAPACITY_EXHAUSTED,
-          slots.key + " is running its maximum of " + slots.max + " calls on this worker");
+      waitForSlot(invoke, sink, slots);
       return;
     }
     long deadline = deadlineOf(invoke, slots);
@@ -311,6 +359,48 @@ public final class Dispatcher {
     }
     long bound = clock.millis() + slots.maxRunTimeMs;
     return session > 0 ? Math.min(session, bound) : bound;
+  }
+
+  /**
+   * Every slot is taken: the runtime freed one by a cancel it has not sent yet, or it counts
+   * otherwise. The invoke waits, in order, for a slot given back within {@link #SLOT_GRACE};
+   * then it is nacked (rule 6).
+   */
+  private void waitForSlot(WorkInvoke invoke, CallSink sink, ToolSlots slots) {
+    Waiting w = new Waiting(invoke, sink, slots);
+    w.grace = scheduler.schedule(() -> context.execute(() -> graceOver(w)), SLOT_GRACE);
+    slots.waiting.add(w);
+    waiting.put(invoke.getCallId(), w);
+    debug(invoke, "every slot taken: waiting for one");
+  }
+
+  private void graceOver(Waiting w) {
+    if (!stopWaiting(w)) {
+      return;
+    }
+    nack(w.sink, w.invoke, w.slots, InvocationOutcome.NACK_CAPACITY_EXHAUSTED,
+        CAPACITY_EXHAUSTED, w.slots.key + " is running its maximum of " + w.slots.max
+            + " calls on this worker");
+  }
+
+  /** Takes {@code w} out of waiting; false if it was no longer there. */
+  private boolean stopWaiting(Waiting w) {
+    if (waiting.get(w.invoke.getCallId()) != w) {
+      return false;
+    }
+    waiting.remove(w.invoke.getCallId());
+    w.slots.waiting.remove(w);
+    w.grace.cancel();
+    return true;
+  }
+
+  /** A slot of {@code slots} was given back: the oldest waiting invokes are admitted. */
+  private void slotFreed(ToolSlots slots) {
+    while (!slots.waiting.isEmpty() && slots.busy() < slots.max) {
+      Waiting w = slots.waiting.peek();
+      stopWaiting(w);
+      admit(w.invoke, w.sink, true);
+    }
   }
 
   /** Rule 5: an invoke for a call still here attaches to it; the handler runs once. */
@@ -375,11 +465,51 @@ public final class Dispatcher {
 
   private void start(Call call) {
     call.state = Call.State.RUNNING;
-    call.threadAlive = true;
+    call.handlerAlive = true;
+    if (call.slots.inline() && onIoThread.getAsBoolean()) {
+      runInline(call);
+      return;
+    }
     Thread thread = CALL_THREADS.newThread(() -> runHandler(call));
     thread.setName("call-" + call.callId); // a thread dump names the call
     call.thread = thread;
     thread.start();
+  }
+
+  /**
+   * In the context, on the I/O thread: checks the arguments and starts an asynchronous handler
+   * right here, with no thread of its own and no hand-off. A handler that kept the thread longer
+   * than it promised is moved off it for its later calls.
+   */
+  private void runInline(Call call) {
+    try (var ctx = context(call)) {
+      CallPipeline.Refusal refusal = pipeline.checkArgs(call.context.rawArgs(),
+          call.slots.argsCheck);
+      if (refusal != null) {
+        finished(call, null, refusal, 0);
+        return;
+      }
+      long t0 = System.nanoTime();
+      long startedMs = clock.millis();
+      CompletableFuture<CallOutcome> outcome = pipeline.start(call.slots.async,
+          call.slots.entry.classLoader(), call.context);
+      long heldMs = clock.millis() - startedMs;
+      if (call.slots.started(heldMs)) {
+        log.warn("handler {} kept the Work stream's thread over {} ms in handleAsync {} times in"
+            + " a row (this time {} ms): its calls now run on threads of their own. An"
+            + " AsyncToolHandler must not block; implement ToolHandler if it does", call.key(),
+            AsyncToolHandler.BLOCKING_LIMIT_MS, ToolSlots.SLOW_STARTS_TO_MOVE, heldMs);
+      } else if (heldMs > AsyncToolHandler.BLOCKING_LIMIT_MS) {
+        log.info("handler {} kept the Work stream's thread {} ms in handleAsync (at most {} ms"
+            + " is expected)", call.key(), heldMs, AsyncToolHandler.BLOCKING_LIMIT_MS);
+      }
+      if (outcome.isDone()) {
+        finished(call, outcome.join(), null, Math.max(1, System.nanoTime() - t0));
+      } else {
+        outcome.thenAccept(o -> context.execute(
+            () -> finished(call, o, null, Math.max(1, System.nanoTime() - t0))));
+      }
+    }
   }
 
   /** On the call's own thread: the pipeline, then one "finished" event for the owner. */
@@ -397,6 +527,12 @@ public final class Dispatcher {
       }
       log.debug("handler started");
       long t0 = System.nanoTime();
+      if (call.slots.async != null) { // moved off the I/O thread: started here, finished later
+        pipeline.start(call.slots.async, call.slots.entry.classLoader(), call.context)
+            .thenAccept(o -> context.execute(
+                () -> finished(call, o, null, Math.max(1, System.nanoTime() - t0))));
+        return;
+      }
       CallOutcome outcome = pipeline.run(call.slots.entry.handler(),
           call.slots.entry.classLoader(), call.context);
       long ran = System.nanoTime() - t0;
@@ -406,7 +542,7 @@ public final class Dispatcher {
 
   private void finished(Call call, CallOutcome outcome, CallPipeline.Refusal refusal,
       long ranNanos) {
-    call.threadAlive = false;
+    call.handlerAlive = false;
     if (ranNanos > 0) {
       call.slots.metrics.handlerTime(Duration.ofNanos(ranNanos));
     }
@@ -514,6 +650,12 @@ public final class Dispatcher {
 
   /** Rule 4: interrupt, free the slot, and send nothing for this call, ever. */
   private void cancelled(String callId, CallSink sink) {
+    Waiting w = waiting.get(callId);
+    if (w != null) { // cancelled before a slot came: it never started, nothing is sent
+      stopWaiting(w);
+      w.slots.metrics.count(InvocationOutcome.CANCELLED);
+      return;
+    }
     Call call = calls.get(callId);
     if (call == null) {
       orphans.cancelledAfterFinish(callId, sink);
@@ -527,7 +669,6 @@ public final class Dispatcher {
   private void cancel(Call call, String why) {
     Call.State was = call.state;
     call.state = Call.State.CANCELLED;
-    call.context.markCancelled();
     call.permit.release();
     call.deadline.cancel();
     active--;
@@ -537,14 +678,14 @@ public final class Dispatcher {
         outbox.markInterrupted(call.callId); // it may have acted: never run it again
       }
     }
-    if (call.threadAlive && !call.abandoned) {
+    if (call.handlerAlive && !call.abandoned) {
       call.abandoned = true;
       apart++;
-      call.thread.interrupt();
     }
     try (var ctx = context(call)) {
       log.debug("call {} in state {}; handler interrupted", why, was);
     }
+    interrupt(call); // last: cancelling its stage may run the handler's own code
     forgetIfSettled(call);
     checkIdle();
   }
@@ -553,14 +694,21 @@ public final class Dispatcher {
     switch (call.state) {
       case INTENT -> call.deadlinePassed = true; // answered once the intent write returns
       case RUNNING -> {
-        call.context.markCancelled();
         call.abandoned = true;
         apart++;
-        call.thread.interrupt();
         decide(call, CallPipeline.deadlineExceeded(elapsedMs(call)),
             InvocationOutcome.DEADLINE_EXCEEDED);
+        interrupt(call); // last: cancelling its stage may run the handler's own code
       }
       default -> { } // decided already
+    }
+  }
+
+  /** Tells the handler its call is off: the flag, its stage cancelled, its thread interrupted. */
+  private static void interrupt(Call call) {
+    call.context.markCancelled();
+    if (call.thread != null) {
+      call.thread.interrupt();
     }
   }
 
@@ -593,6 +741,11 @@ public final class Dispatcher {
     (slots == null ? unknownTool : slots.metrics).count(outcome);
     debug(invoke, "nack {}: {}", code, message);
     sink.sendNack(invoke.getCallId(), code, message);
+  }
+
+  private void nackDraining(CallSink sink, WorkInvoke invoke, ToolSlots slots) {
+    nack(sink, invoke, slots, InvocationOutcome.NACK_DRAINING, DRAINING,
+        "worker is draining for shutdown; retry on another worker");
   }
 
   private long elapsedMs(Call call) {

@@ -1,8 +1,10 @@
 package dev.phrony.worker.work;
 
+import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.call.ArgsCheck;
 import dev.phrony.worker.ops.ToolMetrics;
 import dev.phrony.worker.plugin.HandlerCatalog;
+import java.util.ArrayDeque;
 
 /**
  * One served {@code tool@version}: its slots as the runtime counts them (protocol.md rule 6),
@@ -23,7 +25,25 @@ final class ToolSlots {
   final ArgsCheck argsCheck;
   /** An operator's bound on any call's run time, in ms; 0 for none. */
   final long maxRunTimeMs;
+  /** The handler, if it never blocks; null for a {@code ToolHandler} that may. */
+  final AsyncToolHandler async;
   private volatile int busy;
+  /**
+   * True while the handler is asynchronous and has not broken its promise not to block: its
+   * calls then start on the stream's I/O thread. In the dispatcher's context only.
+   */
+  private boolean inline;
+  /**
+   * Invokes that came with every slot taken, oldest first, each waiting for a slot or its grace
+   * to end. The runtime frees a cancelled call's slot, hands it to its next waiting call and
+   * only then sends the {@code cancel}: that invoke overtakes the cancel that makes room for it.
+   * In the dispatcher's context only.
+   */
+  final ArrayDeque<Dispatcher.Waiting> waiting = new ArrayDeque<>();
+  private Runnable freed = () -> { };
+  /** Starts in a row that held the I/O thread too long. In the dispatcher's context only. */
+  private int slowStarts;
+  static final int SLOW_STARTS_TO_MOVE = 3;
 
   ToolSlots(HandlerCatalog.Entry entry, int max, MetricsFactory metrics) {
     this.entry = entry;
@@ -32,6 +52,8 @@ final class ToolSlots {
     this.max = max;
     this.argsCheck = entry.argsCheck();
     this.maxRunTimeMs = entry.maxRunTime().map(java.time.Duration::toMillis).orElse(0L);
+    this.async = entry.handler() instanceof AsyncToolHandler a ? a : null;
+    this.inline = async != null;
     this.metrics = metrics.of(this);
   }
 
@@ -42,6 +64,30 @@ final class ToolSlots {
 
   int busy() {
     return busy;
+  }
+
+  /** True if a call may start on the stream's I/O thread (see {@link #inline}). */
+  boolean inline() {
+    return inline;
+  }
+
+  /**
+   * Takes note that starting a call held the I/O thread {@code heldMs}; returns true when this
+   * moves the handler off it: the {@value #SLOW_STARTS_TO_MOVE}th start in a row over
+   * {@link AsyncToolHandler#BLOCKING_LIMIT_MS}. In a row, so that one slow start (its first
+   * call loading classes, a pause of the whole JVM) does not move a handler that keeps its
+   * promise, and one that blocks on every call holds the thread only so many times.
+   */
+  boolean started(long heldMs) {
+    if (heldMs <= AsyncToolHandler.BLOCKING_LIMIT_MS) {
+      slowStarts = 0;
+      return false;
+    }
+    if (++slowStarts < SLOW_STARTS_TO_MOVE || !inline) {
+      return false;
+    }
+    inline = false;
+    return true;
   }
 
   /** A free slot, or null when all {@link #max} are taken. */
@@ -60,6 +106,14 @@ final class ToolSlots {
 
   private void release() {
     busy--;
+    if (!waiting.isEmpty()) {
+      freed.run();
+    }
+  }
+
+  /** Runs in the context whenever a slot is given back while invokes wait (see {@link #waiting}). */
+  void onFreed(Runnable r) {
+    freed = r;
   }
 
   /**

@@ -138,7 +138,7 @@ public final class WorkClient implements AutoCloseable {
     this.outbox = outbox;
     this.dispatcher = new Dispatcher(catalog, outbox, new CallPipeline(new JsonCodec(),
         new CallPipeline.Settings(options.maxResultBytes(), options.exposeInternalErrors())),
-        this.scheduler, metrics);
+        this.scheduler, metrics, loop::inEventLoop);
     try {
       this.channel = channel(options, ioThread);
     } catch (RuntimeException e) {

@@ -77,12 +77,12 @@ class CallRacesTest {
     outbox.intentEntered("p1").get(10, TimeUnit.SECONDS).proceed();
     GatedOutbox.Write hold = outbox.holdEntered("p1").get(10, TimeUnit.SECONDS);
     d.onCancel("p1", sink); // lands while the result's fsync runs
-    settle(d);
+    TestDispatchers.settle(d);
     assertThat(d.busy("pay@1.0.0")).as("the cancel frees the slot at once").isZero();
     hold.proceed();
     // Orphaned by the same transition that would have sent it: once it is, nothing went out.
     Await.until("held and orphaned", () -> durable.isOrphaned("p1"));
-    settle(d);
+    TestDispatchers.settle(d);
     assertThat(sink.sent).as("nothing may be sent after the cancel").isEmpty();
     assertThat(d.runningCount()).isZero();
     // The runtime forgot the call; if it invokes it again, the held result answers (rule 5).
@@ -128,7 +128,7 @@ class CallRacesTest {
     Await.until("both sent", () -> sink.sent.size() == 2);
     sink.live = false;
     d.onStreamEnded(sink, Status.NOT_FOUND.withDescription("unknown call_id \"s:av:1:12\""));
-    settle(d);
+    TestDispatchers.settle(d);
     assertThat(durable.isOrphaned("s:av:1:12")).isTrue();
     assertThat(durable.isOrphaned("s:av:1:1")).as("a prefix of the unknown id").isFalse();
     d.execute(() -> assertThat(d.inFlightIds()).containsExactly("s:av:1:1"));
@@ -150,17 +150,19 @@ class CallRacesTest {
     for (int i = 0; i < 10; i++) {
       d.onInvoke(invoke("b" + i, "block", hour), sink);
     }
-    settle(d);
+    TestDispatchers.settle(d);
     assertThat(timers.pending()).as("one timer per running call").isEqualTo(10);
     for (int i = 0; i < 5; i++) {
       d.onCancel("b" + i, sink);
     }
-    settle(d);
+    TestDispatchers.settle(d);
     assertThat(timers.pending()).as("cancelled calls hold no timer").isEqualTo(5);
-    for (int i = 10; i < 16; i++) { // five take the freed slots, one is nacked
+    for (int i = 10; i < 16; i++) { // five take the freed slots, one waits for a slot
       d.onInvoke(invoke("b" + i, "block", hour), sink);
     }
-    settle(d);
+    TestDispatchers.settle(d);
+    assertThat(timers.pending()).as("the sixth holds its grace timer only").isEqualTo(11);
+    timers.advance(Dispatcher.SLOT_GRACE); // then it is nacked
     assertThat(timers.pending()).as("a nacked invoke holds no timer").isEqualTo(10);
     release.countDown();
     Await.until("the rest answered", () -> d.runningCount() == 0 && d.runningApart() == 0);
@@ -229,13 +231,6 @@ class CallRacesTest {
     assertThat(durable.isOrphaned("c1")).as("nobody asked for it within a TTL").isTrue();
     assertThat(next.sent).isEmpty();
     d.execute(() -> assertThat(d.inFlightIds()).isEmpty());
-  }
-
-  /** Returns once everything posted to the dispatcher's context so far has run. */
-  static void settle(Dispatcher d) {
-    java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();
-    d.execute(() -> done.complete(null));
-    done.join();
   }
 
   private static void await(CountDownLatch latch) {

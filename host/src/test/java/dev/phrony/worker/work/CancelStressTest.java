@@ -15,8 +15,6 @@ import dev.phrony.worker.time.ExecutorScheduler;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
@@ -104,25 +102,12 @@ class CancelStressTest {
         client.start();
         Await.until("registered", client::registered, WAIT);
         Dispatcher d = client.dispatcher();
-        List<CompletableFuture<Void>> lanes = new ArrayList<>();
         AtomicInteger cancelled = new AtomicInteger();
-        for (int lane = 0; lane < LANES; lane++) {
-          int l = lane;
-          SplittableRandom random = new SplittableRandom(seed * 1_000 + lane);
-          lanes.add(CompletableFuture.runAsync(() -> {
-            for (int i = 0; i < CALLS / LANES; i++) {
-              try {
-                if (oneCall(rt, outbox, durable, random, "st-" + seed + "-" + l + "-" + i)) {
-                  cancelled.incrementAndGet();
-                }
-              } catch (Exception e) {
-                throw new IllegalStateException("lane " + l + " call " + i, e);
-              }
-            }
-          }, runnable -> Thread.ofVirtual().start(runnable)));
-        }
-        CompletableFuture.allOf(lanes.toArray(CompletableFuture[]::new))
-            .get(5, TimeUnit.MINUTES);
+        Lanes.run(LANES, CALLS / LANES, seed, (l, i, random) -> {
+          if (oneCall(rt, outbox, durable, random, "st-" + seed + "-" + l + "-" + i)) {
+            cancelled.incrementAndGet();
+          }
+        });
 
         assertThat(rt.events().stream().filter(e -> e.direction() == Event.Direction.END))
             .as("streams ended (a NOT_FOUND is a result sent after its cancel)").isEmpty();

@@ -70,6 +70,10 @@ class DispatcherTest {
     d.onInvoke(invoke("c1", "t", "{}"), sink);
     d.onInvoke(invoke("c2", "t", "{}"), sink);
     d.onInvoke(invoke("c3", "t", "{}"), sink);
+    TestDispatchers.settle(d);
+    timers.advance(Dispatcher.SLOT_GRACE.minusMillis(1));
+    sink.assertNothingMore(); // it waits a while for a cancel that would make room
+    timers.advance(Duration.ofMillis(1));
     assertThat(sink.next()).isEqualTo(new FakeSink.Nack("c3", "capacity_exhausted",
         "t@1.0.0 is running its maximum of 2 calls on this worker"));
     assertThat(d.busy("t@1.0.0")).isEqualTo(2);
@@ -79,6 +83,56 @@ class DispatcherTest {
     assertThat(d.busy("t@1.0.0")).isZero();
     d.onInvoke(invoke("c4", "t", "{}"), sink);
     assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c4");
+  }
+
+  @Test
+  void an_invoke_that_overtakes_the_cancel_making_room_for_it_runs_in_the_freed_slot()
+      throws Exception {
+    // The runtime frees a cancelled call's slot, gives it to its next waiting call and only
+    // then sends the cancel: c2's invoke arrives while c1 still holds the one slot.
+    TestHandler h = TestHandler.of("t", 1, call -> {
+      if (call.callId().equals("c1")) {
+        release.await();
+      }
+      return ToolResult.json("{\"ok\":true}");
+    });
+    Dispatcher d = dispatcher(h);
+    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    d.onInvoke(invoke("c2", "t", "{}"), sink);
+    d.onInvoke(invoke("c3", "t", "{}"), sink);
+    sink.assertNothingMore();
+    d.onCancel("c1", sink);
+    assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c2");
+    assertThat(((FakeSink.Result) sink.next()).held().callId())
+        .as("waiting invokes take freed slots in order").isEqualTo("c3");
+    TestDispatchers.settle(d);
+    timers.advance(Dispatcher.SLOT_GRACE);
+    sink.assertNothingMore();
+    assertThat(d.busy("t@1.0.0")).isZero();
+  }
+
+  @Test
+  void an_invoke_waiting_for_a_slot_is_dropped_by_its_cancel_or_its_streams_end()
+      throws Exception {
+    Dispatcher d = dispatcher(TestHandler.of("t", 1, call -> {
+      if (call.callId().equals("c1")) {
+        release.await();
+      }
+      return ToolResult.json("{}");
+    }));
+    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    d.onInvoke(invoke("c2", "t", "{}"), sink);
+    d.onCancel("c2", sink); // the runtime gave up on it: it never runs, nothing is sent
+    FakeSink other = new FakeSink();
+    d.onInvoke(invoke("c3", "t", "{}"), other);
+    d.onStreamEnded(other, Status.UNAVAILABLE);
+    d.onInvoke(invoke("c4", "t", "{}"), sink);
+    d.onCancel("c1", sink);
+    assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c4");
+    TestDispatchers.settle(d);
+    timers.advance(Dispatcher.SLOT_GRACE);
+    sink.assertNothingMore();
+    other.assertNothingMore();
   }
 
   @Test
@@ -131,7 +185,7 @@ class DispatcherTest {
     started.await();
     d.startDraining();
     d.cancelAll();
-    CallRacesTest.settle(d);
+    TestDispatchers.settle(d);
     assertThat(d.runningCount()).isZero();
     assertThat(d.busy("t@1.0.0")).isZero();
     assertThat(d.runningApart()).isEqualTo(1);
@@ -164,7 +218,7 @@ class DispatcherTest {
     assertThat(payload(sink.next())).isEqualTo("{\"n\":1}");
     assertThat(h.runs).hasValue(1);
     d.onResultAck("c1");
-    CallRacesTest.settle(d);
+    TestDispatchers.settle(d);
     assertThat(outbox.find("c1")).isEmpty();
   }
 
@@ -190,7 +244,7 @@ class DispatcherTest {
     started.await();
     d.onCancel("c1", sink);
     assertThat(interrupted.await(10, TimeUnit.SECONDS)).isTrue();
-    CallRacesTest.settle(d);
+    TestDispatchers.settle(d);
     assertThat(d.busy("t@1.0.0")).isZero();
     d.onInvoke(invoke("c2", "t", "{}"), sink); // the freed slot takes a new call
     assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c2");
@@ -268,7 +322,7 @@ class DispatcherTest {
     d.onInvoke(invoke("c1", "t", "{}"), sink);
     sink.live = false;
     d.onStreamEnded(sink, Status.UNAVAILABLE);
-    CallRacesTest.settle(d);
+    TestDispatchers.settle(d);
     assertThat(d.busy("t@1.0.0")).isZero();
     FakeSink next = new FakeSink();
     d.execute(() -> assertThat(d.inFlightIds()).containsExactly("c1"));

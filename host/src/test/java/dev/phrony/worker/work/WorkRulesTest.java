@@ -413,6 +413,33 @@ class WorkRulesTest {
     assertThat(streamEnds(rt, Status.Code.NOT_FOUND)).isEmpty();
   }
 
+  @Test
+  void rule6_a_call_handed_the_slot_of_a_cancelled_one_runs_though_its_invoke_comes_first()
+      throws Exception {
+    LocalRuntime rt = runtime(Duration.ofSeconds(30));
+    WorkClient c = worker(rt);
+    CompletableFuture<Outcome> first = rt.dispatch(Call.of("call-1", "session-a", "stubborn",
+        "1.0.0", "{}"));
+    Await.until("running", () -> runsOf("call-1") == 1, WAIT);
+    CompletableFuture<Outcome> second = rt.dispatch(Call.of("call-2", "session-b", "stubborn",
+        "1.0.0", "{}"));
+    Await.until("waiting at the runtime", () -> rt.queues().getOrDefault("stubborn@1.0.0", 0) == 1,
+        WAIT);
+    // The runtime frees call-1's slot, invokes call-2 in it, and only then sends call-1's cancel.
+    rt.cancelSession("session-a");
+    assertThat(await(first)).isInstanceOf(Outcome.DispatchError.class);
+    Await.until("second runs", () -> runsOf("call-2") == 1, WAIT);
+    release.countDown();
+    assertThat(text(await(second))).isEqualTo("{\"late\":true}");
+    List<Event> invokes = rt.events().stream().filter(e -> e.callId().equals("call-2")
+        || e.callId().equals("call-1")).filter(e -> e.direction() == Event.Direction.OUT)
+        .toList();
+    assertThat(invokes).extracting(Event::callId).as("what the runtime sent, in order")
+        .containsSubsequence("call-1", "call-2", "call-1");
+    assertThat(streamEnds(rt, Status.Code.NOT_FOUND)).isEmpty();
+    Await.until("first finished apart", () -> c.dispatcher().runningApart() == 0, WAIT);
+  }
+
   // ---- rule 8: sizes ----
 
   @Test

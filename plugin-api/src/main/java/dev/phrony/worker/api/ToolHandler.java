@@ -9,7 +9,8 @@ package dev.phrony.worker.api;
  * thread-safe. Each call runs on its own virtual thread, with the plugin's classloader as the
  * thread context classloader; blocking is fine.
  *
- * <p>Prefer {@link TypedToolHandler} for handlers whose arguments and result are records.
+ * <p>Prefer {@link TypedToolHandler} for handlers whose arguments and result are records, and
+ * {@link AsyncToolHandler} for handlers that never block (they cost no thread per call).
  */
 public interface ToolHandler {
 

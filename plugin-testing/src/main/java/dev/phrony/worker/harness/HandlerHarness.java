@@ -1,5 +1,6 @@
 package dev.phrony.worker.harness;
 
+import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.api.ToolHandler;
 import dev.phrony.worker.call.ArgsCheck;
@@ -20,8 +21,9 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Runs a handler through the host's own call pipeline, without a runtime: the arguments are
  * checked as the worker checks them, the handler runs on a virtual thread of its own with its
- * classloader as context loader, and what it returns or throws is encoded and mapped exactly as
- * the worker would send it.
+ * classloader as context loader (an {@link AsyncToolHandler} is started there, and its stage
+ * awaited), and what it returns or throws is encoded and mapped exactly as the worker would
+ * send it.
  *
  * <pre>{@code
  * try (var harness = HandlerHarness.of(new GetForecast())) {
@@ -81,8 +83,14 @@ public final class HandlerHarness implements AutoCloseable {
     }
     CompletableFuture<CallOutcome> outcome = new CompletableFuture<>();
     long started = System.currentTimeMillis();
-    Thread thread = Thread.ofVirtual().name("call-" + callId).start(() -> outcome.complete(
-        pipeline.run(handler, handler.getClass().getClassLoader(), call)));
+    ClassLoader loader = handler.getClass().getClassLoader();
+    Thread thread = Thread.ofVirtual().name("call-" + callId).start(() -> {
+      if (handler instanceof AsyncToolHandler async) { // started, then completed by its stage
+        pipeline.start(async, loader, call).thenAccept(outcome::complete);
+      } else {
+        outcome.complete(pipeline.run(handler, loader, call));
+      }
+    });
     long waitMs = deadlineUnixMs > 0 ? Math.max(0, deadlineUnixMs - started) : WAIT.toMillis();
     try {
       return outcome.get(waitMs, TimeUnit.MILLISECONDS);
@@ -91,8 +99,8 @@ public final class HandlerHarness implements AutoCloseable {
         thread.interrupt();
         throw new IllegalStateException("no outcome for " + callId + " within " + WAIT);
       }
-      call.markCancelled();
-      thread.interrupt(); // as the worker does: the handler is told, its outcome is not awaited
+      call.markCancelled(); // as the worker does: the handler is told (its thread interrupted,
+      thread.interrupt(); // its stage cancelled), and its outcome is not awaited
       return CallPipeline.deadlineExceeded(System.currentTimeMillis() - started);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

@@ -1,22 +1,26 @@
 package dev.phrony.plugins.echo;
 
+import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolCall;
 import dev.phrony.worker.api.ToolDescriptor;
-import dev.phrony.worker.api.ToolHandler;
 import dev.phrony.worker.api.ToolResult;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
  * {@code echo@default}: returns its arguments unchanged. A top-level {@code "sleep_ms": N} makes
- * it wait N milliseconds first (interruptibly), which tests and benchmarks use to hold slots.
+ * it answer N milliseconds later, which tests and benchmarks use to hold slots.
  *
- * <p>It reads the raw bytes and never decodes them into objects, so it is as cheap as a handler
- * can be: the benchmark's no-op.
+ * <p>It reads the raw bytes and never decodes them into objects, and it never blocks: the wait
+ * is a timer, not a sleeping thread, so the worker runs it on the stream's own thread (an
+ * {@link AsyncToolHandler}). As cheap as a handler can be: the benchmark's no-op.
  */
-public final class Echo implements ToolHandler {
+public final class Echo implements AsyncToolHandler {
 
   private static final Pattern SLEEP = Pattern.compile("\"sleep_ms\"\\s*:\\s*(\\d{1,9})");
   private static final byte[] SLEEP_KEY = "sleep_ms".getBytes(StandardCharsets.US_ASCII);
@@ -31,13 +35,17 @@ public final class Echo implements ToolHandler {
   }
 
   @Override
-  public ToolResult handle(ToolCall call) throws InterruptedException {
+  public CompletionStage<ToolResult> handleAsync(ToolCall call) {
     byte[] args = call.argsBytes();
     long sleepMs = sleepMs(args);
-    if (sleepMs > 0) {
-      Thread.sleep(sleepMs);
+    ToolResult result = ToolResult.json(args);
+    if (sleepMs <= 0) {
+      return CompletableFuture.completedFuture(result);
     }
-    return ToolResult.json(args);
+    // Completed by the JDK's delay thread; a cancel completes it first (the timer then finds
+    // it done), and the worker cancels it when the call is cancelled or its deadline passes.
+    return new CompletableFuture<ToolResult>().completeOnTimeout(result, sleepMs,
+        TimeUnit.MILLISECONDS);
   }
 
   private static long sleepMs(byte[] args) {
