@@ -367,6 +367,10 @@ public final class Dispatcher {
    * then it is nacked (rule 6).
    */
   private void waitForSlot(WorkInvoke invoke, CallSink sink, ToolSlots slots) {
+    Waiting earlier = waiting.get(invoke.getCallId());
+    if (earlier != null) {
+      stopWaiting(earlier); // invoked again (its stream was replaced): it waits as this one
+    }
     Waiting w = new Waiting(invoke, sink, slots);
     w.grace = scheduler.schedule(() -> context.execute(() -> graceOver(w)), SLOT_GRACE);
     slots.waiting.add(w);
@@ -385,19 +389,15 @@ public final class Dispatcher {
 
   /** Takes {@code w} out of waiting; false if it was no longer there. */
   private boolean stopWaiting(Waiting w) {
-    if (waiting.get(w.invoke.getCallId()) != w) {
-      return false;
-    }
-    waiting.remove(w.invoke.getCallId());
-    w.slots.waiting.remove(w);
+    waiting.remove(w.invoke.getCallId(), w);
     w.grace.cancel();
-    return true;
+    return w.slots.waiting.remove(w); // the queue says what waits; the map only finds it
   }
 
   /** A slot of {@code slots} was given back: the oldest waiting invokes are admitted. */
   private void slotFreed(ToolSlots slots) {
-    while (!slots.waiting.isEmpty() && slots.busy() < slots.max) {
-      Waiting w = slots.waiting.peek();
+    Waiting w;
+    while (slots.busy() < slots.max && (w = slots.waiting.peek()) != null) {
       stopWaiting(w);
       admit(w.invoke, w.sink, true);
     }

@@ -136,6 +136,29 @@ class DispatcherTest {
   }
 
   @Test
+  void an_invoke_waiting_for_a_slot_invoked_again_waits_once_for_the_later_stream()
+      throws Exception {
+    Dispatcher d = dispatcher(TestHandler.of("t", 1, call -> {
+      if (call.callId().equals("c1")) {
+        release.await();
+      }
+      return ToolResult.json("{}");
+    }));
+    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    FakeSink earlier = new FakeSink();
+    d.onInvoke(invoke("c2", "t", "{}"), earlier);
+    d.onInvoke(invoke("c2", "t", "{}"), sink);
+    TestDispatchers.settle(d);
+    assertThat(timers.pending()).as("one grace timer: the first wait was replaced").isEqualTo(1);
+    d.onCancel("c1", sink);
+    assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c2");
+    TestDispatchers.settle(d);
+    assertThat(timers.pending()).isZero();
+    earlier.assertNothingMore();
+    sink.assertNothingMore();
+  }
+
+  @Test
   void unknown_tool_invalid_args_and_draining_are_nacked_with_their_codes() throws Exception {
     Dispatcher d = dispatcher(TestHandler.of("t", 1, call -> ToolResult.json("{}")));
     d.onInvoke(invoke("c1", "nope", "{}"), sink);
