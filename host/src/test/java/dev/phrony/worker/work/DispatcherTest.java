@@ -54,6 +54,16 @@ class DispatcherTest {
     });
   }
 
+  /** {@code t@1.0.0} with one slot: call {@code c1} waits for {@link #release}, others answer. */
+  private TestHandler firstBlocks() {
+    return TestHandler.of("t", 1, call -> {
+      if (call.callId().equals("c1")) {
+        release.await();
+      }
+      return ToolResult.json("{\"ok\":true}");
+    });
+  }
+
   private static String payload(FakeSink.Sent s) {
     var r = (FakeSink.Result) s;
     return new String(((CallOutcome.Payload) r.held().outcome()).bytes(), StandardCharsets.UTF_8);
@@ -90,13 +100,7 @@ class DispatcherTest {
       throws Exception {
     // The runtime frees a cancelled call's slot, gives it to its next waiting call and only
     // then sends the cancel: c2's invoke arrives while c1 still holds the one slot.
-    TestHandler h = TestHandler.of("t", 1, call -> {
-      if (call.callId().equals("c1")) {
-        release.await();
-      }
-      return ToolResult.json("{\"ok\":true}");
-    });
-    Dispatcher d = dispatcher(h);
+    Dispatcher d = dispatcher(firstBlocks());
     d.onInvoke(invoke("c1", "t", "{}"), sink);
     d.onInvoke(invoke("c2", "t", "{}"), sink);
     d.onInvoke(invoke("c3", "t", "{}"), sink);
@@ -114,12 +118,7 @@ class DispatcherTest {
   @Test
   void an_invoke_waiting_for_a_slot_is_dropped_by_its_cancel_or_its_streams_end()
       throws Exception {
-    Dispatcher d = dispatcher(TestHandler.of("t", 1, call -> {
-      if (call.callId().equals("c1")) {
-        release.await();
-      }
-      return ToolResult.json("{}");
-    }));
+    Dispatcher d = dispatcher(firstBlocks());
     d.onInvoke(invoke("c1", "t", "{}"), sink);
     d.onInvoke(invoke("c2", "t", "{}"), sink);
     d.onCancel("c2", sink); // the runtime gave up on it: it never runs, nothing is sent
@@ -138,12 +137,7 @@ class DispatcherTest {
   @Test
   void an_invoke_waiting_for_a_slot_invoked_again_waits_once_for_the_later_stream()
       throws Exception {
-    Dispatcher d = dispatcher(TestHandler.of("t", 1, call -> {
-      if (call.callId().equals("c1")) {
-        release.await();
-      }
-      return ToolResult.json("{}");
-    }));
+    Dispatcher d = dispatcher(firstBlocks());
     d.onInvoke(invoke("c1", "t", "{}"), sink);
     FakeSink earlier = new FakeSink();
     d.onInvoke(invoke("c2", "t", "{}"), earlier);
