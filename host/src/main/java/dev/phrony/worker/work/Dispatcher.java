@@ -65,6 +65,9 @@ public final class Dispatcher {
    */
   static final Duration SLOT_GRACE = Duration.ofSeconds(1);
 
+  /** How long a handleAsync may hold the I/O thread before each heartbeat tick reports it. */
+  static final long STALLED_START_MS = 1_000;
+
   /** An invoke waiting for a slot of its tool, on the stream it came on. */
   static final class Waiting {
     final WorkInvoke invoke;
@@ -102,6 +105,12 @@ public final class Dispatcher {
   private final HashMap<String, Waiting> waiting = new HashMap<>();
   private CallSink current;
   private final List<CompletableFuture<Void>> idleWaiters = new ArrayList<>();
+
+  // ---- written around an inline start, read by the heartbeat's timer ----
+  /** The call whose handleAsync runs on the I/O thread now (null: none), since when, where. */
+  private volatile Call startingInline;
+  private volatile long startingInlineSinceMs;
+  private volatile Thread ioThread;
 
   // ---- written in the context, read anywhere (metrics, readiness, tests) ----
   private volatile int active;
@@ -253,6 +262,32 @@ public final class Dispatcher {
   }
 
   // ---- views, from any thread ----
+
+  /** An asynchronous handler's start that holds the I/O thread: whose, how long, where. */
+  record StalledStart(String callId, String key, long heldMs, List<StackTraceElement> where) {}
+
+  /**
+   * From the heartbeat's timer, whose beats such a start holds back: a handleAsync that has
+   * kept the stream's I/O thread over a second is logged with where it is (no message is read
+   * or sent until it returns, so the lease may run out), and returned.
+   */
+  Optional<StalledStart> reportStalledStart() {
+    Call call = startingInline;
+    long heldMs = clock.millis() - startingInlineSinceMs;
+    Thread thread = ioThread;
+    if (call == null || heldMs < STALLED_START_MS || thread == null) {
+      return Optional.empty();
+    }
+    StalledStart stall = new StalledStart(call.callId, call.key(), heldMs,
+        List.of(thread.getStackTrace()));
+    Exception where = new Exception("where the I/O thread is: " + thread.getName());
+    where.setStackTrace(stall.where().toArray(StackTraceElement[]::new));
+    try (var ctx = context(call)) {
+      log.warn("handler {} has kept the Work stream's thread {} ms in handleAsync: no message is"
+          + " read or sent, heartbeats included, until it returns", stall.key(), heldMs, where);
+    }
+    return Optional.of(stall);
+  }
 
   /** Calls admitted whose outcome is not held yet (cancelled ones excluded). */
   int runningCount() {
@@ -491,8 +526,12 @@ public final class Dispatcher {
       }
       long t0 = System.nanoTime();
       long startedMs = clock.millis();
+      ioThread = Thread.currentThread();
+      startingInlineSinceMs = startedMs;
+      startingInline = call;
       CompletableFuture<CallOutcome> outcome = pipeline.start(call.slots.async,
           call.slots.entry.classLoader(), call.context);
+      startingInline = null;
       long heldMs = clock.millis() - startedMs;
       if (call.slots.started(heldMs)) {
         log.warn("handler {} kept the Work stream's thread over {} ms in handleAsync {} times in"

@@ -81,7 +81,10 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
     this.identity = identity;
     this.advertised = Set.copyOf(inFlight);
     this.scheduler = scheduler;
-    this.heartbeat = new Heartbeat(scheduler, () -> writer.send(HEARTBEAT),
+    this.heartbeat = new Heartbeat(scheduler, () -> {
+      dispatcher.reportStalledStart(); // a stalled I/O thread would not send this beat
+      writer.send(HEARTBEAT);
+    },
         () -> abort(ReconnectReason.HEARTBEAT_TIMEOUT, "no heartbeat_ack (or registered) for a"
             + " whole lease TTL of " + heartbeat().ttl().toMillis() + " ms"));
     this.metrics = metrics;

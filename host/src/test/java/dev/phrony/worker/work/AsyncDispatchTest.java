@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 
@@ -176,5 +177,38 @@ class AsyncDispatchTest {
     d.onInvoke(invoke("c1"), sink);
     assertThat(outcome(sink.next())).isInstanceOf(CallOutcome.Payload.class);
     assertThat(h.startedOn).singleElement().satisfies(t -> assertThat(t.isVirtual()).isTrue());
+  }
+
+  @Test
+  void a_start_that_holds_the_io_thread_over_a_second_is_reported_with_where_it_is()
+      throws Exception {
+    CountDownLatch inside = new CountDownLatch(1);
+    CountDownLatch letGo = new CountDownLatch(1);
+    Dispatcher d = dispatcher(new AsyncHandler(c -> {
+      inside.countDown();
+      try {
+        letGo.await(); // breaks the promise: blocks the thread it was called on
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return CompletableFuture.completedFuture(ToolResult.text("late"));
+    }));
+    assertThat(d.reportStalledStart()).isEmpty();
+    Thread io = Thread.ofPlatform().name("phrony-work-io-test").start(
+        () -> d.onInvoke(invoke("c1"), sink));
+    inside.await();
+    timers.manualClock().advance(Duration.ofMillis(Dispatcher.STALLED_START_MS - 1));
+    assertThat(d.reportStalledStart()).as("under a second").isEmpty();
+    timers.manualClock().advance(Duration.ofMillis(1));
+    Dispatcher.StalledStart stall = d.reportStalledStart().orElseThrow();
+    assertThat(stall.callId()).isEqualTo("c1");
+    assertThat(stall.key()).isEqualTo("a@1.0.0");
+    assertThat(stall.heldMs()).isEqualTo(Dispatcher.STALLED_START_MS);
+    assertThat(stall.where()).anySatisfy(f -> assertThat(f.getClassName())
+        .startsWith(AsyncHandler.class.getName()));
+    letGo.countDown();
+    io.join();
+    assertThat(outcome(sink.next())).isInstanceOf(CallOutcome.Payload.class);
+    assertThat(d.reportStalledStart()).as("returned").isEmpty();
   }
 }
