@@ -33,6 +33,12 @@ class ListHandlersIT {
         "weather.get-forecast@1.0.0", "read_only",
         "payments.process-payment@1.0.0", "non_idempotent_write",
         "echo@default", "read_only"));
+    Map<String, String> execution = new TreeMap<>();
+    json.get("handlers").forEach(h ->
+        execution.put(h.get("key").asText(), h.get("execution").asText()));
+    assertThat(execution).as("echo never blocks: it starts on the stream's own thread")
+        .containsExactlyInAnyOrderEntriesOf(Map.of("weather.get-forecast@1.0.0", "thread",
+            "payments.process-payment@1.0.0", "thread", "echo@default", "async"));
     Path plugins = Path.of(System.getProperty("phrony.dist.dir")).resolve("plugins");
     json.get("handlers").forEach(h -> {
       assertThat(Path.of(h.get("plugin").asText())).startsWith(plugins);

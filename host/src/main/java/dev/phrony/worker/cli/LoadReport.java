@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.config.Source;
@@ -98,7 +99,7 @@ final class LoadReport {
 
   /**
    * {@code {"handlers":[{"key","tool","version","contract_version","max_concurrency",
-   * "side_effect_class","descriptor_hash","plugin"}...],"problems":[{"plugin","reason"}...],
+   * "side_effect_class","execution","descriptor_hash","plugin"}...],"problems":[{"plugin","reason"}...],
    * "image_digest":"sha256:..."}}.
    */
   static String json(LoadResult result) {
@@ -125,6 +126,8 @@ final class LoadReport {
           .put("max_concurrency", eff == null ? d.maxConcurrency() : eff.maxConcurrency())
           .put("enabled", eff == null || eff.enabled())
           .put("side_effect_class", d.sideEffectClass().wireName())
+          // async: an AsyncToolHandler, started on the stream's I/O thread; thread: its own
+          .put("execution", e.handler() instanceof AsyncToolHandler ? "async" : "thread")
           .put("descriptor_hash", e.descriptorHash())
           .put("plugin", e.plugin());
       if (eff != null) {

@@ -85,13 +85,14 @@ class ListHandlersCommandTest {
     JsonNode weather = json.get("handlers").get(1);
     assertThat(weather.properties()).extracting(e -> e.getKey()).containsExactly("key", "tool",
         "version", "contract_version", "max_concurrency", "enabled", "side_effect_class",
-        "descriptor_hash", "plugin", "settings");
+        "execution", "descriptor_hash", "plugin", "settings");
     assertThat(weather.get("key").asText()).isEqualTo("weather.get-forecast@1.0.0");
     assertThat(weather.get("tool").asText()).isEqualTo("weather.get-forecast");
     assertThat(weather.get("version").asText()).isEqualTo("1.0.0");
     assertThat(weather.get("contract_version").asText()).isEqualTo("2");
     assertThat(weather.get("max_concurrency").asInt()).isEqualTo(32);
     assertThat(weather.get("side_effect_class").asText()).isEqualTo("read_only");
+    assertThat(weather.get("execution").asText()).isEqualTo("thread");
     assertThat(weather.get("descriptor_hash").asText()).isEqualTo(DescriptorHash.of(
         new PluginLoader().load(good).catalog().find("weather.get-forecast", "1.0.0")
             .orElseThrow().descriptor()));
