@@ -99,7 +99,8 @@ public final class CallPipeline {
   /**
    * Starts {@code handler} on this thread and returns its outcome, mapped as {@link #run} maps
    * it, once its stage completes; never throws, and the future never fails. A stage that is
-   * already complete gives a completed future at once, on this thread.
+   * already complete gives a completed future at once, on this thread. A stage that is a
+   * {@code CompletableFuture} is cancelled with the call ({@link CallContext#markCancelled}).
    */
   @SuppressWarnings("try")
   public CompletableFuture<CallOutcome> start(AsyncToolHandler handler, ClassLoader loader,
