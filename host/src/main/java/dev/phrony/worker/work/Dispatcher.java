@@ -545,10 +545,15 @@ public final class Dispatcher {
       if (outcome.isDone()) {
         finished(call, outcome.join(), null, Math.max(1, System.nanoTime() - t0));
       } else {
-        outcome.thenAccept(o -> context.execute(
-            () -> finished(call, o, null, Math.max(1, System.nanoTime() - t0))));
+        finishWhenDone(call, outcome, t0);
       }
     }
+  }
+
+  /** Posts {@code call}'s "finished" event to the context once its handler's stage is done. */
+  private void finishWhenDone(Call call, CompletableFuture<CallOutcome> outcome, long t0) {
+    outcome.thenAccept(o -> context.execute(
+        () -> finished(call, o, null, Math.max(1, System.nanoTime() - t0))));
   }
 
   /** On the call's own thread: the pipeline, then one "finished" event for the owner. */
@@ -567,9 +572,8 @@ public final class Dispatcher {
       log.debug("handler started");
       long t0 = System.nanoTime();
       if (call.slots.async != null) { // moved off the I/O thread: started here, finished later
-        pipeline.start(call.slots.async, call.slots.entry.classLoader(), call.context)
-            .thenAccept(o -> context.execute(
-                () -> finished(call, o, null, Math.max(1, System.nanoTime() - t0))));
+        finishWhenDone(call, pipeline.start(call.slots.async, call.slots.entry.classLoader(),
+            call.context), t0);
         return;
       }
       CallOutcome outcome = pipeline.run(call.slots.entry.handler(),
