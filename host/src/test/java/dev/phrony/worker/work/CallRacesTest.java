@@ -224,7 +224,10 @@ class CallRacesTest {
     FakeSink next = new FakeSink();
     d.onRegistered(next, Set.of("c1"), Duration.ofSeconds(30));
     release.countDown();
-    Await.until("held", () -> durable.find("c1").isPresent());
+    // The entry is in the outbox before the dispatcher's own "held" transition has run (on the
+    // writer's thread); the window's timer below must find that transition done, not racing it.
+    Await.until("held", () -> durable.find("c1").isPresent() && d.runningCount() == 0);
+    TestDispatchers.settle(d);
     timers.advance(Duration.ofMillis(29_999));
     assertThat(durable.isOrphaned("c1")).isFalse();
     timers.advance(Duration.ofMillis(1));
