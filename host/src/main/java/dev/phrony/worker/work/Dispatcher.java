@@ -1,6 +1,7 @@
 package dev.phrony.worker.work;
 
 import dev.phrony.runtime.v1.WorkInvoke;
+import dev.phrony.worker.work.Inbound.Invoke;
 import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.call.CallContext;
 import dev.phrony.worker.call.CallOutcome;
@@ -71,12 +72,12 @@ public final class Dispatcher {
 
   /** An invoke waiting for a slot of its tool, on the stream it came on. */
   static final class Waiting {
-    final WorkInvoke invoke;
+    final Invoke invoke;
     final CallSink sink;
     final ToolSlots slots;
     Scheduler.Handle grace = Scheduler.NONE;
 
-    Waiting(WorkInvoke invoke, CallSink sink, ToolSlots slots) {
+    Waiting(Invoke invoke, CallSink sink, ToolSlots slots) {
       this.invoke = invoke;
       this.sink = sink;
       this.slots = slots;
@@ -169,8 +170,13 @@ public final class Dispatcher {
 
   // ---- from the stream ----
 
-  void onInvoke(WorkInvoke invoke, CallSink sink) {
+  void onInvoke(Invoke invoke, CallSink sink) {
     context.execute(() -> admit(invoke, sink));
+  }
+
+  /** The same, from the generated message. */
+  void onInvoke(WorkInvoke invoke, CallSink sink) {
+    onInvoke(Invoke.of(invoke), sink);
   }
 
   void onCancel(String callId, CallSink sink) {
@@ -313,13 +319,13 @@ public final class Dispatcher {
 
   // ---- transitions (all in the context) ----
 
-  private void admit(WorkInvoke invoke, CallSink sink) {
+  private void admit(Invoke invoke, CallSink sink) {
     admit(invoke, sink, false);
   }
 
   /** {@code waited}: it waited for a slot and is first in line, so it may take a free one. */
-  private void admit(WorkInvoke invoke, CallSink sink, boolean waited) {
-    String callId = invoke.getCallId();
+  private void admit(Invoke invoke, CallSink sink, boolean waited) {
+    String callId = invoke.callId();
     Call existing = calls.get(callId);
     if (existing != null) {
       invokedAgain(existing, invoke, sink);
@@ -335,7 +341,7 @@ public final class Dispatcher {
       send(sink, held.get());
       return;
     }
-    ToolSlots slots = byTool.getOrDefault(invoke.getTool(), Map.of()).get(invoke.getVersion());
+    ToolSlots slots = byTool.getOrDefault(invoke.tool(), Map.of()).get(invoke.version());
     if (outbox.wasInterrupted(callId)) {
       // A previous attempt may have acted before the worker stopped: never run it twice.
       nack(sink, invoke, slots, InvocationOutcome.NACK_PREVIOUS_ATTEMPT_INTERRUPTED,
@@ -349,7 +355,7 @@ public final class Dispatcher {
     }
     if (slots == null) {
       nack(sink, invoke, null, InvocationOutcome.NACK_UNKNOWN_TOOL, UNKNOWN_TOOL,
-          "this worker serves no handler for " + invoke.getTool() + "@" + invoke.getVersion());
+          "this worker serves no handler for " + invoke.tool() + "@" + invoke.version());
       return;
     }
     // Invokes that came first take slots first: none overtakes one waiting for a slot.
@@ -359,9 +365,9 @@ public final class Dispatcher {
       return;
     }
     long deadline = deadlineOf(invoke, slots);
-    CallContext ctx = new CallContext(callId, invoke.getSessionId(), invoke.getAgentVersionId(),
-        invoke.getTurn(), invoke.getTool(), invoke.getVersion(), invoke.getSideEffectClass(),
-        deadline, invoke.getArgs().asReadOnlyByteBuffer(), pipeline.codec());
+    CallContext ctx = new CallContext(callId, invoke.sessionId(), invoke.agentVersionId(),
+        invoke.turn(), invoke.tool(), invoke.version(), invoke.sideEffectClass(),
+        deadline, invoke.argsBuffer(), pipeline.codec());
     Call call = new Call(ctx, slots, sink, permit, now(),
         outbox.needsIntent(slots.sideEffectClass));
     calls.put(callId, call);
@@ -388,8 +394,8 @@ public final class Dispatcher {
    * When the call must end, epoch ms (0: never): the session's deadline, or the handler's
    * bound from now (an operator's {@code deadline} setting), whichever comes first.
    */
-  private long deadlineOf(WorkInvoke invoke, ToolSlots slots) {
-    long session = invoke.getDeadlineUnixMs();
+  private long deadlineOf(Invoke invoke, ToolSlots slots) {
+    long session = invoke.deadlineUnixMs();
     if (slots.maxRunTimeMs <= 0) {
       return session;
     }
@@ -402,15 +408,15 @@ public final class Dispatcher {
    * otherwise. The invoke waits, in order, for a slot given back within {@link #SLOT_GRACE};
    * then it is nacked (rule 6).
    */
-  private void waitForSlot(WorkInvoke invoke, CallSink sink, ToolSlots slots) {
-    Waiting earlier = waiting.get(invoke.getCallId());
+  private void waitForSlot(Invoke invoke, CallSink sink, ToolSlots slots) {
+    Waiting earlier = waiting.get(invoke.callId());
     if (earlier != null) {
       stopWaiting(earlier); // invoked again (its stream was replaced): it waits as this one
     }
     Waiting w = new Waiting(invoke, sink, slots);
     w.grace = scheduler.schedule(() -> context.execute(() -> graceOver(w)), SLOT_GRACE);
     slots.waiting.add(w);
-    waiting.put(invoke.getCallId(), w);
+    waiting.put(invoke.callId(), w);
     debug(invoke, "every slot taken: waiting for one");
   }
 
@@ -425,7 +431,7 @@ public final class Dispatcher {
 
   /** Takes {@code w} out of waiting; false if it was no longer there. */
   private boolean stopWaiting(Waiting w) {
-    waiting.remove(w.invoke.getCallId(), w);
+    waiting.remove(w.invoke.callId(), w);
     w.grace.cancel();
     return w.slots.waiting.remove(w); // the queue says what waits; the map only finds it
   }
@@ -440,7 +446,7 @@ public final class Dispatcher {
   }
 
   /** Rule 5: an invoke for a call still here attaches to it; the handler runs once. */
-  private void invokedAgain(Call call, WorkInvoke invoke, CallSink sink) {
+  private void invokedAgain(Call call, Invoke invoke, CallSink sink) {
     if (call.state == Call.State.CANCELLED && call.held == null) {
       nack(sink, invoke, call.slots, InvocationOutcome.NACK_PREVIOUS_ATTEMPT_INTERRUPTED,
           PREVIOUS_ATTEMPT_INTERRUPTED, "this call was cancelled while its handler ran, which may"
@@ -780,14 +786,14 @@ public final class Dispatcher {
     idleWaiters.clear();
   }
 
-  private void nack(CallSink sink, WorkInvoke invoke, ToolSlots slots, InvocationOutcome outcome,
+  private void nack(CallSink sink, Invoke invoke, ToolSlots slots, InvocationOutcome outcome,
       String code, String message) {
     (slots == null ? unknownTool : slots.metrics).count(outcome);
     debug(invoke, "nack {}: {}", code, message);
-    sink.sendNack(invoke.getCallId(), code, message);
+    sink.sendNack(invoke.callId(), code, message);
   }
 
-  private void nackDraining(CallSink sink, WorkInvoke invoke, ToolSlots slots) {
+  private void nackDraining(CallSink sink, Invoke invoke, ToolSlots slots) {
     nack(sink, invoke, slots, InvocationOutcome.NACK_DRAINING, DRAINING,
         "worker is draining for shutdown; retry on another worker");
   }
@@ -809,10 +815,10 @@ public final class Dispatcher {
   }
 
   /** A per-call DEBUG line from the context, with the call's logging context. */
-  private static void debug(WorkInvoke invoke, String format, Object... args) {
+  private static void debug(Invoke invoke, String format, Object... args) {
     if (log.isDebugEnabled()) {
-      try (var ctx = LogContext.call(invoke.getCallId(), invoke.getSessionId(),
-          invoke.getTool() + "@" + invoke.getVersion())) {
+      try (var ctx = LogContext.call(invoke.callId(), invoke.sessionId(),
+          invoke.tool() + "@" + invoke.version())) {
         log.debug(format, args);
       }
     }

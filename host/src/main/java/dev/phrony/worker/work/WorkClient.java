@@ -1,6 +1,5 @@
 package dev.phrony.worker.work;
 
-import dev.phrony.runtime.v1.RuntimeGrpc;
 import dev.phrony.worker.call.CallPipeline;
 import dev.phrony.worker.call.JsonCodec;
 import dev.phrony.worker.ops.Readiness;
@@ -11,9 +10,11 @@ import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.time.ExecutorScheduler;
 import dev.phrony.worker.time.Scheduler;
 import dev.phrony.worker.transport.TlsFailure;
+import io.grpc.CallOptions;
 import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCalls;
 import io.netty.channel.Channel;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
@@ -199,12 +200,13 @@ public final class WorkClient implements AutoCloseable {
       channel.resetConnectBackoff();
       session = s;
       try {
-        RuntimeGrpc.RuntimeStub stub = RuntimeGrpc.newStub(channel);
+        CallOptions callOptions = CallOptions.DEFAULT;
         var credentials = options.transport().callCredentials();
         if (credentials.isPresent()) {
-          stub = stub.withCallCredentials(credentials.get());
+          callOptions = callOptions.withCallCredentials(credentials.get());
         }
-        stub.work(s);
+        // The generated stub's call, with invokes and acks read by Inbound's own marshaller.
+        ClientCalls.asyncBidiStreamingCall(channel.newCall(Inbound.WORK_METHOD, callOptions), s);
         s.register();
         s.registration().thenRun(() -> watchConnection(s));
         s.ended().whenComplete((end, t) -> streamEnded(end));

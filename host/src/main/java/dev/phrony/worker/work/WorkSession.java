@@ -32,7 +32,7 @@ import org.slf4j.LoggerFactory;
  * call; outbound messages go through the one {@link StreamWriter}. Never outlives its stream:
  * the {@link WorkClient} makes a new session per connection.
  */
-final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMsg, WorkServerMsg> {
+final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMsg, Inbound> {
   private static final Logger log = LoggerFactory.getLogger(WorkSession.class);
 
   /** Inbound messages requested at a time (one at a time caps a stream near 15k msgs/s). */
@@ -144,7 +144,20 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   }
 
   @Override
-  public void onNext(WorkServerMsg msg) {
+  public void onNext(Inbound msg) {
+    switch (msg) {
+      case Inbound.Invoke invoke -> dispatcher.onInvoke(invoke, this);
+      case Inbound.ResultAck ack -> dispatcher.onResultAck(ack.callId());
+      case Inbound.Other other -> onOther(other.msg());
+    }
+    // Batched flow control: ask for more once half a batch is consumed.
+    if (++receivedSinceRequest >= INBOUND_BATCH / 2) {
+      receivedSinceRequest = 0;
+      requests.request(INBOUND_BATCH / 2);
+    }
+  }
+
+  private void onOther(WorkServerMsg msg) {
     switch (msg.getBodyCase()) {
       case REGISTERED -> {
         heartbeat.onRegistered(msg.getRegistered().getLeaseTtlMs());
@@ -154,7 +167,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
         log.info("registered as {}: {} handlers, lease TTL {} ms", identity.workerId(),
             catalog.size(), heartbeat.ttl().toMillis());
       }
-      case INVOKE -> dispatcher.onInvoke(msg.getInvoke(), this);
+      case INVOKE -> dispatcher.onInvoke(msg.getInvoke(), this); // read as Inbound.Invoke
       case CANCEL -> dispatcher.onCancel(msg.getCancel().getCallId(), this);
       case RESULT_ACK -> dispatcher.onResultAck(msg.getResultAck().getCallId());
       case HEARTBEAT_ACK -> {
@@ -163,11 +176,6 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
         metrics.heartbeatRoundTrip(heartbeat.lastRoundTrip());
       }
       case BODY_NOT_SET -> log.warn("stream {}: empty message from the runtime ignored", id);
-    }
-    // Batched flow control: ask for more once half a batch is consumed.
-    if (++receivedSinceRequest >= INBOUND_BATCH / 2) {
-      receivedSinceRequest = 0;
-      requests.request(INBOUND_BATCH / 2);
     }
   }
 
