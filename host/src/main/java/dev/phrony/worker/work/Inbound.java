@@ -2,6 +2,8 @@ package dev.phrony.worker.work;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.CodedInputStream;
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.UnsafeByteOperations;
 import dev.phrony.runtime.v1.RuntimeGrpc;
 import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkInvoke;
@@ -142,7 +144,7 @@ sealed interface Inbound {
           return null;
         }
         int limit = in.pushLimit(in.readRawVarint32());
-        Inbound m = tag == INVOKE ? invoke(in) : ack(in);
+        Inbound m = tag == INVOKE ? invoke(in, bytes) : ack(in);
         if (m == null || !in.isAtEnd()) {
           return null;
         }
@@ -153,7 +155,7 @@ sealed interface Inbound {
       }
     }
 
-    private static Invoke invoke(CodedInputStream in) throws IOException {
+    private static Invoke invoke(CodedInputStream in, byte[] bytes) throws IOException {
       String callId = "";
       String sessionId = "";
       String agentVersionId = "";
@@ -167,12 +169,12 @@ sealed interface Inbound {
         switch (tag) {
           case 1 << 3 | 2 -> callId = in.readStringRequireUtf8();
           case 2 << 3 | 2 -> sessionId = in.readStringRequireUtf8();
-          case 3 << 3 | 2 -> agentVersionId = in.readStringRequireUtf8();
+          case 3 << 3 | 2 -> agentVersionId = repeated(in, bytes, AGENT_VERSION);
           case 4 << 3 -> turn = in.readInt32();
-          case 5 << 3 | 2 -> tool = in.readStringRequireUtf8();
-          case 6 << 3 | 2 -> version = in.readStringRequireUtf8();
+          case 5 << 3 | 2 -> tool = repeated(in, bytes, TOOL);
+          case 6 << 3 | 2 -> version = repeated(in, bytes, VERSION);
           case 7 << 3 | 2 -> args = in.readBytes();
-          case 8 << 3 | 2 -> sideEffectClass = in.readStringRequireUtf8();
+          case 8 << 3 | 2 -> sideEffectClass = repeated(in, bytes, SIDE_EFFECT_CLASS);
           case 9 << 3 -> deadline = in.readInt64();
           default -> {
             return null; // an unknown field or wire type: the generated parser's case
@@ -181,6 +183,43 @@ sealed interface Inbound {
       }
       return new Invoke(callId, sessionId, agentVersionId, turn, tool, version, args,
           sideEffectClass, deadline);
+    }
+
+    /**
+     * A string field whose value mostly repeats from one invoke to the next (tool, version,
+     * side effect class, agent version): the last value of each is kept, and bytes equal to it
+     * give its string again instead of a new one decoded.
+     */
+    private record Seen(byte[] utf8, String text) {}
+
+    private static final int AGENT_VERSION = 0;
+    private static final int TOOL = 1;
+    private static final int VERSION = 2;
+    private static final int SIDE_EFFECT_CLASS = 3;
+    /** By field; written by whichever thread reads (records: a racing reader sees a whole one). */
+    private static final Seen[] SEEN = new Seen[4];
+
+    private static String repeated(CodedInputStream in, byte[] bytes, int field)
+        throws IOException {
+      int length = in.readRawVarint32();
+      if (length < 0 || length > in.getBytesUntilLimit()) {
+        throw new InvalidProtocolBufferException("truncated string field");
+      }
+      int at = in.getTotalBytesRead(); // the reader started at 0 of bytes
+      Seen seen = SEEN[field];
+      if (seen != null && Arrays.equals(bytes, at, at + length, seen.utf8(), 0,
+          seen.utf8().length)) {
+        in.skipRawBytes(length);
+        return seen.text();
+      }
+      byte[] utf8 = in.readRawBytes(length);
+      ByteString value = UnsafeByteOperations.unsafeWrap(utf8);
+      if (!value.isValidUtf8()) { // as readStringRequireUtf8 refuses it
+        throw new InvalidProtocolBufferException("string field is not valid UTF-8");
+      }
+      String text = value.toStringUtf8();
+      SEEN[field] = new Seen(utf8, text);
+      return text;
     }
 
     private static ResultAck ack(CodedInputStream in) throws IOException {

@@ -41,6 +41,24 @@ class InboundTest {
   }
 
   @Test
+  void values_that_repeat_from_invoke_to_invoke_are_read_as_themselves() throws Exception {
+    // The reader keeps the last tool, version, side effect class and agent version: runs of the
+    // same value, prefixes, same-length neighbours and back again.
+    String[] tools = {"echo", "echo", "echp", "echo2", "ech", "", "echo", "表", "表", "é"};
+    for (int i = 0; i < tools.length; i++) {
+      WorkInvoke invoke = WorkInvoke.newBuilder().setCallId("c" + i).setTool(tools[i])
+          .setVersion(i % 2 == 0 ? "1.0.0" : "1.0.1").setSideEffectClass("read_only")
+          .setAgentVersionId(i < 5 ? "av" : "av2").setArgs(ByteString.copyFromUtf8("{}")).build();
+      byte[] bytes = WorkServerMsg.newBuilder().setInvoke(invoke).build().toByteArray();
+      assertThat(Inbound.Plain.read(bytes)).isEqualTo(Inbound.Invoke.of(invoke));
+    }
+    // Bytes that are not UTF-8 where a known value was: refused, as the generated parser does.
+    byte[] badTool = concat(new byte[] {0x12, 0x03, 0x2a, 0x01, (byte) 0xc3});
+    assertThat(Inbound.Plain.read(badTool)).isNull();
+    assertThatThrownBy(() -> parse(badTool, true)).isInstanceOf(StatusRuntimeException.class);
+  }
+
+  @Test
   void other_messages_are_the_generated_ones() throws Exception {
     for (WorkServerMsg msg : new WorkServerMsg[] {
         WorkServerMsg.getDefaultInstance(),
