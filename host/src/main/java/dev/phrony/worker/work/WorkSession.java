@@ -167,9 +167,10 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
         log.info("registered as {}: {} handlers, lease TTL {} ms", identity.workerId(),
             catalog.size(), heartbeat.ttl().toMillis());
       }
-      case INVOKE -> dispatcher.onInvoke(msg.getInvoke(), this); // read as Inbound.Invoke
-      case CANCEL -> dispatcher.onCancel(msg.getCancel().getCallId(), this);
+      // Inbound reads invokes and acks as records, never as Other; served here all the same.
+      case INVOKE -> dispatcher.onInvoke(msg.getInvoke(), this);
       case RESULT_ACK -> dispatcher.onResultAck(msg.getResultAck().getCallId());
+      case CANCEL -> dispatcher.onCancel(msg.getCancel().getCallId(), this);
       case HEARTBEAT_ACK -> {
         heartbeat.onAck();
         healthy = true;
