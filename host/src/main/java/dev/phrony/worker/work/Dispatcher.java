@@ -1,7 +1,6 @@
 package dev.phrony.worker.work;
 
 import dev.phrony.runtime.v1.WorkInvoke;
-import dev.phrony.worker.work.Inbound.Invoke;
 import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.call.CallContext;
 import dev.phrony.worker.call.CallOutcome;
@@ -16,6 +15,7 @@ import dev.phrony.worker.outbox.IntentRecord;
 import dev.phrony.worker.outbox.ResultOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.time.Scheduler;
+import dev.phrony.worker.work.Inbound.Invoke;
 import io.grpc.Status;
 import io.grpc.SynchronizationContext;
 import java.time.Duration;
