@@ -290,9 +290,12 @@ public final class Bench {
     double ratio = host.perSecond() / peer.perSecond();
     Map<String, Object> f = resultFigures(peer);
     f.put("host_per_s", host.perSecond());
+    f.put("host_slices_per_s", host.slicesPerSecond());
     f.put("ratio", ratio);
+    f.put("slice_ratios", sliceRatios(host, peer));
     report.add(new Report.Row(id, scenario, "peer: " + callsLine(peer),
-        String.format(Locale.ROOT, "host %.2fx %s", ratio, peerName),
+        String.format(Locale.ROOT, "host %.2fx %s%s", ratio, peerName,
+            spread(sliceRatios(host, peer))),
         String.format(Locale.ROOT, ">= %.2fx", goal),
         Double.isNaN(ratio) ? null : ratio >= goal, f));
   }
@@ -752,7 +755,28 @@ public final class Bench {
     return figures("per_s", r.perSecond(), "p50_ms", r.p50Ms(), "p99_ms", r.p99Ms(), "calls",
         r.ok(), "errors", r.errors(), "first_error", r.firstError(), "host_cpu_us_per_call",
         r.hostCpuUsPerCall(), "driver_cpu_us_per_call", r.driverCpuUsPerCall(),
-        "host_alloc_kib_per_call", r.hostAllocKibPerCall());
+        "host_alloc_kib_per_call", r.hostAllocKibPerCall(), "slices_per_s",
+        r.slicesPerSecond());
+  }
+
+  /** " (slices LOW-HIGH)" when there is more than one, else nothing. */
+  private static String spread(List<Double> ratios) {
+    if (ratios.size() < 2) {
+      return "";
+    }
+    return String.format(Locale.ROOT, " (slices %.2f-%.2f)",
+        ratios.stream().mapToDouble(Double::doubleValue).min().orElseThrow(),
+        ratios.stream().mapToDouble(Double::doubleValue).max().orElseThrow());
+  }
+
+  /** Each slice of {@code a} over the slice of {@code b} measured right after it. */
+  static List<Double> sliceRatios(Driver.Result a, Driver.Result b) {
+    List<Double> ratios = new ArrayList<>();
+    for (int i = 0; i < Math.min(a.slicesPerSecond().size(), b.slicesPerSecond().size()); i++) {
+      ratios.add(Math.round(1000 * a.slicesPerSecond().get(i) / b.slicesPerSecond().get(i))
+          / 1000.0);
+    }
+    return ratios;
   }
 
   private static Map<String, Object> figures(Object... kv) {

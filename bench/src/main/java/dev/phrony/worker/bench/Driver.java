@@ -26,10 +26,12 @@ final class Driver {
    * CPU time (user + system) over the measured windows divided by the calls counted in them:
    * unlike calls/s it barely moves when other processes share the cores.
    * {@code driverCpuUsPerCall} is the same for this JVM (the runtime and the driver).
+   * {@code slicesPerSecond} is each slice's own rate, in the order measured: how far a figure
+   * moves within one run, against how far it moves between runs.
    */
   record Result(double perSecond, long ok, long errors, String firstError, double p50Ms,
       double p99Ms, double hostCpuUsPerCall, double driverCpuUsPerCall,
-      double hostAllocKibPerCall) {
+      double hostAllocKibPerCall, List<Double> slicesPerSecond) {
 
     /** The slices taken together: as if their measured windows were one. */
     static Result of(List<Slice> slices) {
@@ -42,7 +44,9 @@ final class Driver {
       double allocBytes = 0;
       boolean cpuKnown = true;
       List<Latencies> latencies = new ArrayList<>();
+      List<Double> rates = new ArrayList<>(slices.size());
       for (Slice s : slices) {
+        rates.add(s.ok() / (s.measuredNanos() / 1e9));
         ok += s.ok();
         errors += s.errors();
         firstError = firstError != null ? firstError : s.firstError();
@@ -56,7 +60,8 @@ final class Driver {
       double[] p = Latencies.percentilesMs(latencies, 50, 99);
       return new Result(ok / (measured / 1e9), ok, errors, firstError, p[0], p[1],
           cpuKnown ? hostCpu / 1e3 / ok : Double.NaN,
-          cpuKnown ? driverCpu / 1e3 / ok : Double.NaN, allocBytes / ok / 1024);
+          cpuKnown ? driverCpu / 1e3 / ok : Double.NaN, allocBytes / ok / 1024,
+          List.copyOf(rates));
     }
   }
 
