@@ -288,14 +288,14 @@ public final class Bench {
   private void addPeerRow(String id, String scenario, Driver.Result host, Driver.Result peer,
       String peerName, double goal) {
     double ratio = host.perSecond() / peer.perSecond();
+    List<Double> sliceRatios = sliceRatios(host, peer);
     Map<String, Object> f = resultFigures(peer);
     f.put("host_per_s", host.perSecond());
     f.put("host_slices_per_s", host.slicesPerSecond());
     f.put("ratio", ratio);
-    f.put("slice_ratios", sliceRatios(host, peer));
+    f.put("slice_ratios", sliceRatios);
     report.add(new Report.Row(id, scenario, "peer: " + callsLine(peer),
-        String.format(Locale.ROOT, "host %.2fx %s%s", ratio, peerName,
-            spread(sliceRatios(host, peer))),
+        String.format(Locale.ROOT, "host %.2fx %s%s", ratio, peerName, spread(sliceRatios)),
         String.format(Locale.ROOT, ">= %.2fx", goal),
         Double.isNaN(ratio) ? null : ratio >= goal, f));
   }
@@ -770,7 +770,7 @@ public final class Bench {
   }
 
   /** Each slice of {@code a} over the slice of {@code b} measured right after it. */
-  static List<Double> sliceRatios(Driver.Result a, Driver.Result b) {
+  private static List<Double> sliceRatios(Driver.Result a, Driver.Result b) {
     List<Double> ratios = new ArrayList<>();
     for (int i = 0; i < Math.min(a.slicesPerSecond().size(), b.slicesPerSecond().size()); i++) {
       ratios.add(Math.round(1000 * a.slicesPerSecond().get(i) / b.slicesPerSecond().get(i))
