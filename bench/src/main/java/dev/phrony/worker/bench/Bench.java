@@ -43,7 +43,7 @@ public final class Bench {
   static final byte[] PAY_ARGS = "{\"amount\":12.5,\"currency\":\"EUR\",\"payee\":\"ACME\"}"
       .getBytes(StandardCharsets.UTF_8);
   static final Duration START_TIMEOUT = Duration.ofSeconds(60);
-  /** Rows 2a and 2b: slices per figure in a full run, and the warm-up of all but the first. */
+  /** Paired rows: slices per figure in a full run, and the warm-up again before each slice. */
   static final int PAIRED_SLICES = 5;
   static final Duration SLICE_WARMUP = Duration.ofSeconds(1);
 
@@ -248,8 +248,15 @@ public final class Bench {
   /**
    * The host, the two stand-in peers and (optionally) the ceiling, measured in alternating
    * slices of the measured time, so a change in what else the machine runs hits all alike; a
-   * ratio of figures taken a minute apart moved by 10% from run to run here. The first slice
-   * of each warms up for the whole warm-up, later ones for {@link #SLICE_WARMUP}.
+   * ratio of figures taken a minute apart moved by 10% from run to run here.
+   *
+   * <p>A first round only warms up: each for the whole warm-up, nothing counted. Measured, it
+   * made the worker that went first pay for the runtime's JVM still compiling its code for this
+   * concurrency: that worker's first slice came out 25-45% below its later ones, whichever worker
+   * it was. Then each measured round warms each up again for {@link #SLICE_WARMUP} (at most the
+   * warm-up) and measures one slice, the ceiling first, the three workers in an order rotated
+   * from round to round, so none always follows the ceiling (which runs its server in this JVM
+   * too) or the same peer.
    */
   private record Compared(Driver.Result host, double ceiling, Driver.Result inline,
       Driver.Result threads) {}
@@ -259,21 +266,29 @@ public final class Bench {
     Ceiling c = withCeiling ? ceilingRig() : null;
     int slices = quick ? 1 : PAIRED_SLICES;
     Duration slice = measure.dividedBy(slices);
-    List<Driver.Slice> h = new ArrayList<>(slices);
-    List<Driver.Slice> in = new ArrayList<>(slices);
-    List<Driver.Slice> th = new ArrayList<>(slices);
+    Duration rewarm = SLICE_WARMUP.compareTo(warmup) < 0 ? SLICE_WARMUP : warmup;
+    List<Driver> workers = List.of(host, inline, threads);
+    List<List<Driver.Slice>> measured = List.of(new ArrayList<>(), new ArrayList<>(),
+        new ArrayList<>());
+    if (c != null) {
+      c.run(concurrency, warmup, Duration.ZERO);
+    }
+    for (Driver w : workers) {
+      w.slice(concurrency, warmup, Duration.ZERO);
+    }
     double reference = 0;
     for (int i = 0; i < slices; i++) {
-      Duration warm = i == 0 ? warmup : SLICE_WARMUP;
       if (c != null) {
-        reference += c.run(concurrency, warm, slice).perSecond();
+        reference += c.run(concurrency, rewarm, slice).perSecond();
       }
-      h.add(host.slice(concurrency, warm, slice));
-      in.add(inline.slice(concurrency, warm, slice));
-      th.add(threads.slice(concurrency, warm, slice));
+      for (int k = 0; k < workers.size(); k++) {
+        int w = (i + k) % workers.size();
+        measured.get(w).add(workers.get(w).slice(concurrency, rewarm, slice));
+      }
     }
-    return new Compared(Driver.Result.of(h), c == null ? Double.NaN : reference / slices,
-        Driver.Result.of(in), Driver.Result.of(th));
+    return new Compared(Driver.Result.of(measured.get(0)),
+        c == null ? Double.NaN : reference / slices, Driver.Result.of(measured.get(1)),
+        Driver.Result.of(measured.get(2)));
   }
 
   /** Rows comparing the host with each stand-in peer measured beside it. */
