@@ -5,7 +5,6 @@ import com.google.protobuf.CodedInputStream;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.UnsafeByteOperations;
 import dev.phrony.runtime.v1.RuntimeGrpc;
-import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.runtime.v1.WorkResultAck;
 import dev.phrony.runtime.v1.WorkServerMsg;
@@ -121,8 +120,8 @@ sealed interface Inbound {
   }
 
   /** {@code Runtime.Work} with {@link #MARSHALLER} for what the runtime sends. */
-  MethodDescriptor<WorkClientMsg, Inbound> WORK_METHOD = RuntimeGrpc.getWorkMethod()
-      .toBuilder(RuntimeGrpc.getWorkMethod().getRequestMarshaller(), MARSHALLER).build();
+  MethodDescriptor<Outbound, Inbound> WORK_METHOD = RuntimeGrpc.getWorkMethod()
+      .toBuilder(Outbound.MARSHALLER, MARSHALLER).build();
 
   /** The plain encodings of an invoke and an ack, read by hand. */
   final class Plain {

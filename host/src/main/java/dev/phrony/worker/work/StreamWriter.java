@@ -23,23 +23,24 @@ import java.util.concurrent.atomic.AtomicInteger;
  * while it writes go out in the same drain.
  */
 final class StreamWriter {
-  private final ClientCallStreamObserver<WorkClientMsg> out;
+  private final ClientCallStreamObserver<Outbound> out;
   private final Executor drainer;
-  private final ConcurrentLinkedQueue<WorkClientMsg> queue = new ConcurrentLinkedQueue<>();
+  private final ConcurrentLinkedQueue<Outbound> queue = new ConcurrentLinkedQueue<>();
   private final AtomicInteger wip = new AtomicInteger();
   private final Runnable drainLoop = this::drainLoop;
   private volatile boolean closed;
 
   /** Queue marker for a half-close (identity compared; never written). */
-  private static final WorkClientMsg HALF_CLOSE = WorkClientMsg.newBuilder().build();
+  private static final Outbound HALF_CLOSE =
+      new Outbound.Proto(WorkClientMsg.getDefaultInstance());
 
-  StreamWriter(ClientCallStreamObserver<WorkClientMsg> out, Executor drainer) {
+  StreamWriter(ClientCallStreamObserver<Outbound> out, Executor drainer) {
     this.out = out;
     this.drainer = drainer;
   }
 
   /** Queues {@code msg}; returns false when the stream is already closed. */
-  boolean send(WorkClientMsg msg) {
+  boolean send(Outbound msg) {
     if (closed) {
       return false;
     }
@@ -54,8 +55,7 @@ final class StreamWriter {
    * one was removed.
    */
   boolean unsend(String callId) {
-    return queue.removeIf(m -> (m.hasResult() && m.getResult().getCallId().equals(callId))
-        || (m.hasNack() && m.getNack().getCallId().equals(callId)));
+    return queue.removeIf(m -> callId.equals(Outbound.resultOrNackCallId(m)));
   }
 
   /** Called by gRPC's onReady handler and after each send: makes sure a drain will run. */
@@ -74,7 +74,7 @@ final class StreamWriter {
     int missed = 1;
     do {
       while (!closed && out.isReady()) {
-        WorkClientMsg m = queue.poll();
+        Outbound m = queue.poll();
         if (m == null) {
           break;
         }

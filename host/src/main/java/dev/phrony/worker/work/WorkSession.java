@@ -1,6 +1,5 @@
 package dev.phrony.worker.work;
 
-import com.google.protobuf.UnsafeByteOperations;
 import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkHandlerAdvertisement;
 import dev.phrony.runtime.v1.WorkHeartbeat;
@@ -32,14 +31,14 @@ import org.slf4j.LoggerFactory;
  * call; outbound messages go through the one {@link StreamWriter}. Never outlives its stream:
  * the {@link WorkClient} makes a new session per connection.
  */
-final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMsg, Inbound> {
+final class WorkSession implements CallSink, ClientResponseObserver<Outbound, Inbound> {
   private static final Logger log = LoggerFactory.getLogger(WorkSession.class);
 
   /** Inbound messages requested at a time (one at a time caps a stream near 15k msgs/s). */
   static final int INBOUND_BATCH = 256;
 
-  private static final WorkClientMsg HEARTBEAT = WorkClientMsg.newBuilder()
-      .setHeartbeat(WorkHeartbeat.getDefaultInstance()).build();
+  private static final Outbound HEARTBEAT = new Outbound.Proto(WorkClientMsg.newBuilder()
+      .setHeartbeat(WorkHeartbeat.getDefaultInstance()).build());
   /** How long a stream we end is given to close from the runtime's side before it is cut. */
   static final Duration CLOSE_GRACE = Duration.ofSeconds(2);
 
@@ -59,7 +58,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   private final CompletableFuture<End> ended = new CompletableFuture<>();
   private final CompletableFuture<Void> registration = new CompletableFuture<>();
 
-  private volatile ClientCallStreamObserver<WorkClientMsg> requests;
+  private volatile ClientCallStreamObserver<Outbound> requests;
   private volatile StreamWriter writer;
   private volatile boolean registered;
   private volatile boolean healthy;
@@ -112,7 +111,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
   }
 
   @Override
-  public void beforeStart(ClientCallStreamObserver<WorkClientMsg> requestStream) {
+  public void beforeStart(ClientCallStreamObserver<Outbound> requestStream) {
     this.requests = requestStream;
     this.writer = new StreamWriter(requestStream, writes);
     requestStream.disableAutoRequestWithInitial(INBOUND_BATCH);
@@ -137,7 +136,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
           .setDescriptorHash(e.descriptorHash()));
     }
     advertised.forEach(c -> reg.addInFlight(WorkInFlightCall.newBuilder().setCallId(c)));
-    writer.send(WorkClientMsg.newBuilder().setRegister(reg).build());
+    writer.send(new Outbound.Proto(WorkClientMsg.newBuilder().setRegister(reg).build()));
     heartbeat.start();
     log.debug("stream {}: register sent with {} handlers and {} in flight", id,
         catalog.size(), advertised.size());
@@ -273,20 +272,20 @@ final class WorkSession implements CallSink, ClientResponseObserver<WorkClientMs
 
   @Override
   public boolean sendResult(HeldResult result) {
-    WorkToolResult.Builder r = WorkToolResult.newBuilder().setCallId(result.callId());
-    switch (result.outcome()) {
+    return writer.send(switch (result.outcome()) {
       // No copy: a held payload is never modified (the outbox keeps this same array).
-      case CallOutcome.Payload p -> r.setPayload(UnsafeByteOperations.unsafeWrap(p.bytes()));
-      case CallOutcome.Error e -> r.setError(
-          WorkToolError.newBuilder().setCode(e.code()).setMessage(e.message()));
-    }
-    return writer.send(WorkClientMsg.newBuilder().setResult(r).build());
+      case CallOutcome.Payload p -> new Outbound.Result(result.callId(), p.bytes());
+      case CallOutcome.Error e -> new Outbound.Proto(WorkClientMsg.newBuilder()
+          .setResult(WorkToolResult.newBuilder().setCallId(result.callId())
+              .setError(WorkToolError.newBuilder().setCode(e.code()).setMessage(e.message())))
+          .build());
+    });
   }
 
   @Override
   public void sendNack(String callId, String code, String message) {
-    writer.send(WorkClientMsg.newBuilder().setNack(WorkToolNack.newBuilder()
-        .setCallId(callId).setCode(code).setMessage(message)).build());
+    writer.send(new Outbound.Proto(WorkClientMsg.newBuilder().setNack(WorkToolNack.newBuilder()
+        .setCallId(callId).setCode(code).setMessage(message)).build()));
   }
 
   @Override
