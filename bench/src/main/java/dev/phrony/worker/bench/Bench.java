@@ -784,7 +784,7 @@ public final class Bench {
         ratios.stream().mapToDouble(Double::doubleValue).max().orElseThrow());
   }
 
-  /** Each slice of {@code a} over the slice of {@code b} measured right after it. */
+  /** Each slice of {@code a} over the slice of {@code b} measured in the same round. */
   private static List<Double> sliceRatios(Driver.Result a, Driver.Result b) {
     List<Double> ratios = new ArrayList<>();
     for (int i = 0; i < Math.min(a.slicesPerSecond().size(), b.slicesPerSecond().size()); i++) {
