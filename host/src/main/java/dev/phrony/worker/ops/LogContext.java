@@ -1,11 +1,17 @@
 package dev.phrony.worker.ops;
 
+import java.util.HashMap;
+import java.util.Map;
 import org.slf4j.MDC;
 
 /**
  * The logging context (MDC) of a call: {@code call_id}, {@code session_id} and {@code tool} on
  * every line about it, whichever thread logs it (the handler's, or the stream's for per-call
  * lines such as nacks). Both log formats print these as fields.
+ *
+ * <p>The whole context is swapped in and out, not key by key: an asynchronous handler starts on
+ * the stream's one I/O thread, and a key it puts there must end with its call, not ride along on
+ * every later line of that thread (other calls', heartbeats, reconnects).
  */
 public final class LogContext {
   public static final String CALL_ID = "call_id";
@@ -21,26 +27,31 @@ public final class LogContext {
     void close();
   }
 
-  /** Sets the call's keys on this thread until the scope closes; null values are left out. */
+  /** Closes a scope that found no context (the usual case): none is left. */
+  private static final Scope CLEAR = MDC::clear;
+
+  /**
+   * Sets the call's keys on this thread until the scope closes; null or empty values are left
+   * out. Closing it puts back exactly the context that was there before.
+   */
   public static Scope call(String callId, String sessionId, String tool) {
-    String prevCall = MDC.get(CALL_ID);
-    String prevSession = MDC.get(SESSION_ID);
-    String prevTool = MDC.get(TOOL);
-    set(CALL_ID, callId);
-    set(SESSION_ID, sessionId);
-    set(TOOL, tool);
-    return () -> {
-      set(CALL_ID, prevCall);
-      set(SESSION_ID, prevSession);
-      set(TOOL, prevTool);
-    };
+    Map<String, String> before = MDC.getCopyOfContextMap(); // null when there is none
+    Map<String, String> now = before == null ? new HashMap<>(8) : new HashMap<>(before);
+    set(now, CALL_ID, callId);
+    set(now, SESSION_ID, sessionId);
+    set(now, TOOL, tool);
+    MDC.setContextMap(now);
+    if (before == null || before.isEmpty()) {
+      return CLEAR;
+    }
+    return () -> MDC.setContextMap(before);
   }
 
-  private static void set(String key, String value) {
+  private static void set(Map<String, String> mdc, String key, String value) {
     if (value == null || value.isEmpty()) {
-      MDC.remove(key);
+      mdc.remove(key);
     } else {
-      MDC.put(key, value);
+      mdc.put(key, value);
     }
   }
 }
