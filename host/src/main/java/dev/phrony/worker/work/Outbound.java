@@ -6,7 +6,6 @@ import dev.phrony.runtime.v1.WorkClientMsg;
 import io.grpc.Drainable;
 import io.grpc.KnownLength;
 import io.grpc.MethodDescriptor;
-import io.grpc.Status;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -49,12 +48,7 @@ sealed interface Outbound {
 
     @Override
     public Outbound parse(InputStream stream) {
-      try {
-        return new Proto(WorkClientMsg.parseFrom(stream));
-      } catch (IOException e) {
-        throw Status.INTERNAL.withDescription("Invalid protobuf byte sequence").withCause(e)
-            .asRuntimeException();
-      }
+      return new Proto(GENERATED.parse(stream));
     }
   };
 
