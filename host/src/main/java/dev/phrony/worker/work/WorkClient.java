@@ -79,6 +79,7 @@ public final class WorkClient implements AutoCloseable {
    */
   private final EventLoopGroup ioThread;
   private final Executor writes;
+  private final Executor loop;
   private final Dispatcher dispatcher;
   private final ResultOutbox outbox;
   private volatile String lastTlsProblem;
@@ -129,6 +130,7 @@ public final class WorkClient implements AutoCloseable {
     this.ioThread = new MultiThreadIoEventLoopGroup(1,
         new DefaultThreadFactory("phrony-work-io", true), TRANSPORT.handlers().get());
     EventLoop loop = ioThread.next();
+    this.loop = loop;
     this.writes = r -> {
       if (loop.inEventLoop()) {
         r.run();
@@ -194,7 +196,7 @@ public final class WorkClient implements AutoCloseable {
         return;
       }
       WorkSession s = new WorkSession(++streamIds, catalog, dispatcher, options.identity(),
-          scheduler, dispatcher.inFlightIds(), metrics, writes);
+          scheduler, dispatcher.inFlightIds(), metrics, writes, loop);
       log.info("connecting to {} (stream {}, {})", options.target(), s.id(), TRANSPORT.name());
       // Our backoff paces reconnects; the channel's own (1 s and up) would only add to it.
       channel.resetConnectBackoff();

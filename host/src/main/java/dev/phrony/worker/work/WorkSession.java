@@ -27,9 +27,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One Work stream, from {@code register} to its end; it only speaks the wire. Inbound messages
- * arrive on the channel's I/O thread and go straight to the {@link Dispatcher}, which owns every
- * call; outbound messages go through the one {@link StreamWriter}. Never outlives its stream:
- * the {@link WorkClient} makes a new session per connection.
+ * arrive on the channel's I/O thread and go, a few per task ({@link InboundSlices}), to the
+ * {@link Dispatcher}, which owns every call; outbound messages go through the one
+ * {@link StreamWriter}. Never outlives its stream: the {@link WorkClient} makes a new session
+ * per connection.
  */
 final class WorkSession implements CallSink, ClientResponseObserver<Outbound, Inbound> {
   private static final Logger log = LoggerFactory.getLogger(WorkSession.class);
@@ -55,6 +56,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   private final Scheduler scheduler;
   private final WorkerMetrics metrics;
   private final Executor writes;
+  private final InboundSlices<Inbound> inbound;
   private final CompletableFuture<End> ended = new CompletableFuture<>();
   private final CompletableFuture<Void> registration = new CompletableFuture<>();
 
@@ -70,11 +72,14 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   /**
    * @param inFlight the calls to advertise at register (computed in the dispatcher's context)
    * @param writes where the stream's writes are drained (the channel's I/O thread)
+   * @param loop the channel's I/O thread as a queue of tasks, where inbound slices run
    */
   WorkSession(long id, HandlerCatalog catalog, Dispatcher dispatcher, WorkerIdentity identity,
-      Scheduler scheduler, Set<String> inFlight, WorkerMetrics metrics, Executor writes) {
+      Scheduler scheduler, Set<String> inFlight, WorkerMetrics metrics, Executor writes,
+      Executor loop) {
     this.id = id;
     this.writes = writes;
+    this.inbound = new InboundSlices<>(this::handle, loop);
     this.catalog = catalog;
     this.dispatcher = dispatcher;
     this.identity = identity;
@@ -144,12 +149,24 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
 
   @Override
   public void onNext(Inbound msg) {
-    switch (msg) {
-      case Inbound.Invoke invoke -> dispatcher.onInvoke(invoke, this);
-      case Inbound.ResultAck ack -> dispatcher.onResultAck(ack.callId());
-      case Inbound.Other other -> onOther(other.msg());
+    inbound.add(msg);
+  }
+
+  private void handle(Inbound msg) {
+    try {
+      switch (msg) {
+        case Inbound.Invoke invoke -> dispatcher.onInvoke(invoke, this);
+        case Inbound.ResultAck ack -> dispatcher.onResultAck(ack.callId());
+        case Inbound.Other other -> onOther(other.msg());
+      }
+    } catch (RuntimeException e) {
+      // As gRPC does with an observer that throws: the stream ends, the reconnect takes over.
+      log.error("stream {}: inbound message failed, ending the stream", id, e);
+      cut(ReconnectReason.ERROR, "inbound message failed: " + e);
+      return;
     }
-    // Batched flow control: ask for more once half a batch is consumed.
+    // Batched flow control: ask for more once half a batch is handled (not merely received,
+    // so at most a batch waits in the slices).
     if (++receivedSinceRequest >= INBOUND_BATCH / 2) {
       receivedSinceRequest = 0;
       requests.request(INBOUND_BATCH / 2);
@@ -181,6 +198,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
 
   @Override
   public void onError(Throwable t) {
+    inbound.drainAll(); // what arrived before the end is handled before it, as it was sent
     Status status = Status.fromThrowable(t);
     String reason = abortReason != null ? abortReason
         : "stream failed: " + status.getCode()
@@ -190,6 +208,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
 
   @Override
   public void onCompleted() {
+    inbound.drainAll();
     end(Status.OK, abortReason != null ? abortReason : "runtime closed the stream",
         abortCause != null ? abortCause : ReconnectReason.RUNTIME_CLOSED);
   }
