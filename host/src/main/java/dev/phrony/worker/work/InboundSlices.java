@@ -1,75 +1,70 @@
 package dev.phrony.worker.work;
 
-import java.util.ArrayDeque;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.function.Consumer;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * Hands a stream's inbound messages to their handler a few at a time, each slice a task of its
- * own on the I/O thread, so that the transport's flush runs between slices.
+ * Runs what a stream receives (each message, then its end) in order on the I/O thread, a few per
+ * task, so that the transport's flush runs between slices.
  *
  * <p>Why: gRPC delivers every message of one socket read before it flushes what was written
  * meanwhile (its flush is a task queued behind the read). Handled inline, the results of a read's
  * 64 invokes left in one write after the last was handled; the runtime sat idle until then and
  * the calls moved in convoys. Sliced, the first results are on the wire while later invokes are
  * still handled, and the runtime's threads work on them on the other core. Measured at
- * concurrency 64 (`bin/bench --probe host --concurrency 64`): 84-86k calls/s inline, 93-96k with
- * slices of 8 (more writes: ~1 us more CPU per call on this thread), 87-96k with 16, 62-77k with 4.
+ * concurrency 64 ({@code bin/bench --probe host --concurrency 64}): 84-86k calls/s inline, 93-96k
+ * with slices of 8 (more writes: ~1 us more CPU per call on this thread), 87-96k with 16, 62-77k
+ * with 4.
  *
- * <p>Order is kept: every message goes through the one queue. Not thread-safe: {@link #add} and
- * {@link #drainAll} run on the I/O thread, where {@code loop} runs the slices.
+ * <p>{@link #add} may be called from any thread (gRPC calls an observer from the I/O thread, but
+ * a stream started before its transport was ready is first delivered by the thread that
+ * connected it); the tasks run one at a time, in the order added, on {@code loop}.
  */
-final class InboundSlices<T> {
+final class InboundSlices {
   /** Messages handled per task. */
   static final int SLICE = 8;
 
-  private final ArrayDeque<T> pending = new ArrayDeque<>();
-  private final Consumer<T> handler;
+  private final ConcurrentLinkedQueue<Runnable> pending = new ConcurrentLinkedQueue<>();
+  private final AtomicBoolean scheduled = new AtomicBoolean();
   private final Executor loop;
   private final Runnable slice = this::slice;
-  private boolean scheduled;
 
   /**
    * @param loop queues a task behind those already queued on the I/O thread (the event loop
    *     itself, never an executor that runs inline)
    */
-  InboundSlices(Consumer<T> handler, Executor loop) {
-    this.handler = handler;
+  InboundSlices(Executor loop) {
     this.loop = loop;
   }
 
-  /** Queues {@code msg}; it is handled by a later task, after the messages queued before it. */
-  void add(T msg) {
-    pending.add(msg);
-    if (!scheduled) {
-      scheduled = true;
+  /** Queues {@code task}; a later task on the loop runs it, after those queued before it. */
+  void add(Runnable task) {
+    pending.add(task);
+    if (!scheduled.get() && scheduled.compareAndSet(false, true)) {
       schedule();
-    }
-  }
-
-  /** Handles everything still queued, here and now (the stream is ending). */
-  void drainAll() {
-    T msg;
-    while ((msg = pending.poll()) != null) {
-      handler.accept(msg);
     }
   }
 
   private void slice() {
     try {
       for (int i = 0; i < SLICE; i++) {
-        T msg = pending.poll();
-        if (msg == null) {
+        Runnable task = pending.poll();
+        if (task == null) {
           break;
         }
-        handler.accept(msg); // may add (a request for more delivers buffered messages here)
+        task.run(); // may add (a request for more delivers buffered messages here)
       }
     } finally {
-      if (pending.isEmpty()) {
-        scheduled = false;
-      } else {
+      if (!pending.isEmpty()) {
         schedule();
+      } else {
+        scheduled.set(false);
+        // An add between the poll that found nothing and the line above saw scheduled still set.
+        if (!pending.isEmpty() && scheduled.compareAndSet(false, true)) {
+          schedule();
+        }
       }
     }
   }
@@ -78,8 +73,12 @@ final class InboundSlices<T> {
     try {
       loop.execute(slice);
     } catch (RejectedExecutionException e) {
-      scheduled = false;
-      drainAll(); // the client is shutting down: handle what is left here
+      // The client is shutting down and its loop takes no more tasks: run what is left here.
+      Runnable task;
+      while ((task = pending.poll()) != null) {
+        task.run();
+      }
+      scheduled.set(false);
     }
   }
 }

@@ -56,7 +56,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   private final Scheduler scheduler;
   private final WorkerMetrics metrics;
   private final Executor writes;
-  private final InboundSlices<Inbound> inbound;
+  private final InboundSlices inbound;
   private final CompletableFuture<End> ended = new CompletableFuture<>();
   private final CompletableFuture<Void> registration = new CompletableFuture<>();
 
@@ -79,7 +79,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
       Executor loop) {
     this.id = id;
     this.writes = writes;
-    this.inbound = new InboundSlices<>(this::handle, loop);
+    this.inbound = new InboundSlices(loop);
     this.catalog = catalog;
     this.dispatcher = dispatcher;
     this.identity = identity;
@@ -149,7 +149,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
 
   @Override
   public void onNext(Inbound msg) {
-    inbound.add(msg);
+    inbound.add(() -> handle(msg));
   }
 
   private void handle(Inbound msg) {
@@ -198,7 +198,10 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
 
   @Override
   public void onError(Throwable t) {
-    inbound.drainAll(); // what arrived before the end is handled before it, as it was sent
+    inbound.add(() -> failed(t)); // after the messages that came before it
+  }
+
+  private void failed(Throwable t) {
     Status status = Status.fromThrowable(t);
     String reason = abortReason != null ? abortReason
         : "stream failed: " + status.getCode()
@@ -208,9 +211,9 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
 
   @Override
   public void onCompleted() {
-    inbound.drainAll();
-    end(Status.OK, abortReason != null ? abortReason : "runtime closed the stream",
-        abortCause != null ? abortCause : ReconnectReason.RUNTIME_CLOSED);
+    inbound.add(() -> end(Status.OK, abortReason != null ? abortReason
+        : "runtime closed the stream", abortCause != null ? abortCause
+        : ReconnectReason.RUNTIME_CLOSED));
   }
 
   /** The class of an error status, for the reconnect counter. */

@@ -8,8 +8,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Consumer;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
@@ -49,8 +47,8 @@ class InboundSlicesTest {
 
   @Test
   void a_read_is_handled_a_slice_at_a_time_with_the_flush_between_slices() {
-    InboundSlices<String> slices = new InboundSlices<>(this::write, loop);
-    messages(0, 20).forEach(slices::add); // one socket read delivers them all
+    InboundSlices slices = new InboundSlices(loop);
+    messages(0, 20).forEach(m -> slices.add(() -> write(m))); // one socket read delivers them
 
     assertThat(log).as("nothing is handled inside the read").isEmpty();
     runTasks();
@@ -67,67 +65,82 @@ class InboundSlicesTest {
 
   @Test
   void a_message_added_while_a_slice_runs_is_handled_after_those_before_it() {
-    List<String> handled = new ArrayList<>();
-    AtomicReference<InboundSlices<String>> self = new AtomicReference<>();
-    Consumer<String> handler = msg -> {
-      handled.add(msg);
-      if (msg.equals("m1")) {
-        self.get().add("late"); // gRPC delivers buffered messages when asked for more
-      }
-    };
-    self.set(new InboundSlices<>(handler, loop));
-    messages(0, 10).forEach(self.get()::add);
+    InboundSlices slices = new InboundSlices(loop);
+    for (String m : messages(0, 10)) {
+      slices.add(() -> {
+        log.add(m);
+        if (m.equals("m1")) {
+          slices.add(() -> log.add("late")); // gRPC delivers buffered messages when asked for more
+        }
+      });
+    }
     runTasks();
 
     List<String> expected = new ArrayList<>(messages(0, 10));
     expected.add("late");
-    assertThat(handled).containsExactlyElementsOf(expected);
+    assertThat(log).containsExactlyElementsOf(expected);
   }
 
   @Test
-  void drain_all_handles_what_is_left_at_once_and_the_slice_still_queued_finds_nothing() {
-    List<String> handled = new ArrayList<>();
-    InboundSlices<String> slices = new InboundSlices<>(handled::add, loop);
-    messages(0, 20).forEach(slices::add);
+  void the_end_of_a_stream_runs_after_every_message_received_before_it() {
+    InboundSlices slices = new InboundSlices(loop);
+    messages(0, 20).forEach(m -> slices.add(() -> log.add(m)));
     tasks.poll().run(); // one slice
-    assertThat(handled).containsExactlyElementsOf(messages(0, 8));
-
-    slices.drainAll(); // the stream ends
-    assertThat(handled).containsExactlyElementsOf(messages(0, 20));
+    slices.add(() -> log.add("end"));
     runTasks();
-    assertThat(handled).hasSize(20);
 
-    slices.add("next"); // a later message is scheduled again
+    List<String> expected = new ArrayList<>(messages(0, 20));
+    expected.add("end");
+    assertThat(log).containsExactlyElementsOf(expected);
+
+    slices.add(() -> log.add("next")); // idle again: a later add schedules a slice
     assertThat(tasks).hasSize(1);
     runTasks();
-    assertThat(handled).endsWith("next");
+    assertThat(log).endsWith("next");
   }
 
   @Test
-  void a_handler_that_throws_leaves_the_rest_to_the_next_slice() {
-    List<String> handled = new ArrayList<>();
-    InboundSlices<String> slices = new InboundSlices<>(msg -> {
-      if (msg.equals("m3")) {
-        throw new IllegalStateException("boom");
-      }
-      handled.add(msg);
-    }, loop);
-    messages(0, 6).forEach(slices::add);
+  void adds_from_another_thread_run_on_the_loop_in_order() throws Exception {
+    InboundSlices slices = new InboundSlices(loop);
+    List<Thread> ranOn = new ArrayList<>();
+    Thread connecting = new Thread(() -> messages(0, 12).forEach(m -> slices.add(() -> {
+      log.add(m);
+      ranOn.add(Thread.currentThread());
+    })));
+    connecting.start();
+    connecting.join();
+    assertThat(log).isEmpty();
+
+    runTasks();
+    assertThat(log).containsExactlyElementsOf(messages(0, 12));
+    assertThat(ranOn).containsOnly(Thread.currentThread());
+  }
+
+  @Test
+  void a_task_that_throws_leaves_the_rest_to_the_next_slice() {
+    InboundSlices slices = new InboundSlices(loop);
+    for (String m : messages(0, 6)) {
+      slices.add(() -> {
+        if (m.equals("m3")) {
+          throw new IllegalStateException("boom");
+        }
+        log.add(m);
+      });
+    }
 
     assertThatThrownBy(() -> tasks.poll().run()).hasMessage("boom");
     assertThat(tasks).as("the rest is scheduled").hasSize(1);
     runTasks();
-    assertThat(handled).containsExactly("m0", "m1", "m2", "m4", "m5");
+    assertThat(log).containsExactly("m0", "m1", "m2", "m4", "m5");
   }
 
   @Test
-  void a_loop_that_refuses_tasks_gets_its_messages_handled_at_once() {
-    List<String> handled = new ArrayList<>();
-    InboundSlices<String> slices = new InboundSlices<>(handled::add, task -> {
+  void a_loop_that_refuses_tasks_gets_them_run_at_once() {
+    InboundSlices slices = new InboundSlices(task -> {
       throw new RejectedExecutionException("shutting down");
     });
-    slices.add("m0");
-    slices.add("m1");
-    assertThat(handled).containsExactly("m0", "m1");
+    slices.add(() -> log.add("m0"));
+    slices.add(() -> log.add("m1"));
+    assertThat(log).containsExactly("m0", "m1");
   }
 }
