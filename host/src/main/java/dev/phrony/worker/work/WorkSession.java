@@ -67,7 +67,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   private volatile String abortReason;
   private volatile ReconnectReason abortCause;
   private volatile Scheduler.Handle closeTimer = Scheduler.NONE;
-  private int receivedSinceRequest;
+  private int handledSinceRequest;
 
   /**
    * @param inFlight the calls to advertise at register (computed in the dispatcher's context)
@@ -167,8 +167,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     }
     // Batched flow control: ask for more once half a batch is handled (not merely received,
     // so at most a batch waits in the slices).
-    if (++receivedSinceRequest >= INBOUND_BATCH / 2) {
-      receivedSinceRequest = 0;
+    if (++handledSinceRequest >= INBOUND_BATCH / 2) {
+      handledSinceRequest = 0;
       requests.request(INBOUND_BATCH / 2);
     }
   }
@@ -211,9 +211,12 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
 
   @Override
   public void onCompleted() {
-    inbound.add(() -> end(Status.OK, abortReason != null ? abortReason
-        : "runtime closed the stream", abortCause != null ? abortCause
-        : ReconnectReason.RUNTIME_CLOSED));
+    inbound.add(this::completed); // after the messages that came before it
+  }
+
+  private void completed() {
+    end(Status.OK, abortReason != null ? abortReason : "runtime closed the stream",
+        abortCause != null ? abortCause : ReconnectReason.RUNTIME_CLOSED);
   }
 
   /** The class of an error status, for the reconnect counter. */
