@@ -36,15 +36,26 @@ public final class LogContext {
    */
   public static Scope call(String callId, String sessionId, String tool) {
     Map<String, String> before = MDC.getCopyOfContextMap(); // null when there is none
-    Map<String, String> now = before == null ? new HashMap<>(8) : new HashMap<>(before);
+    if (before == null || before.isEmpty()) {
+      // The usual case (every call on the I/O thread): put the keys straight into the adapter's
+      // map, not into a map of our own that setContextMap would copy again (two maps per call).
+      put(CALL_ID, callId);
+      put(SESSION_ID, sessionId);
+      put(TOOL, tool);
+      return CLEAR;
+    }
+    Map<String, String> now = new HashMap<>(before);
     set(now, CALL_ID, callId);
     set(now, SESSION_ID, sessionId);
     set(now, TOOL, tool);
     MDC.setContextMap(now);
-    if (before == null || before.isEmpty()) {
-      return CLEAR;
-    }
     return () -> MDC.setContextMap(before);
+  }
+
+  private static void put(String key, String value) {
+    if (value != null && !value.isEmpty()) {
+      MDC.put(key, value);
+    }
   }
 
   private static void set(Map<String, String> mdc, String key, String value) {
