@@ -18,18 +18,29 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * with slices of 8 (more writes: ~1 us more CPU per call on this thread), 87-96k with 16, 62-77k
  * with 4.
  *
+ * <p>Slices grow: the first of a burst is {@value #FIRST_SLICE} messages, each next one twice the
+ * last, up to {@value #MAX_SLICE}, and the size starts over once the queue is empty. The first
+ * results leave as early as with fixed slices of 8, but a read of 128 messages (64 invokes, 64
+ * acks) is flushed 5 times instead of 16. Measured by the same probe: ~3 tasks per burst instead
+ * of ~7.7, and 15-20% less CPU per call on this thread in probes run side by side (4.5-4.9 us
+ * against 5.6-6.2); calls/s equal within the probe's noise.
+ *
  * <p>{@link #add} may be called from any thread (gRPC calls an observer from the I/O thread, but
  * a stream started before its transport was ready is first delivered by the thread that
  * connected it); the tasks run one at a time, in the order added, on {@code loop}.
  */
 final class InboundSlices {
-  /** Messages handled per task. */
-  static final int SLICE = 8;
+  /** Messages handled by the first task of a burst; each next task handles twice as many. */
+  static final int FIRST_SLICE = 8;
+  /** The most messages one task handles. */
+  static final int MAX_SLICE = 64;
 
   private final ConcurrentLinkedQueue<Runnable> pending = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean scheduled = new AtomicBoolean();
   private final Executor loop;
   private final Runnable slice = this::slice;
+  /** Messages the next task handles; only the tasks touch it, one at a time. */
+  private int sliceSize = FIRST_SLICE;
 
   /**
    * @param loop queues a task behind those already queued on the I/O thread (the event loop
@@ -49,7 +60,7 @@ final class InboundSlices {
 
   private void slice() {
     try {
-      for (int i = 0; i < SLICE; i++) {
+      for (int i = 0, n = sliceSize; i < n; i++) {
         Runnable task = pending.poll();
         if (task == null) {
           break;
@@ -58,8 +69,10 @@ final class InboundSlices {
       }
     } finally {
       if (!pending.isEmpty()) {
+        sliceSize = Math.min(MAX_SLICE, sliceSize * 2);
         schedule();
       } else {
+        sliceSize = FIRST_SLICE; // the burst is over
         scheduled.set(false);
         // An add between the poll that found nothing and the line above saw scheduled still set.
         if (!pending.isEmpty() && scheduled.compareAndSet(false, true)) {

@@ -55,12 +55,35 @@ class InboundSlicesTest {
 
     List<String> expected = new ArrayList<>(messages(0, 8));
     expected.add("flush");
-    expected.addAll(messages(8, 16));
-    expected.add("flush");
-    expected.addAll(messages(16, 20));
+    expected.addAll(messages(8, 20)); // the second slice is twice the first
     expected.add("flush");
     assertThat(log).containsExactlyElementsOf(expected);
-    assertThat(InboundSlices.SLICE).isEqualTo(8);
+  }
+
+  @Test
+  void slices_double_up_to_the_largest_and_start_small_again_after_the_queue_empties() {
+    InboundSlices slices = new InboundSlices(loop);
+    int burst = 8 + 16 + 32 + 64 + 64 + 3;
+    messages(0, burst).forEach(m -> slices.add(() -> write(m)));
+    runTasks();
+    messages(burst, burst + 10).forEach(m -> slices.add(() -> write(m))); // the next read
+    runTasks();
+
+    List<Integer> perSlice = new ArrayList<>();
+    int n = 0;
+    for (String entry : log) {
+      if (entry.equals("flush")) {
+        perSlice.add(n);
+        n = 0;
+      } else {
+        n++;
+      }
+    }
+    assertThat(perSlice).containsExactly(8, 16, 32, 64, 64, 3, 8, 2);
+    assertThat(log).filteredOn(e -> !e.equals("flush"))
+        .containsExactlyElementsOf(messages(0, burst + 10));
+    assertThat(InboundSlices.FIRST_SLICE).isEqualTo(8);
+    assertThat(InboundSlices.MAX_SLICE).isEqualTo(64);
   }
 
   @Test
