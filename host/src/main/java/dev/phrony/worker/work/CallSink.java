@@ -19,4 +19,11 @@ interface CallSink {
 
   /** Withdraws a queued, unwritten result or nack for {@code callId}; true if one was. */
   boolean unsend(String callId);
+
+  /**
+   * The owner has made its transition for a cancel of {@code callId} read on this stream (the
+   * stream blocked answers for it from the moment it read the cancel, see
+   * {@link StreamCancels}).
+   */
+  default void cancelTaken(String callId) {}
 }

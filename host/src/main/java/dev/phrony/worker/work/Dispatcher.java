@@ -30,6 +30,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadFactory;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
@@ -40,9 +41,10 @@ import org.slf4j.LoggerFactory;
  * The one owner of every call's state (design.md "the flow of one call"). Each transition of a
  * call, from the stream (invoke, cancel, ack, the stream's end), from its handler's thread
  * (completed), from the outbox (intent or result durable) or from a timer (deadline), is a task
- * in one {@link SynchronizationContext}: tasks run one at a time, in order, on whichever thread
- * posted the first of them, so there are no locks and no state split between threads. Handler
- * threads only run the handler and post what came of it; they never decide whether to send.
+ * in one {@link SynchronizationContext}: tasks run one at a time, in order, on the stream's event
+ * loop (where every cancel is read first, see {@link #post}), so there are no locks and no state
+ * split between threads. Handler threads and the outbox writer only post what came of their work;
+ * they never decide whether to send.
  *
  * <p>Outlives streams: a call started on one stream may finish after a reconnect; its result is
  * then held for the runtime to ask for again ({@link OrphanPolicy}). Slots are counted as the
@@ -95,11 +97,14 @@ public final class Dispatcher {
   private final OrphanPolicy orphans;
   /** True on the thread where a non-blocking handler may start inline: the stream's I/O thread. */
   private final BooleanSupplier onIoThread;
+  /** The stream's event loop, where the context runs; null: where a task is posted (tests). */
+  private final Executor loop;
   /** By {@code tool@version}; never changes after construction. */
   private final Map<String, ToolSlots> tools;
   /** The same slots by tool, then version: an invoke finds its own without building its key. */
   private final Map<String, Map<String, ToolSlots>> byTool;
   private final ToolMetrics unknownTool;
+  private final WireTimings timings = new WireTimings();
 
   // ---- confined to the context ----
   private final HashMap<String, Call> calls = new HashMap<>();
@@ -121,7 +126,7 @@ public final class Dispatcher {
 
   public Dispatcher(HandlerCatalog catalog, ResultOutbox outbox, CallPipeline pipeline,
       Scheduler scheduler) {
-    this(catalog, outbox, pipeline, scheduler, WorkerMetrics.NONE, () -> false);
+    this(catalog, outbox, pipeline, scheduler, WorkerMetrics.NONE, () -> false, null);
   }
 
   /**
@@ -129,11 +134,14 @@ public final class Dispatcher {
    * test of the thread on which an {@link AsyncToolHandler} may start inline: the stream's I/O
    * thread, where the invoke arrived. Anywhere else (an outbox thread that made an intent
    * durable, a handler's thread that drains the context) its calls start on a virtual thread.
+   * {@code loop} is that thread's executor: every transition runs there (see {@link #post}); null
+   * runs each where it is posted.
    */
   public Dispatcher(HandlerCatalog catalog, ResultOutbox outbox, CallPipeline pipeline,
-      Scheduler scheduler, WorkerMetrics metrics, BooleanSupplier onIoThread) {
+      Scheduler scheduler, WorkerMetrics metrics, BooleanSupplier onIoThread, Executor loop) {
     this.outbox = outbox;
     this.onIoThread = onIoThread;
+    this.loop = loop;
     this.pipeline = pipeline;
     this.scheduler = scheduler;
     this.clock = scheduler.clock();
@@ -144,7 +152,7 @@ public final class Dispatcher {
         process.uncaughtException(t, e); // in the worker: a core thread's Error ends it
       }
     });
-    this.orphans = new OrphanPolicy(outbox, scheduler, context);
+    this.orphans = new OrphanPolicy(outbox, scheduler, this::post);
     Map<String, ToolSlots> t = new HashMap<>();
     for (HandlerCatalog.Entry e : catalog.entries()) {
       int max = slotsOf(e);
@@ -165,13 +173,28 @@ public final class Dispatcher {
 
   /** Runs {@code task} in the context that owns the calls (after what is queued there). */
   void execute(Runnable task) {
-    context.execute(task);
+    post(task);
+  }
+
+  /**
+   * Every transition is posted here, from any thread. In the worker the context runs on the
+   * stream's event loop only: there the inbound path has already read every cancel that came
+   * before, so no decision to send is made on a thread that cannot see one (a handler's thread or
+   * the outbox writer draining the context would decide ahead of a cancel the I/O thread holds).
+   * Tests without a loop run it where it is posted.
+   */
+  private void post(Runnable task) {
+    if (loop == null || onIoThread.getAsBoolean()) {
+      context.execute(task);
+    } else {
+      loop.execute(() -> context.execute(task));
+    }
   }
 
   // ---- from the stream ----
 
   void onInvoke(Invoke invoke, CallSink sink) {
-    context.execute(() -> admit(invoke, sink));
+    post(() -> admit(invoke, sink));
   }
 
   /** The same, from the generated message. */
@@ -180,11 +203,16 @@ public final class Dispatcher {
   }
 
   void onCancel(String callId, CallSink sink) {
-    context.execute(() -> cancelled(callId, sink));
+    long posted = System.nanoTime();
+    post(() -> {
+      timings.record(WireTimings.Interval.ON_CANCEL_TO_OWNER, System.nanoTime() - posted);
+      cancelled(callId, sink);
+      sink.cancelTaken(callId); // from now on the call's state keeps anything from being sent
+    });
   }
 
   void onResultAck(String callId) {
-    context.execute(() -> {
+    post(() -> {
       orphans.acked(callId);
       checkIdle();
     });
@@ -192,7 +220,7 @@ public final class Dispatcher {
 
   /** {@code sink} is registered: results of older streams are judged against its window. */
   void onRegistered(CallSink sink, Set<String> advertised, Duration ttl) {
-    context.execute(() -> {
+    post(() -> {
       current = sink;
       orphans.registered(sink, advertised, ttl);
     });
@@ -200,7 +228,7 @@ public final class Dispatcher {
 
   /** The stream {@code sink} ended: its calls run on apart and its slots are gone. */
   void onStreamEnded(CallSink sink, Status status) {
-    context.execute(() -> {
+    post(() -> {
       if (current == sink) {
         current = null;
       }
@@ -222,8 +250,8 @@ public final class Dispatcher {
 
   /** Stops taking work: every later invoke is nacked {@code draining}. */
   void startDraining() {
-    draining = true;
-    context.execute(() -> {
+    post(() -> {
+      draining = true;
       List.copyOf(waiting.values()).forEach(w -> {
         stopWaiting(w);
         nackDraining(w.sink, w.invoke, w.slots);
@@ -238,7 +266,7 @@ public final class Dispatcher {
    */
   CompletableFuture<Void> whenIdle() {
     CompletableFuture<Void> f = new CompletableFuture<>();
-    context.execute(() -> {
+    post(() -> {
       idleWaiters.add(f);
       checkIdle();
     });
@@ -247,7 +275,7 @@ public final class Dispatcher {
 
   /** Cancels every call still running (end of a drain): nothing more is sent for them. */
   void cancelAll() {
-    context.execute(() -> List.copyOf(calls.values()).forEach(c -> {
+    post(() -> List.copyOf(calls.values()).forEach(c -> {
       if (c.state != Call.State.CANCELLED) {
         cancel(c, "the drain timeout passed");
       }
@@ -299,6 +327,11 @@ public final class Dispatcher {
   /** Calls admitted whose outcome is not held yet (cancelled ones excluded). */
   int runningCount() {
     return active;
+  }
+
+  /** Where cancels and results spend their time between the socket and the owner. */
+  public WireTimings timings() {
+    return timings;
   }
 
   /** Slots in use for {@code key}. */
@@ -380,7 +413,7 @@ public final class Dispatcher {
             false);
         return;
       }
-      call.deadline = scheduler.schedule(() -> context.execute(() -> deadlinePassed(call)),
+      call.deadline = scheduler.schedule(() -> post(() -> deadlinePassed(call)),
           Duration.ofMillis(leftMs));
     }
     if (call.needsIntent) {
@@ -414,7 +447,7 @@ public final class Dispatcher {
       stopWaiting(earlier); // invoked again (its stream was replaced): it waits as this one
     }
     Waiting w = new Waiting(invoke, sink, slots);
-    w.grace = scheduler.schedule(() -> context.execute(() -> graceOver(w)), SLOT_GRACE);
+    w.grace = scheduler.schedule(() -> post(() -> graceOver(w)), SLOT_GRACE);
     slots.waiting.add(w);
     waiting.put(invoke.callId(), w);
     debug(invoke, "every slot taken: waiting for one");
@@ -474,7 +507,7 @@ public final class Dispatcher {
     } catch (RuntimeException e) {
       written = CompletableFuture.failedFuture(e);
     }
-    written.whenComplete((v, e) -> context.execute(() -> intentDone(call, e)));
+    written.whenComplete((v, e) -> post(() -> intentDone(call, e)));
   }
 
   private void intentDone(Call call, Throwable failure) {
@@ -559,7 +592,7 @@ public final class Dispatcher {
 
   /** Posts {@code call}'s "finished" event to the context once its handler's stage is done. */
   private void finishWhenDone(Call call, CompletableFuture<CallOutcome> outcome, long t0) {
-    outcome.thenAccept(o -> context.execute(
+    outcome.thenAccept(o -> post(
         () -> finished(call, o, null, Math.max(1, System.nanoTime() - t0))));
   }
 
@@ -569,11 +602,11 @@ public final class Dispatcher {
       CallPipeline.Refusal refusal = pipeline.checkArgs(call.context.rawArgs(),
           call.slots.argsCheck);
       if (refusal != null) {
-        context.execute(() -> finished(call, null, refusal, 0));
+        post(() -> finished(call, null, refusal, 0));
         return;
       }
       if (call.context.isCancelled()) {
-        context.execute(() -> finished(call, null, null, 0)); // cancelled before it started
+        post(() -> finished(call, null, null, 0)); // cancelled before it started
         return;
       }
       log.debug("handler started");
@@ -586,7 +619,7 @@ public final class Dispatcher {
       CallOutcome outcome = pipeline.run(call.slots.entry.handler(),
           call.slots.entry.classLoader(), call.context);
       long ran = System.nanoTime() - t0;
-      context.execute(() -> finished(call, outcome, null, ran));
+      post(() -> finished(call, outcome, null, ran));
     }
   }
 
@@ -659,7 +692,7 @@ public final class Dispatcher {
     if (f.isDone()) {
       held(call, f.isCompletedExceptionally() ? f.handle((v, e) -> e).join() : null);
     } else {
-      f.whenComplete((v, e) -> context.execute(() -> held(call, e)));
+      f.whenComplete((v, e) -> post(() -> held(call, e)));
     }
   }
 

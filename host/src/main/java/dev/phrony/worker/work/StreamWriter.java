@@ -21,11 +21,16 @@ import java.util.concurrent.atomic.AtomicInteger;
  * and dies would create and throw away on every call. On the one long-lived I/O thread the
  * caches are reused, no other thread has to be woken to write, and the results that finish
  * while it writes go out in the same drain.
+ *
+ * <p>The last check is here, next to the write: a result or nack whose call has a cancel read on
+ * this stream that the owner has not taken in yet ({@link StreamCancels}) is dropped, not written.
  */
 final class StreamWriter {
   private final ClientCallStreamObserver<Outbound> out;
   private final Executor drainer;
-  private final ConcurrentLinkedQueue<Outbound> queue = new ConcurrentLinkedQueue<>();
+  private final ConcurrentLinkedQueue<Queued> queue = new ConcurrentLinkedQueue<>();
+  private final WireTimings timings;
+  private final StreamCancels cancels;
   private final AtomicInteger wip = new AtomicInteger();
   private final Runnable drainLoop = this::drainLoop;
   private volatile boolean closed;
@@ -34,9 +39,15 @@ final class StreamWriter {
   private static final Outbound HALF_CLOSE =
       new Outbound.Proto(WorkClientMsg.getDefaultInstance());
 
-  StreamWriter(ClientCallStreamObserver<Outbound> out, Executor drainer) {
+  /** A message and when it was queued (for {@link WireTimings}). */
+  private record Queued(Outbound msg, long queuedNanos) {}
+
+  StreamWriter(ClientCallStreamObserver<Outbound> out, Executor drainer, WireTimings timings,
+      StreamCancels cancels) {
     this.out = out;
     this.drainer = drainer;
+    this.timings = timings;
+    this.cancels = cancels;
   }
 
   /** Queues {@code msg}; returns false when the stream is already closed. */
@@ -44,7 +55,7 @@ final class StreamWriter {
     if (closed) {
       return false;
     }
-    queue.add(msg);
+    queue.add(new Queued(msg, System.nanoTime()));
     drain();
     return true;
   }
@@ -55,7 +66,7 @@ final class StreamWriter {
    * one was removed.
    */
   boolean unsend(String callId) {
-    return queue.removeIf(m -> callId.equals(Outbound.resultOrNackCallId(m)));
+    return queue.removeIf(q -> callId.equals(Outbound.resultOrNackCallId(q.msg())));
   }
 
   /** Called by gRPC's onReady handler and after each send: makes sure a drain will run. */
@@ -74,16 +85,27 @@ final class StreamWriter {
     int missed = 1;
     do {
       while (!closed && out.isReady()) {
-        Outbound m = queue.poll();
-        if (m == null) {
+        Queued q = queue.poll();
+        if (q == null) {
           break;
         }
+        Outbound m = q.msg();
         if (m == HALF_CLOSE) {
           closed = true;
           out.onCompleted();
           break;
         }
+        String answers = Outbound.resultOrNackCallId(m);
+        if (answers != null && cancels.blocks(answers)) {
+          continue; // the last check, next to the write: its cancel has been read
+        }
         out.onNext(m);
+        if (answers != null) {
+          cancels.written(answers);
+        }
+        if (m instanceof Outbound.Result || m instanceof Outbound.Proto p && p.msg().hasResult()) {
+          timings.resultWritten(q.queuedNanos());
+        }
       }
       missed = wip.addAndGet(-missed);
     } while (missed != 0);

@@ -59,12 +59,12 @@ public final class WorkClient implements AutoCloseable {
    * -Dphrony.work.transport=nio} forces NIO (to compare them).
    */
   private record IoTransport(String name, java.util.function.Supplier<IoHandlerFactory> handlers,
-      Class<? extends Channel> channel) {}
+      java.util.function.Supplier<Channel> newChannel) {}
 
   private static final IoTransport TRANSPORT =
       !"nio".equals(System.getProperty("phrony.work.transport")) && Epoll.isAvailable()
-          ? new IoTransport("epoll", EpollIoHandler::newFactory, EpollSocketChannel.class)
-          : new IoTransport("nio", NioIoHandler::newFactory, NioSocketChannel.class);
+          ? new IoTransport("epoll", EpollIoHandler::newFactory, EpollSocketChannel::new)
+          : new IoTransport("nio", NioIoHandler::newFactory, NioSocketChannel::new);
 
   private final WorkOptions options;
   private final HandlerCatalog catalog;
@@ -90,6 +90,9 @@ public final class WorkClient implements AutoCloseable {
   private volatile boolean stopping;
   private volatile Scheduler.Handle reconnect = Scheduler.NONE;
   private long streamIds; // in the dispatcher's context
+  /** NOT_FOUND ends of registered streams in a row (the reconnect loop's, one at a time). */
+  private int notFoundInRow;
+  static final int AT_ONCE_IN_A_ROW = 3;
   private boolean started;
   private boolean closed;
 
@@ -141,9 +144,9 @@ public final class WorkClient implements AutoCloseable {
     this.outbox = outbox;
     this.dispatcher = new Dispatcher(catalog, outbox, new CallPipeline(new JsonCodec(),
         new CallPipeline.Settings(options.maxResultBytes(), options.exposeInternalErrors())),
-        this.scheduler, metrics, loop::inEventLoop);
+        this.scheduler, metrics, loop::inEventLoop, loop);
     try {
-      this.channel = channel(options, ioThread);
+      this.channel = channel(options, ioThread, dispatcher.timings());
     } catch (RuntimeException e) {
       if (ownScheduler != null) {
         ownScheduler.close();
@@ -153,7 +156,8 @@ public final class WorkClient implements AutoCloseable {
     }
   }
 
-  private static ManagedChannel channel(WorkOptions options, EventLoopGroup io) {
+  private static ManagedChannel channel(WorkOptions options, EventLoopGroup io,
+      WireTimings timings) {
     NettyChannelBuilder b;
     try {
       b = NettyChannelBuilder.forTarget(options.target(),
@@ -163,7 +167,12 @@ public final class WorkClient implements AutoCloseable {
     }
     // No retry layer: the reconnect loop owns retries, and on a stream that lives for hours the
     // layer only adds work to every message.
-    b.eventLoopGroup(io).channelType(TRANSPORT.channel()).directExecutor().disableRetry();
+    b.eventLoopGroup(io).directExecutor().disableRetry();
+    b.channelFactory(() -> {
+      Channel ch = TRANSPORT.newChannel().get();
+      ch.pipeline().addFirst(new WireTap(timings)); // next to the socket: before gRPC's handlers
+      return ch;
+    });
     b.maxInboundMessageSize(options.maxInboundBytes());
     options.keepAlive().ifPresent(interval -> {
       if (interval.compareTo(WorkOptions.MIN_SAFE_KEEPALIVE) < 0) {
@@ -228,7 +237,7 @@ public final class WorkClient implements AutoCloseable {
     if (end.healthy()) {
       backoff.reset();
     }
-    Duration delay = backoff.next();
+    Duration delay = reconnectAtOnce(end) ? Duration.ZERO : backoff.next();
     reconnects.incrementAndGet();
     lastEnd = end.reason();
     metrics.reconnect(end.cause());
@@ -243,6 +252,21 @@ public final class WorkClient implements AutoCloseable {
     }
     log.info("reconnect in {} ms because {}", delay.toMillis(), end.reason());
     reconnect = scheduler.schedule(this::connect, delay);
+  }
+
+  /**
+   * A registered stream the runtime ended {@code NOT_FOUND} (a result that crossed its cancel on
+   * the wire, or a registration it dropped) is replaced at once: its other calls are in flight,
+   * and every moment unregistered is one in which their results cannot be acked and new calls
+   * are routed to the dead entry. Up to {@value #AT_ONCE_IN_A_ROW} times in a row; a runtime that
+   * keeps doing it gets the backoff.
+   */
+  private boolean reconnectAtOnce(WorkSession.End end) {
+    if (end.status().getCode() != io.grpc.Status.Code.NOT_FOUND || !end.registered()) {
+      notFoundInRow = 0;
+      return false;
+    }
+    return ++notFoundInRow <= AT_ONCE_IN_A_ROW;
   }
 
   /**

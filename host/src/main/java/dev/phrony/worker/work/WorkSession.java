@@ -57,6 +57,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   private final WorkerMetrics metrics;
   private final Executor writes;
   private final InboundSlices inbound;
+  private final WireTimings timings;
+  private final StreamCancels cancels = new StreamCancels();
   private final CompletableFuture<End> ended = new CompletableFuture<>();
   private final CompletableFuture<Void> registration = new CompletableFuture<>();
 
@@ -67,7 +69,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   private volatile String abortReason;
   private volatile ReconnectReason abortCause;
   private volatile Scheduler.Handle closeTimer = Scheduler.NONE;
-  private int handledSinceRequest;
+  private int receivedSinceRequest;
 
   /**
    * @param inFlight the calls to advertise at register (computed in the dispatcher's context)
@@ -80,6 +82,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     this.id = id;
     this.writes = writes;
     this.inbound = new InboundSlices(loop);
+    this.timings = dispatcher.timings();
     this.catalog = catalog;
     this.dispatcher = dispatcher;
     this.identity = identity;
@@ -118,7 +121,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   @Override
   public void beforeStart(ClientCallStreamObserver<Outbound> requestStream) {
     this.requests = requestStream;
-    this.writer = new StreamWriter(requestStream, writes);
+    this.writer = new StreamWriter(requestStream, writes, timings, cancels);
     requestStream.disableAutoRequestWithInitial(INBOUND_BATCH);
     requestStream.setOnReadyHandler(() -> writer.drain());
   }
@@ -147,9 +150,30 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
         catalog.size(), advertised.size());
   }
 
+  /**
+   * As gRPC delivers a message, in the socket read that brought its bytes. A cancel takes effect
+   * here, before it waits anywhere: from this moment the writer drops any answer for its call
+   * ({@link StreamCancels}); the owner's transition follows in order with the other messages.
+   */
   @Override
   public void onNext(Inbound msg) {
-    inbound.add(() -> handle(msg));
+    if (msg instanceof Inbound.Other o && o.msg().hasCancel()) {
+      cancels.read(o.msg().getCancel().getCallId());
+      long readAt = timings.lastReadNanos();
+      inbound.add(() -> {
+        timings.record(WireTimings.Interval.CANCEL_READ_TO_ON_CANCEL, System.nanoTime() - readAt);
+        handle(msg);
+      });
+    } else {
+      inbound.add(() -> handle(msg));
+    }
+    // Flow control by what is received, not handled: credit never runs out while messages wait
+    // in the slices, so a cancel's bytes are always delivered (above) as soon as they are read.
+    // What waits is bounded by the protocol: invokes by the advertised slots, acks by results.
+    if (++receivedSinceRequest >= INBOUND_BATCH / 2) {
+      receivedSinceRequest = 0;
+      requests.request(INBOUND_BATCH / 2);
+    }
   }
 
   private void handle(Inbound msg) {
@@ -163,13 +187,6 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
       // As gRPC does with an observer that throws: the stream ends, the reconnect takes over.
       log.error("stream {}: inbound message failed, ending the stream", id, e);
       cut(ReconnectReason.ERROR, "inbound message failed: " + e);
-      return;
-    }
-    // Batched flow control: ask for more once half a batch is handled (not merely received,
-    // so at most a batch waits in the slices).
-    if (++handledSinceRequest >= INBOUND_BATCH / 2) {
-      handledSinceRequest = 0;
-      requests.request(INBOUND_BATCH / 2);
     }
   }
 
@@ -219,6 +236,26 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
         abortCause != null ? abortCause : ReconnectReason.RUNTIME_CLOSED);
   }
 
+  /**
+   * The runtime ended the stream for an answer to a call it no longer knew: says whether that
+   * answer was written before the worker read a cancel for it (they crossed on the wire, which
+   * no worker can prevent: the runtime forgets a call before it sends the cancel), and counts it.
+   */
+  private void explainUnknownCall(String callId) {
+    StreamCancels.Crossing c = cancels.crossing(callId);
+    timings.unknownCall(c.crossed());
+    if (c.writtenNanos() != null && c.cancelReadNanos() != null) {
+      log.warn("stream {}: the runtime did not know call {}: its answer was written {} us {} its"
+          + " cancel was read{}", id, callId,
+          Math.abs(c.cancelReadNanos() - c.writtenNanos()) / 1_000,
+          c.crossed() ? "before" : "after",
+          c.crossed() ? " (they crossed on the wire)" : " (a bug: please report it)");
+    } else {
+      log.warn("stream {}: the runtime did not know call {} ({}; no cancel for it was read)", id,
+          callId, c.writtenNanos() == null ? "no answer of ours is known" : "its answer was sent");
+    }
+  }
+
   /** The class of an error status, for the reconnect counter. */
   static ReconnectReason causeOf(Status status) {
     return switch (status.getCode()) {
@@ -237,6 +274,9 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     heartbeat.stop();
     closeTimer.cancel();
     writer.closed();
+    if (status.getCode() == Status.Code.NOT_FOUND) {
+      OrphanPolicy.unknownCallId(status.getDescription()).ifPresent(this::explainUnknownCall);
+    }
     // The dispatcher detaches the stream's calls in its context, before anything posted later
     // there (the next stream's register) runs.
     dispatcher.onStreamEnded(this, status);
@@ -316,6 +356,16 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   @Override
   public boolean unsend(String callId) {
     return writer.unsend(callId);
+  }
+
+  @Override
+  public void cancelTaken(String callId) {
+    cancels.taken(callId);
+  }
+
+  /** Answers the writer dropped because a cancel for their call had been read. */
+  long droppedAfterCancel() {
+    return cancels.dropped();
   }
 
   @Override

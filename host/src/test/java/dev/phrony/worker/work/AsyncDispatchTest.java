@@ -173,7 +173,7 @@ class AsyncDispatchTest {
         ToolResult.text("ok")));
     Dispatcher d = new Dispatcher(TestHandler.catalog(h), outbox,
         new CallPipeline(new JsonCodec(), new CallPipeline.Settings(1 << 20, false)), timers,
-        WorkerMetrics.NONE, () -> false);
+        WorkerMetrics.NONE, () -> false, null);
     d.onInvoke(invoke("c1"), sink);
     assertThat(outcome(sink.next())).isInstanceOf(CallOutcome.Payload.class);
     assertThat(h.startedOn).singleElement().satisfies(t -> assertThat(t.isVirtual()).isTrue());

@@ -88,7 +88,7 @@ class OutboundTest {
   @Test
   void a_cancel_takes_back_a_queued_result_of_its_call_and_nothing_else() {
     Held out = new Held();
-    StreamWriter writer = new StreamWriter(out, Runnable::run);
+    StreamWriter writer = new StreamWriter(out, Runnable::run, new WireTimings(), new StreamCancels());
     writer.send(new Outbound.Result("s:1:1", new byte[] {'1'}));
     writer.send(new Outbound.Result("s:1:12", new byte[] {'2'}));
     writer.send(new Outbound.Proto(WorkClientMsg.newBuilder()
