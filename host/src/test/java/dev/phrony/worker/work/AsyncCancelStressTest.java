@@ -49,7 +49,9 @@ class AsyncCancelStressTest {
       return stages.computeIfAbsent(call.callId(), k -> new CompletableFuture<>());
     });
     try (ExecutorScheduler timers = new ExecutorScheduler("async-stress-timers");
-        LocalRuntime rt = LocalRuntime.builder().port(0).eventLogCapacity(200_000).start()) {
+        LocalRuntime rt = LocalRuntime.builder().port(0).eventLogCapacity(200_000)
+            // Crossing mode: forgotten at once, the cancel 1 ms later, as the real runtime does.
+            .cancelDelay(Duration.ofMillis(1)).start()) {
       WorkOptions options = WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", ""));
       try (WorkClient client = new WorkClient(options, TestHandler.catalog(handler),
           new MemoryOutbox(), timers, bound -> bound / 2)) {

@@ -94,7 +94,9 @@ class CancelStressTest {
     try (StateDir stateDir = StateDir.open(stateDirPath);
         DurableOutbox durable = DurableOutbox.open(stateDir, DurableOutbox.Options.defaults());
         ExecutorScheduler timers = new ExecutorScheduler("stress-timers");
-        LocalRuntime rt = LocalRuntime.builder().port(0).eventLogCapacity(200_000).start()) {
+        LocalRuntime rt = LocalRuntime.builder().port(0).eventLogCapacity(200_000)
+            // Crossing mode: forgotten at once, the cancel 1 ms later, as the real runtime does.
+            .cancelDelay(Duration.ofMillis(1)).start()) {
       GatedOutbox outbox = new GatedOutbox(durable);
       WorkOptions options = WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", ""));
       try (WorkClient client = new WorkClient(options, TestHandler.catalog(pay, fence), outbox,

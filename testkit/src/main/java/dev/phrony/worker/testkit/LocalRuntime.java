@@ -506,6 +506,7 @@ public final class LocalRuntime implements AutoCloseable {
         private String version = "0.2.0-local";
         private String schemaVersion = "";
         private boolean withholdResultAcks;
+        private Duration cancelDelay = Duration.ZERO;
         private Path tlsCertChain;
         private Path tlsPrivateKey;
         private Path clientCa;
@@ -605,6 +606,19 @@ public final class LocalRuntime implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Crossing mode: a cancelled call is forgotten at once, as the real runtime forgets it, but
+         * its {@code cancel} (and whatever the stream sends after it) reaches the worker {@code
+         * delay} later, as the real runtime's does after its ledger write and the trip over the
+         * wire. A result the worker sends meanwhile is for a call the runtime no longer knows: the
+         * stream ends {@code NOT_FOUND}, as it does against the real runtime. Zero (the default)
+         * sends the cancel at once.
+         */
+        public Builder cancelDelay(Duration delay) {
+            this.cancelDelay = delay;
+            return this;
+        }
+
         /** Starts with result acks withheld, see {@link LocalRuntime#withholdResultAcks(boolean)}. */
         public Builder withholdResultAcks(boolean withhold) {
             this.withholdResultAcks = withhold;
@@ -616,7 +630,8 @@ public final class LocalRuntime implements AutoCloseable {
             Settings settings = new Settings(port, leaseTtl, queueWait,
                     executionTimeout == null ? queueWait : executionTimeout, maxQueuePerKey, clock,
                     shutdownGrace, eventLogCapacity, maxInboundMessageSize, version, schemaVersion,
-                    new ServerSecurity(tlsCertChain, tlsPrivateKey, clientCa, bearerToken));
+                    new ServerSecurity(tlsCertChain, tlsPrivateKey, clientCa, bearerToken),
+                    cancelDelay);
             LocalRuntime runtime = new LocalRuntime(settings, withholdResultAcks);
             try {
                 runtime.start();

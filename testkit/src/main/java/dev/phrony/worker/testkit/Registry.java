@@ -62,11 +62,14 @@ final class Registry {
     private final HashMap<String, Pending> inflight = new HashMap<>();
     private final HashMap<String, Set<String>> bySession = new HashMap<>();
 
+    private final ScheduledExecutorService timers;
+
     Registry(Settings settings, ConcurrentMap<String, Outcome> ledger, ScheduledExecutorService timers,
              BooleanSupplier withholdResultAcks, BooleanSupplier loseHeartbeats) {
         this.settings = settings;
         this.ledger = ledger;
         this.timeouts = new Timeouts<>(lock, timers, 2, this::onTimer);
+        this.timers = timers;
         this.withholdResultAcks = withholdResultAcks;
         this.loseHeartbeats = loseHeartbeats;
     }
@@ -405,7 +408,10 @@ final class Registry {
         finishLocked(p, p.error(kind, cause), fx);
         releaseSlotLocked(p.workerId, p.key, fx);
         Worker w = workers.get(p.workerId);
-        if (w != null && w.stream.send(Wire.cancel(p.call.callId()))) {
+        Duration delay = settings.cancelDelay();
+        if (w != null && !delay.isZero()) {
+            w.stream.sendAfter(Wire.cancel(p.call.callId()), delay, timers); // crossing mode
+        } else if (w != null && w.stream.send(Wire.cancel(p.call.callId()))) {
             fx.flush(w.stream);
         }
         log.debug("call_id={} {}: forgotten, cancel sent to worker_id={}", p.call.callId(), cause, p.workerId);

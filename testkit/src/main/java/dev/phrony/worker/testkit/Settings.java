@@ -17,7 +17,8 @@ record Settings(
         int maxInboundMessageSize,
         String version,
         String schemaVersion,
-        ServerSecurity security) {
+        ServerSecurity security,
+        Duration cancelDelay) {
 
     Settings {
         if (port < 0 || port > 65_535) {
@@ -43,6 +44,10 @@ record Settings(
         Objects.requireNonNull(version, "version");
         Objects.requireNonNull(schemaVersion, "schemaVersion");
         Objects.requireNonNull(security, "security");
+        Objects.requireNonNull(cancelDelay, "cancelDelay");
+        if (cancelDelay.isNegative()) {
+            throw new IllegalArgumentException("cancelDelay must not be negative: " + cancelDelay);
+        }
     }
 
     private static void requirePositive(Duration d, String name) {

@@ -3,8 +3,11 @@ package dev.phrony.worker.testkit;
 import dev.phrony.runtime.v1.WorkServerMsg;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
+import java.time.Duration;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -83,9 +86,33 @@ final class StreamWriter {
         return true;
     }
 
+    /** A message held back until {@code dueNanos}, and everything queued behind it with it. */
+    private record Later(WorkServerMsg msg, long dueNanos) {}
+
+    /**
+     * Enqueues {@code msg} to be written {@code delay} from now; what is sent after it waits behind
+     * it, so the stream's order stays as sent. False when the stream is closed.
+     */
+    boolean sendAfter(WorkServerMsg msg, Duration delay, ScheduledExecutorService timers) {
+        if (!open.get()) {
+            return false;
+        }
+        queue.add(new Later(msg, System.nanoTime() + delay.toNanos()));
+        backlog.incrementAndGet();
+        timers.schedule(this::flush, delay.toNanos(), TimeUnit.NANOSECONDS);
+        return true;
+    }
+
     /** Ends the stream with {@code status} once everything queued before it is written. */
     void close(Status status) {
         if (open.compareAndSet(true, false)) {
+            // A message still held back is never written: the stream ends now, as a Go handler's
+            // return ends it while another goroutine's Send is still on its way.
+            for (Object o : queue) {
+                if (o instanceof Later && queue.remove(o)) {
+                    backlog.decrementAndGet();
+                }
+            }
             queue.add(new Close(status));
             flush();
         }
@@ -130,12 +157,13 @@ final class StreamWriter {
                 finish(close.status(), true);
                 return;
             }
-            if (!call.isReady()) {
-                break;
+            if (!call.isReady()
+                    || head instanceof Later later && later.dueNanos() - System.nanoTime() > 0) {
+                break; // a held-back message is written by the flush its timer runs
             }
             queue.poll();
             backlog.decrementAndGet();
-            WorkServerMsg msg = (WorkServerMsg) head;
+            WorkServerMsg msg = head instanceof Later later ? later.msg() : (WorkServerMsg) head;
             try {
                 call.onNext(msg);
             } catch (RuntimeException e) { // cancelled under our feet

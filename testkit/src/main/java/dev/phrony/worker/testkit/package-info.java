@@ -20,6 +20,12 @@
  *       {@code RUNTIME_DISPATCH_QUEUE_WAIT}; protocol.md says 10 s, our default) only when the session
  *       context has no deadline of its own.</li>
  *   <li>Both timeouts run on real time; only leases and event times follow the injected clock.</li>
+ *   <li>A cancel reaches the worker the moment the call is forgotten, unless {@code
+ *       Builder.cancelDelay} is set: against the real runtime a worker's result can still be on its
+ *       way when the call is forgotten (it forgets first, then writes its ledger and sends the
+ *       cancel), and that result ends the stream {@code NOT_FOUND}. Race tests set a delay so that
+ *       window exists here too; {@code ../shared/realrt} measured it at up to tens of ms on 2 busy
+ *       cores.</li>
  *   <li>{@code cancelSession} cancels waiting calls before running ones; Go walks a map (random order),
  *       so there a freed slot may first go to another call of the same session.</li>
  *   <li>A second dispatch of a call id in flight gets the same outcome as the first; in Go only one
