@@ -1,7 +1,6 @@
 package dev.phrony.worker.work;
 
 import dev.phrony.runtime.v1.WorkInvoke;
-import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.call.CallContext;
 import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.call.CallPipeline;
@@ -31,7 +30,6 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
-import java.util.concurrent.ThreadFactory;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 import org.slf4j.Logger;
@@ -40,17 +38,22 @@ import org.slf4j.LoggerFactory;
 /**
  * The one owner of every call's state (design.md "the flow of one call"). Each transition of a
  * call, from the stream (invoke, cancel, ack, the stream's end), from its handler's thread
- * (completed), from the outbox (intent or result durable) or from a timer (deadline), is a task
- * in one {@link SynchronizationContext}: tasks run one at a time, in order, on the stream's event
- * loop (where every cancel is read first, see {@link #post}), so there are no locks and no state
- * split between threads. Handler threads and the outbox writer only post what came of their work;
- * they never decide whether to send.
+ * (completed), from the outbox (intent or result durable) or from a timer (deadline, slot grace),
+ * is a task in one {@link SynchronizationContext}: tasks run one at a time, in order, on the
+ * stream's event loop (where every cancel is read first, see {@link #post}), so there are no locks
+ * and no state split between threads. Handler threads and the outbox writer only post what came of
+ * their work; they never decide whether to send.
+ *
+ * <p>Each call is one {@link Call} in the {@link CallTable}, from its invoke to its ack. The parts
+ * that share the context: this class admits invokes, decides and holds outcomes, cancels and
+ * drains; {@link SlotWaits} queues invokes that found no slot; {@link CallStarter} starts handlers;
+ * {@link OrphanPolicy} judges held results across streams (protocol.md rules 3 and 9).
  *
  * <p>Outlives streams: a call started on one stream may finish after a reconnect; its result is
- * then held for the runtime to ask for again ({@link OrphanPolicy}). Slots are counted as the
- * runtime counts them (protocol.md rule 6): a {@link ToolSlots.Permit} taken by the invoke and
- * released by our result or nack, by the runtime's cancel, or by the end of the stream (the
- * runtime then drops the registration and its counts).
+ * then held for the runtime to ask for again. Slots are counted as the runtime counts them
+ * (protocol.md rule 6): a {@link ToolSlots.Permit} taken by the invoke and released by our result
+ * or nack, by the runtime's cancel, or by the end of the stream (the runtime then drops the
+ * registration and its counts).
  */
 public final class Dispatcher {
   private static final Logger log = LoggerFactory.getLogger(Dispatcher.class);
@@ -65,37 +68,19 @@ public final class Dispatcher {
 
   /**
    * How long an invoke that found every slot taken waits for the cancel that made room for it
-   * (see {@link ToolSlots#waiting}) before it is nacked {@code capacity_exhausted}.
+   * (see {@link SlotWaits}) before it is nacked {@code capacity_exhausted}.
    */
   static final Duration SLOT_GRACE = Duration.ofSeconds(1);
 
   /** How long a handleAsync may hold the I/O thread before each heartbeat tick reports it. */
   static final long STALLED_START_MS = 1_000;
 
-  /** An invoke waiting for a slot of its tool, on the stream it came on. */
-  static final class Waiting {
-    final Invoke invoke;
-    final CallSink sink;
-    final ToolSlots slots;
-    Scheduler.Handle grace = Scheduler.NONE;
-
-    Waiting(Invoke invoke, CallSink sink, ToolSlots slots) {
-      this.invoke = invoke;
-      this.sink = sink;
-      this.slots = slots;
-    }
-  }
-
-  /** Makes the virtual thread of each call (thread-safe, unlike a builder). */
-  private static final ThreadFactory CALL_THREADS = Thread.ofVirtual().factory();
-
   private final ResultOutbox outbox;
   private final CallPipeline pipeline;
   private final Scheduler scheduler;
   private final InstantSource clock;
   private final SynchronizationContext context;
-  private final OrphanPolicy orphans;
-  /** True on the thread where a non-blocking handler may start inline: the stream's I/O thread. */
+  /** True on the stream's event loop (where a non-blocking handler may start inline). */
   private final BooleanSupplier onIoThread;
   /** The stream's event loop, where the context runs; null: where a task is posted (tests). */
   private final Executor loop;
@@ -107,17 +92,12 @@ public final class Dispatcher {
   private final WireTimings timings = new WireTimings();
 
   // ---- confined to the context ----
-  private final HashMap<String, Call> calls = new HashMap<>();
-  /** Invokes waiting for a slot, by call id (also queued in their {@link ToolSlots#waiting}). */
-  private final HashMap<String, Waiting> waiting = new HashMap<>();
+  private final CallTable calls = new CallTable();
+  private final OrphanPolicy orphans;
+  private final SlotWaits slotWaits;
+  private final CallStarter starter;
   private CallSink current;
   private final List<CompletableFuture<Void>> idleWaiters = new ArrayList<>();
-
-  // ---- written around an inline start, read by the heartbeat's timer ----
-  /** The call whose handleAsync runs on the I/O thread now (null: none), since when, where. */
-  private volatile Call startingInline;
-  private volatile long startingInlineSinceMs;
-  private volatile Thread ioThread;
 
   // ---- written in the context, read anywhere (metrics, readiness, tests) ----
   private volatile int active;
@@ -130,12 +110,11 @@ public final class Dispatcher {
   }
 
   /**
-   * With metrics (the meters of every {@code tool@version} are resolved here, once) and the
-   * test of the thread on which an {@link AsyncToolHandler} may start inline: the stream's I/O
-   * thread, where the invoke arrived. Anywhere else (an outbox thread that made an intent
-   * durable, a handler's thread that drains the context) its calls start on a virtual thread.
-   * {@code loop} is that thread's executor: every transition runs there (see {@link #post}); null
-   * runs each where it is posted.
+   * With metrics (the meters of every {@code tool@version} are resolved here, once), the test of
+   * the thread on which an {@code AsyncToolHandler} may start inline (the stream's I/O thread,
+   * where the invoke arrived; anywhere else its calls start on a virtual thread), and {@code loop},
+   * that thread's executor: every transition runs there (see {@link #post}); null runs each where
+   * it is posted.
    */
   public Dispatcher(HandlerCatalog catalog, ResultOutbox outbox, CallPipeline pipeline,
       Scheduler scheduler, WorkerMetrics metrics, BooleanSupplier onIoThread, Executor loop) {
@@ -152,14 +131,29 @@ public final class Dispatcher {
         process.uncaughtException(t, e); // in the worker: a core thread's Error ends it
       }
     });
-    this.orphans = new OrphanPolicy(outbox, scheduler, this::post);
+    this.orphans = new OrphanPolicy(outbox, scheduler, this::post, calls);
+    this.slotWaits = new SlotWaits(scheduler, this::post, SLOT_GRACE, new SlotWaits.Ends() {
+      @Override
+      public void slotFree(Call call) {
+        tryStart(call, true);
+      }
+
+      @Override
+      public void gaveUp(Call call) {
+        calls.remove(call);
+        nack(call.owner, call.invoke, call.slots, InvocationOutcome.NACK_CAPACITY_EXHAUSTED,
+            CAPACITY_EXHAUSTED, call.key + " is running its maximum of " + call.slots.max
+                + " calls on this worker");
+      }
+    });
+    this.starter = new CallStarter(pipeline, clock, onIoThread, this::post, this::finished);
     Map<String, ToolSlots> t = new HashMap<>();
     for (HandlerCatalog.Entry e : catalog.entries()) {
       int max = slotsOf(e);
       t.put(e.key(), new ToolSlots(e, max, s -> metrics.tool(s.key, max, s::busy)));
     }
     this.tools = Map.copyOf(t);
-    tools.values().forEach(s -> s.onFreed(() -> context.execute(() -> slotFreed(s))));
+    tools.values().forEach(s -> s.onFreed(() -> context.execute(() -> slotWaits.slotFreed(s))));
     this.byTool = Map.copyOf(tools.values().stream().collect(Collectors.groupingBy(
         s -> s.entry.descriptor().tool(),
         Collectors.toUnmodifiableMap(s -> s.entry.descriptor().version(), s -> s))));
@@ -232,15 +226,16 @@ public final class Dispatcher {
       if (current == sink) {
         current = null;
       }
-      List.copyOf(waiting.values()).forEach(w -> {
-        if (w.sink == sink) {
-          stopWaiting(w); // the runtime made it indeterminate with its stream
+      for (Call c : calls.all()) {
+        if (c.owner != sink) {
+          continue;
         }
-      });
-      for (Call c : calls.values()) {
-        if (c.owner == sink) {
+        if (c.state == Call.State.WAITING) {
+          slotWaits.stop(c); // the runtime made it indeterminate with its stream
+          calls.remove(c);
+        } else if (c.running() || c.state == Call.State.CANCELLED) {
           c.owner = null;
-          c.permit.release();
+          c.releaseSlot();
         }
       }
       orphans.streamEnded(sink, status);
@@ -252,10 +247,12 @@ public final class Dispatcher {
   void startDraining() {
     post(() -> {
       draining = true;
-      List.copyOf(waiting.values()).forEach(w -> {
-        stopWaiting(w);
-        nackDraining(w.sink, w.invoke, w.slots);
-      });
+      for (Call c : calls.all()) {
+        if (c.state == Call.State.WAITING && slotWaits.stop(c)) {
+          calls.remove(c);
+          nackDraining(c.owner, c.invoke, c.slots);
+        }
+      }
       checkIdle();
     });
   }
@@ -275,8 +272,8 @@ public final class Dispatcher {
 
   /** Cancels every call still running (end of a drain): nothing more is sent for them. */
   void cancelAll() {
-    post(() -> List.copyOf(calls.values()).forEach(c -> {
-      if (c.state != Call.State.CANCELLED) {
+    post(() -> calls.all().forEach(c -> {
+      if (c.running()) {
         cancel(c, "the drain timeout passed");
       }
     }));
@@ -286,11 +283,11 @@ public final class Dispatcher {
   Set<String> inFlightIds() {
     context.throwIfNotInThisSynchronizationContext();
     Set<String> ids = new HashSet<>();
-    calls.forEach((id, c) -> {
-      if (c.state != Call.State.CANCELLED) {
-        ids.add(id);
+    for (Call c : calls.view()) {
+      if (c.running()) {
+        ids.add(c.callId);
       }
-    });
+    }
     ids.addAll(outbox.pendingIds());
     ids.addAll(outbox.interruptedIds());
     return ids;
@@ -298,30 +295,12 @@ public final class Dispatcher {
 
   // ---- views, from any thread ----
 
-  /** An asynchronous handler's start that holds the I/O thread: whose, how long, where. */
-  record StalledStart(String callId, String key, long heldMs, List<StackTraceElement> where) {}
-
   /**
    * From the heartbeat's timer, whose beats such a start holds back: a handleAsync that has
-   * kept the stream's I/O thread over a second is logged with where it is (no message is read
-   * or sent until it returns, so the lease may run out), and returned.
+   * kept the stream's I/O thread over a second is logged with where it is, and returned.
    */
-  Optional<StalledStart> reportStalledStart() {
-    Call call = startingInline;
-    long heldMs = clock.millis() - startingInlineSinceMs;
-    Thread thread = ioThread;
-    if (call == null || heldMs < STALLED_START_MS || thread == null) {
-      return Optional.empty();
-    }
-    StalledStart stall = new StalledStart(call.callId, call.key(), heldMs,
-        List.of(thread.getStackTrace()));
-    Exception where = new Exception("where the I/O thread is: " + thread.getName());
-    where.setStackTrace(stall.where().toArray(StackTraceElement[]::new));
-    try (var ctx = context(call)) {
-      log.warn("handler {} has kept the Work stream's thread {} ms in handleAsync: no message is"
-          + " read or sent, heartbeats included, until it returns", stall.key(), heldMs, where);
-    }
-    return Optional.of(stall);
+  Optional<CallStarter.StalledStart> reportStalledStart() {
+    return starter.reportStalledStart(STALLED_START_MS);
   }
 
   /** Calls admitted whose outcome is not held yet (cancelled ones excluded). */
@@ -350,31 +329,32 @@ public final class Dispatcher {
     return apart;
   }
 
-  // ---- transitions (all in the context) ----
+  // ---- admission (all in the context) ----
 
   private void admit(Invoke invoke, CallSink sink) {
-    admit(invoke, sink, false);
-  }
-
-  /** {@code waited}: it waited for a slot and is first in line, so it may take a free one. */
-  private void admit(Invoke invoke, CallSink sink, boolean waited) {
     String callId = invoke.callId();
     Call existing = calls.get(callId);
+    if (existing != null && existing.state == Call.State.WAITING) {
+      slotWaits.stop(existing); // invoked again (its stream was replaced): it waits as this one
+      calls.remove(existing);
+      existing = null;
+    }
+    if (existing != null && existing.resultHeld()) {
+      resend(existing, invoke, sink);
+      return;
+    }
     if (existing != null) {
       invokedAgain(existing, invoke, sink);
       return;
     }
+    ToolSlots slots = byTool.getOrDefault(invoke.tool(), Map.of()).get(invoke.version());
     Optional<HeldResult> held = outbox.find(callId);
     if (held.isPresent()) {
-      // Rule 5: the handler ran; the runtime invoked it again, so it expects the held result.
-      debug(invoke, "invoke of a held call: resending its result");
-      if (outbox.isOrphaned(callId)) {
-        outbox.holdAsync(held.get()); // no longer orphaned: the runtime asks for it
-      }
-      send(sink, held.get());
+      Call call = Call.resent(held.get(), slots, invoke, sink);
+      calls.put(call);
+      resend(call, invoke, sink);
       return;
     }
-    ToolSlots slots = byTool.getOrDefault(invoke.tool(), Map.of()).get(invoke.version());
     if (outbox.wasInterrupted(callId)) {
       // A previous attempt may have acted before the worker stopped: never run it twice.
       nack(sink, invoke, slots, InvocationOutcome.NACK_PREVIOUS_ATTEMPT_INTERRUPTED,
@@ -391,19 +371,42 @@ public final class Dispatcher {
           "this worker serves no handler for " + invoke.tool() + "@" + invoke.version());
       return;
     }
-    // Invokes that came first take slots first: none overtakes one waiting for a slot.
-    ToolSlots.Permit permit = waited || slots.waiting.isEmpty() ? slots.tryAcquire() : null;
+    Call call = Call.invoked(invoke, slots, sink);
+    calls.put(call);
+    tryStart(call, false);
+  }
+
+  /** Rule 5: the handler ran; the runtime invoked it again, so it expects the held result. */
+  private void resend(Call call, Invoke invoke, CallSink sink) {
+    debug(invoke, "invoke of a held call: resending its result");
+    if (outbox.isOrphaned(call.callId)) {
+      outbox.holdAsync(call.held); // no longer orphaned: the runtime asks for it
+    }
+    call.owner = sink;
+    send(call);
+  }
+
+  /**
+   * Takes a slot and starts {@code call}, or has it wait for one. {@code waited}: it waited and is
+   * first in line, so it may take a free slot; otherwise none overtakes an invoke that waits.
+   */
+  private void tryStart(Call call, boolean waited) {
+    ToolSlots slots = call.slots;
+    ToolSlots.Permit permit = waited || !SlotWaits.othersWait(slots) ? slots.tryAcquire() : null;
     if (permit == null) {
-      waitForSlot(invoke, sink, slots);
+      slotWaits.await(call);
+      debug(call.invoke, "every slot taken: waiting for one");
       return;
     }
+    Invoke invoke = call.invoke;
     long deadline = deadlineOf(invoke, slots);
-    CallContext ctx = new CallContext(callId, invoke.sessionId(), invoke.agentVersionId(),
+    call.permit = permit;
+    call.context = new CallContext(call.callId, invoke.sessionId(), invoke.agentVersionId(),
         invoke.turn(), invoke.tool(), invoke.version(), invoke.sideEffectClass(),
         deadline, invoke.argsBuffer(), pipeline.codec());
-    Call call = new Call(ctx, slots, sink, permit, now(),
-        outbox.needsIntent(slots.sideEffectClass));
-    calls.put(callId, call);
+    call.admittedAt = now();
+    call.needsIntent = outbox.needsIntent(slots.sideEffectClass);
+    call.state = Call.State.RUNNING; // counted as running from here on
     active++;
     debug(invoke, "invoke admitted");
     if (deadline > 0) {
@@ -419,7 +422,7 @@ public final class Dispatcher {
     if (call.needsIntent) {
       recordIntent(call);
     } else {
-      start(call);
+      starter.start(call);
     }
   }
 
@@ -436,49 +439,7 @@ public final class Dispatcher {
     return session > 0 ? Math.min(session, bound) : bound;
   }
 
-  /**
-   * Every slot is taken: the runtime freed one by a cancel it has not sent yet, or it counts
-   * otherwise. The invoke waits, in order, for a slot given back within {@link #SLOT_GRACE};
-   * then it is nacked (rule 6).
-   */
-  private void waitForSlot(Invoke invoke, CallSink sink, ToolSlots slots) {
-    Waiting earlier = waiting.get(invoke.callId());
-    if (earlier != null) {
-      stopWaiting(earlier); // invoked again (its stream was replaced): it waits as this one
-    }
-    Waiting w = new Waiting(invoke, sink, slots);
-    w.grace = scheduler.schedule(() -> post(() -> graceOver(w)), SLOT_GRACE);
-    slots.waiting.add(w);
-    waiting.put(invoke.callId(), w);
-    debug(invoke, "every slot taken: waiting for one");
-  }
-
-  private void graceOver(Waiting w) {
-    if (!stopWaiting(w)) {
-      return;
-    }
-    nack(w.sink, w.invoke, w.slots, InvocationOutcome.NACK_CAPACITY_EXHAUSTED,
-        CAPACITY_EXHAUSTED, w.slots.key + " is running its maximum of " + w.slots.max
-            + " calls on this worker");
-  }
-
-  /** Takes {@code w} out of waiting; false if it was no longer there. */
-  private boolean stopWaiting(Waiting w) {
-    waiting.remove(w.invoke.callId(), w);
-    w.grace.cancel();
-    return w.slots.waiting.remove(w); // the queue says what waits; the map only finds it
-  }
-
-  /** A slot of {@code slots} was given back: the oldest waiting invokes are admitted. */
-  private void slotFreed(ToolSlots slots) {
-    Waiting w;
-    while (slots.busy() < slots.max && (w = slots.waiting.peek()) != null) {
-      stopWaiting(w);
-      admit(w.invoke, w.sink, true);
-    }
-  }
-
-  /** Rule 5: an invoke for a call still here attaches to it; the handler runs once. */
+  /** Rule 5: an invoke for a call still running attaches to it; the handler runs once. */
   private void invokedAgain(Call call, Invoke invoke, CallSink sink) {
     if (call.state == Call.State.CANCELLED && call.held == null) {
       nack(sink, invoke, call.slots, InvocationOutcome.NACK_PREVIOUS_ATTEMPT_INTERRUPTED,
@@ -503,7 +464,7 @@ public final class Dispatcher {
     CompletableFuture<Void> written;
     try {
       written = outbox.recordIntentAsync(new IntentRecord(call.callId, call.sessionId,
-          call.key(), call.slots.sideEffectClass, call.admittedAt));
+          call.key, call.slots.sideEffectClass, call.admittedAt));
     } catch (RuntimeException e) {
       written = CompletableFuture.failedFuture(e);
     }
@@ -535,94 +496,12 @@ public final class Dispatcher {
           InvocationOutcome.DEADLINE_EXCEEDED, false);
       return;
     }
-    start(call);
+    starter.start(call);
   }
 
-  private void start(Call call) {
-    call.state = Call.State.RUNNING;
-    call.handlerAlive = true;
-    if (call.slots.inline() && onIoThread.getAsBoolean()) {
-      runInline(call);
-      return;
-    }
-    Thread thread = CALL_THREADS.newThread(() -> runHandler(call));
-    thread.setName("call-" + call.callId); // a thread dump names the call
-    call.thread = thread;
-    thread.start();
-  }
+  // ---- outcome (all in the context) ----
 
-  /**
-   * In the context, on the I/O thread: checks the arguments and starts an asynchronous handler
-   * right here, with no thread of its own and no hand-off. A handler that kept the thread longer
-   * than it promised is moved off it for its later calls.
-   */
-  private void runInline(Call call) {
-    try (var ctx = context(call)) {
-      CallPipeline.Refusal refusal = pipeline.checkArgs(call.context.rawArgs(),
-          call.slots.argsCheck);
-      if (refusal != null) {
-        finished(call, null, refusal, 0);
-        return;
-      }
-      long t0 = System.nanoTime();
-      long startedMs = clock.millis();
-      ioThread = Thread.currentThread();
-      startingInlineSinceMs = startedMs;
-      startingInline = call;
-      CompletableFuture<CallOutcome> outcome = pipeline.start(call.slots.async,
-          call.slots.entry.classLoader(), call.context);
-      startingInline = null;
-      long heldMs = clock.millis() - startedMs;
-      if (call.slots.started(heldMs)) {
-        log.warn("handler {} kept the Work stream's thread over {} ms in handleAsync {} times in"
-            + " a row (this time {} ms): its calls now run on threads of their own. An"
-            + " AsyncToolHandler must not block; implement ToolHandler if it does", call.key(),
-            AsyncToolHandler.BLOCKING_LIMIT_MS, ToolSlots.SLOW_STARTS_TO_MOVE, heldMs);
-      } else if (heldMs > AsyncToolHandler.BLOCKING_LIMIT_MS) {
-        log.info("handler {} kept the Work stream's thread {} ms in handleAsync (at most {} ms"
-            + " is expected)", call.key(), heldMs, AsyncToolHandler.BLOCKING_LIMIT_MS);
-      }
-      if (outcome.isDone()) {
-        finished(call, outcome.join(), null, Math.max(1, System.nanoTime() - t0));
-      } else {
-        finishWhenDone(call, outcome, t0);
-      }
-    }
-  }
-
-  /** Posts {@code call}'s "finished" event to the context once its handler's stage is done. */
-  private void finishWhenDone(Call call, CompletableFuture<CallOutcome> outcome, long t0) {
-    outcome.thenAccept(o -> post(
-        () -> finished(call, o, null, Math.max(1, System.nanoTime() - t0))));
-  }
-
-  /** On the call's own thread: the pipeline, then one "finished" event for the owner. */
-  private void runHandler(Call call) {
-    try (var ctx = context(call)) {
-      CallPipeline.Refusal refusal = pipeline.checkArgs(call.context.rawArgs(),
-          call.slots.argsCheck);
-      if (refusal != null) {
-        post(() -> finished(call, null, refusal, 0));
-        return;
-      }
-      if (call.context.isCancelled()) {
-        post(() -> finished(call, null, null, 0)); // cancelled before it started
-        return;
-      }
-      log.debug("handler started");
-      long t0 = System.nanoTime();
-      if (call.slots.async != null) { // moved off the I/O thread: started here, finished later
-        finishWhenDone(call, pipeline.start(call.slots.async, call.slots.entry.classLoader(),
-            call.context), t0);
-        return;
-      }
-      CallOutcome outcome = pipeline.run(call.slots.entry.handler(),
-          call.slots.entry.classLoader(), call.context);
-      long ran = System.nanoTime() - t0;
-      post(() -> finished(call, outcome, null, ran));
-    }
-  }
-
+  /** The "finished" event of a start ({@link CallStarter}): the handler's outcome, or why none. */
   private void finished(Call call, CallOutcome outcome, CallPipeline.Refusal refusal,
       long ranNanos) {
     call.handlerAlive = false;
@@ -643,8 +522,10 @@ public final class Dispatcher {
       if (call.intentWritten) {
         outbox.dropIntent(call.callId); // the handler never started
       }
-      end(call);
-      call.permit.release();
+      call.deadline.cancel();
+      calls.remove(call);
+      active--;
+      call.releaseSlot();
       if (call.owner != null && call.owner.live()) {
         log.debug("nack {}: {}", refusal.code(), refusal.message());
         call.owner.sendNack(call.callId, refusal.code(), refusal.message());
@@ -678,7 +559,7 @@ public final class Dispatcher {
       boolean handlerRan) {
     call.deadline.cancel();
     call.slots.metrics.count(counted);
-    HeldResult held = new HeldResult(call.callId, call.sessionId, call.key(),
+    HeldResult held = new HeldResult(call.callId, call.sessionId, call.key,
         call.slots.sideEffectClass, now(), outcome);
     call.state = Call.State.HOLDING;
     call.held = held;
@@ -713,34 +594,42 @@ public final class Dispatcher {
       forgetIfSettled(call);
       return;
     }
-    end(call);
+    call.deadline.cancel();
+    active--;
     CallSink owner = call.owner;
     if (owner != null && owner.live()) {
-      call.permit.release();
-      send(owner, call.held);
+      call.releaseSlot();
+      send(call);
     } else {
       // Rule 3: its stream is gone; kept for in_flight, never sent on another stream.
-      orphans.heldWithoutStream(call.callId);
+      orphans.heldWithoutStream(call);
     }
     checkIdle();
   }
 
-  private void send(CallSink sink, HeldResult result) {
-    if (sink.sendResult(result)) {
-      orphans.sent(result.callId(), sink);
+  /** Sends {@code call}'s held result on its owner: it then waits for the ack there. */
+  private void send(Call call) {
+    if (call.owner.sendResult(call.held)) {
+      call.state = Call.State.SENT;
+    } else {
+      call.state = Call.State.DETACHED;
+      call.owner = null;
     }
   }
 
+  // ---- cancel and deadline (all in the context) ----
+
   /** Rule 4: interrupt, free the slot, and send nothing for this call, ever. */
   private void cancelled(String callId, CallSink sink) {
-    Waiting w = waiting.get(callId);
-    if (w != null) { // cancelled before a slot came: it never started, nothing is sent
-      stopWaiting(w);
-      w.slots.metrics.count(InvocationOutcome.CANCELLED);
+    Call call = calls.get(callId);
+    if (call != null && call.state == Call.State.WAITING) {
+      // Cancelled before a slot came: it never started, nothing is sent.
+      slotWaits.stop(call);
+      calls.remove(call);
+      call.slots.metrics.count(InvocationOutcome.CANCELLED);
       return;
     }
-    Call call = calls.get(callId);
-    if (call == null) {
+    if (call == null || call.resultHeld()) {
       orphans.cancelledAfterFinish(callId, sink);
       return;
     }
@@ -752,7 +641,7 @@ public final class Dispatcher {
   private void cancel(Call call, String why) {
     Call.State was = call.state;
     call.state = Call.State.CANCELLED;
-    call.permit.release();
+    call.releaseSlot();
     call.deadline.cancel();
     active--;
     if (was != Call.State.HOLDING) { // a held outcome was counted, and it may have acted
@@ -795,24 +684,15 @@ public final class Dispatcher {
     }
   }
 
-  /** The outcome is held (or the call refused): it no longer counts as running. */
-  private void end(Call call) {
-    call.deadline.cancel();
-    if (calls.get(call.callId) == call) {
-      calls.remove(call.callId);
-    }
-    active--;
-  }
-
   /** A cancelled call leaves once nothing of it runs or is being written any more. */
   private void forgetIfSettled(Call call) {
-    if (call.state == Call.State.CANCELLED && call.settled() && calls.get(call.callId) == call) {
-      calls.remove(call.callId);
+    if (call.state == Call.State.CANCELLED && call.settled()) {
+      calls.remove(call);
     }
   }
 
   private void checkIdle() {
-    if (!draining || idleWaiters.isEmpty() || active > 0 || orphans.awaitingAckOn(current)) {
+    if (!draining || idleWaiters.isEmpty() || active > 0 || calls.awaitingAckOn(current)) {
       return;
     }
     idleWaiters.forEach(f -> f.complete(null));
@@ -858,6 +738,6 @@ public final class Dispatcher {
   }
 
   private static LogContext.Scope context(Call call) {
-    return LogContext.call(call.callId, call.sessionId, call.key());
+    return LogContext.call(call.callId, call.sessionId, call.key);
   }
 }

@@ -6,8 +6,6 @@ import io.grpc.Status;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.Executor;
@@ -28,7 +26,8 @@ import org.slf4j.LoggerFactory;
  *   <li>A cancel of a call whose result is already out orphans it: the runtime forgot it.
  * </ul>
  *
- * <p>Confined to the dispatcher's serialized context, like the calls it judges.
+ * <p>Confined to the dispatcher's serialized context, like the {@link CallTable} it judges: a
+ * result sent waits for its ack as its call's record in state {@code SENT}, not in a map here.
  */
 final class OrphanPolicy {
   private static final Logger log = LoggerFactory.getLogger(OrphanPolicy.class);
@@ -36,17 +35,17 @@ final class OrphanPolicy {
   private final ResultOutbox outbox;
   private final Scheduler scheduler;
   private final Executor context;
-  /** Results sent and not yet acked, with the stream they went out on. */
-  private final Map<String, CallSink> awaitingAck = new HashMap<>();
+  private final CallTable calls;
   private CallSink windowStream;
   private Set<String> advertised = Set.of();
   private boolean windowClosed;
   private Scheduler.Handle windowTimer = Scheduler.NONE;
 
-  OrphanPolicy(ResultOutbox outbox, Scheduler scheduler, Executor context) {
+  OrphanPolicy(ResultOutbox outbox, Scheduler scheduler, Executor context, CallTable calls) {
     this.outbox = outbox;
     this.scheduler = scheduler;
     this.context = context;
+    this.calls = calls;
   }
 
   /** {@code sink} registered having advertised {@code inFlight}; the window is one lease TTL. */
@@ -65,9 +64,10 @@ final class OrphanPolicy {
     windowClosed = true;
     int n = 0;
     for (String callId : advertised) {
-      if (awaitingAck.get(callId) != sink && outbox.find(callId).isPresent()
-          && !outbox.isOrphaned(callId)) {
-        outbox.markOrphaned(callId);
+      Call call = calls.get(callId);
+      boolean sentHere = call != null && call.state == Call.State.SENT && call.owner == sink;
+      if (!sentHere && outbox.find(callId).isPresent() && !outbox.isOrphaned(callId)) {
+        orphan(callId);
         n++;
       }
     }
@@ -78,50 +78,54 @@ final class OrphanPolicy {
     }
   }
 
-  /** The result of {@code callId} went out on {@code sink}. */
-  void sent(String callId, CallSink sink) {
-    awaitingAck.put(callId, sink);
-  }
-
-  /** The runtime recorded the result: it is released. */
+  /** The runtime recorded the result: its record ends, the outbox releases it. */
   void acked(String callId) {
-    awaitingAck.remove(callId);
+    Call call = calls.get(callId);
+    if (call != null && call.resultHeld()) {
+      calls.remove(call);
+    }
     outbox.release(callId);
   }
 
-  /** True while a result sent on {@code sink} waits for its ack. */
-  boolean awaitingAckOn(CallSink sink) {
-    return sink != null && awaitingAck.containsValue(sink);
-  }
-
   /**
-   * A call finished after the stream it came on ended: its result is held, never sent on
+   * {@code call} finished after the stream it came on ended: its result is held, never sent on
    * another stream. Once the current stream's window has closed nobody will ask for it.
    */
-  void heldWithoutStream(String callId) {
+  void heldWithoutStream(Call call) {
+    call.state = Call.State.DETACHED;
+    call.owner = null;
     if (windowStream != null && windowClosed && windowStream.live()) {
-      outbox.markOrphaned(callId);
+      orphan(call.callId);
       log.info("call {} finished after its stream ended and the runtime did not invoke it again;"
-          + " its result is kept as orphaned", callId);
+          + " its result is kept as orphaned", call.callId);
     } else {
       log.debug("call {} finished after its stream ended; result held for the next register",
-          callId);
+          call.callId);
     }
   }
 
   /** The runtime cancelled a call whose result is already out (or held): it forgot it. */
   void cancelledAfterFinish(String callId, CallSink sink) {
     sink.unsend(callId); // still queued: it must not go out now
-    awaitingAck.remove(callId);
     if (outbox.find(callId).isPresent() && !outbox.isOrphaned(callId)) {
-      outbox.markOrphaned(callId);
+      orphan(callId);
       log.info("call {} was cancelled after it finished; its result is kept as orphaned", callId);
+    } else {
+      Call call = calls.get(callId);
+      if (call != null && call.resultHeld()) {
+        calls.remove(call);
+      }
     }
   }
 
   /** {@code sink} ended with {@code status}: its unacked results wait for the next register. */
   void streamEnded(CallSink sink, Status status) {
-    awaitingAck.values().removeIf(s -> s == sink);
+    for (Call c : calls.view()) {
+      if (c.state == Call.State.SENT && c.owner == sink) {
+        c.state = Call.State.DETACHED;
+        c.owner = null;
+      }
+    }
     if (windowStream == sink) {
       windowTimer.cancel();
       windowTimer = Scheduler.NONE;
@@ -131,11 +135,20 @@ final class OrphanPolicy {
     if (status.getCode() == Status.Code.NOT_FOUND) {
       unknownCallId(status.getDescription()).ifPresent(callId -> {
         if (outbox.find(callId).isPresent()) {
-          outbox.markOrphaned(callId);
+          orphan(callId);
           log.warn("runtime did not know call {}; its result is kept as orphaned and not sent"
               + " again", callId);
         }
       });
+    }
+  }
+
+  /** Kept for an operator, never sent again unless invoked again: its record ends here. */
+  private void orphan(String callId) {
+    outbox.markOrphaned(callId);
+    Call call = calls.get(callId);
+    if (call != null && call.resultHeld()) {
+      calls.remove(call);
     }
   }
 

@@ -36,10 +36,10 @@ final class ToolSlots {
   /**
    * Invokes that came with every slot taken, oldest first, each waiting for a slot or its grace
    * to end. The runtime frees a cancelled call's slot, hands it to its next waiting call and
-   * only then sends the {@code cancel}: that invoke overtakes the cancel that makes room for it.
-   * In the dispatcher's context only.
+   * only then sends the {@code cancel}: that invoke overtakes the cancel that makes room for it
+   * ({@link SlotWaits}). In the dispatcher's context only.
    */
-  final ArrayDeque<Dispatcher.Waiting> waiting = new ArrayDeque<>();
+  final ArrayDeque<Call> waiting = new ArrayDeque<>();
   private Runnable freed = () -> { };
   /** Starts in a row that held the I/O thread too long. In the dispatcher's context only. */
   private int slowStarts;

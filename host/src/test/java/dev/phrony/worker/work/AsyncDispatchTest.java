@@ -200,7 +200,7 @@ class AsyncDispatchTest {
     timers.manualClock().advance(Duration.ofMillis(Dispatcher.STALLED_START_MS - 1));
     assertThat(d.reportStalledStart()).as("under a second").isEmpty();
     timers.manualClock().advance(Duration.ofMillis(1));
-    Dispatcher.StalledStart stall = d.reportStalledStart().orElseThrow();
+    CallStarter.StalledStart stall = d.reportStalledStart().orElseThrow();
     assertThat(stall.callId()).isEqualTo("c1");
     assertThat(stall.key()).isEqualTo("a@1.0.0");
     assertThat(stall.heldMs()).isEqualTo(Dispatcher.STALLED_START_MS);

@@ -1,0 +1,166 @@
+package dev.phrony.worker.work;
+
+import dev.phrony.worker.api.AsyncToolHandler;
+import dev.phrony.worker.call.CallOutcome;
+import dev.phrony.worker.call.CallPipeline;
+import dev.phrony.worker.ops.LogContext;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ThreadFactory;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Starts a call's handler, inline on the stream's event loop (an {@link AsyncToolHandler} that
+ * keeps its promise not to block) or on a virtual thread of its own, and posts one "finished"
+ * event per start to the dispatcher's context. Watches inline starts that hold the loop. Part of
+ * the {@link Dispatcher}: {@link #start} runs in its context; nothing here decides what is sent.
+ */
+final class CallStarter {
+  private static final Logger log = LoggerFactory.getLogger(CallStarter.class);
+
+  /** How a start ended: an outcome, a refusal of the arguments, or neither (it never ran). */
+  interface Finished {
+    void finished(Call call, CallOutcome outcome, CallPipeline.Refusal refusal, long ranNanos);
+  }
+
+  /** An asynchronous handler's start that holds the I/O thread: whose, how long, where. */
+  record StalledStart(String callId, String key, long heldMs, List<StackTraceElement> where) {}
+
+  /** Makes the virtual thread of each call (thread-safe, unlike a builder). */
+  private static final ThreadFactory CALL_THREADS = Thread.ofVirtual().factory();
+
+  private final CallPipeline pipeline;
+  private final InstantSource clock;
+  private final BooleanSupplier onIoThread;
+  private final Consumer<Runnable> post;
+  private final Finished finished;
+
+  // ---- written around an inline start, read by the heartbeat's timer ----
+  /** The call whose handleAsync runs on the I/O thread now (null: none), since when, where. */
+  private volatile Call startingInline;
+  private volatile long startingInlineSinceMs;
+  private volatile Thread ioThread;
+
+  CallStarter(CallPipeline pipeline, InstantSource clock, BooleanSupplier onIoThread,
+      Consumer<Runnable> post, Finished finished) {
+    this.pipeline = pipeline;
+    this.clock = clock;
+    this.onIoThread = onIoThread;
+    this.post = post;
+    this.finished = finished;
+  }
+
+  /** In the context: the handler starts. */
+  void start(Call call) {
+    call.state = Call.State.RUNNING;
+    call.handlerAlive = true;
+    if (call.slots.inline() && onIoThread.getAsBoolean()) {
+      runInline(call);
+      return;
+    }
+    Thread thread = CALL_THREADS.newThread(() -> runHandler(call));
+    thread.setName("call-" + call.callId); // a thread dump names the call
+    call.thread = thread;
+    thread.start();
+  }
+
+  /**
+   * In the context, on the I/O thread: checks the arguments and starts an asynchronous handler
+   * right here, with no thread of its own and no hand-off. A handler that kept the thread longer
+   * than it promised is moved off it for its later calls.
+   */
+  private void runInline(Call call) {
+    try (var ctx = LogContext.call(call.callId, call.sessionId, call.key)) {
+      CallPipeline.Refusal refusal = pipeline.checkArgs(call.context.rawArgs(),
+          call.slots.argsCheck);
+      if (refusal != null) {
+        finished.finished(call, null, refusal, 0);
+        return;
+      }
+      long t0 = System.nanoTime();
+      long startedMs = clock.millis();
+      ioThread = Thread.currentThread();
+      startingInlineSinceMs = startedMs;
+      startingInline = call;
+      CompletableFuture<CallOutcome> outcome = pipeline.start(call.slots.async,
+          call.slots.entry.classLoader(), call.context);
+      startingInline = null;
+      long heldMs = clock.millis() - startedMs;
+      if (call.slots.started(heldMs)) {
+        log.warn("handler {} kept the Work stream's thread over {} ms in handleAsync {} times in"
+            + " a row (this time {} ms): its calls now run on threads of their own. An"
+            + " AsyncToolHandler must not block; implement ToolHandler if it does", call.key,
+            AsyncToolHandler.BLOCKING_LIMIT_MS, ToolSlots.SLOW_STARTS_TO_MOVE, heldMs);
+      } else if (heldMs > AsyncToolHandler.BLOCKING_LIMIT_MS) {
+        log.info("handler {} kept the Work stream's thread {} ms in handleAsync (at most {} ms"
+            + " is expected)", call.key, heldMs, AsyncToolHandler.BLOCKING_LIMIT_MS);
+      }
+      if (outcome.isDone()) {
+        finished.finished(call, outcome.join(), null, Math.max(1, System.nanoTime() - t0));
+      } else {
+        finishWhenDone(call, outcome, t0);
+      }
+    }
+  }
+
+  /** Posts {@code call}'s "finished" event to the context once its handler's stage is done. */
+  private void finishWhenDone(Call call, CompletableFuture<CallOutcome> outcome, long t0) {
+    outcome.thenAccept(o -> post.accept(
+        () -> finished.finished(call, o, null, Math.max(1, System.nanoTime() - t0))));
+  }
+
+  /** On the call's own thread: the pipeline, then one "finished" event for the owner. */
+  private void runHandler(Call call) {
+    try (var ctx = LogContext.call(call.callId, call.sessionId, call.key)) {
+      CallPipeline.Refusal refusal = pipeline.checkArgs(call.context.rawArgs(),
+          call.slots.argsCheck);
+      if (refusal != null) {
+        post.accept(() -> finished.finished(call, null, refusal, 0));
+        return;
+      }
+      if (call.context.isCancelled()) {
+        post.accept(() -> finished.finished(call, null, null, 0)); // cancelled before it started
+        return;
+      }
+      log.debug("handler started");
+      long t0 = System.nanoTime();
+      if (call.slots.async != null) { // moved off the I/O thread: started here, finished later
+        finishWhenDone(call, pipeline.start(call.slots.async, call.slots.entry.classLoader(),
+            call.context), t0);
+        return;
+      }
+      CallOutcome outcome = pipeline.run(call.slots.entry.handler(),
+          call.slots.entry.classLoader(), call.context);
+      long ran = System.nanoTime() - t0;
+      post.accept(() -> finished.finished(call, outcome, null, ran));
+    }
+  }
+
+  /**
+   * From the heartbeat's timer, whose beats such a start holds back: a handleAsync that has
+   * kept the stream's I/O thread over {@code thresholdMs} is logged with where it is (no message
+   * is read or sent until it returns, so the lease may run out), and returned.
+   */
+  Optional<StalledStart> reportStalledStart(long thresholdMs) {
+    Call call = startingInline;
+    long heldMs = clock.millis() - startingInlineSinceMs;
+    Thread thread = ioThread;
+    if (call == null || heldMs < thresholdMs || thread == null) {
+      return Optional.empty();
+    }
+    StalledStart stall = new StalledStart(call.callId, call.key, heldMs,
+        List.of(thread.getStackTrace()));
+    Exception where = new Exception("where the I/O thread is: " + thread.getName());
+    where.setStackTrace(stall.where().toArray(StackTraceElement[]::new));
+    try (var ctx = LogContext.call(call.callId, call.sessionId, call.key)) {
+      log.warn("handler {} has kept the Work stream's thread {} ms in handleAsync: no message is"
+          + " read or sent, heartbeats included, until it returns", stall.key(), heldMs, where);
+    }
+    return Optional.of(stall);
+  }
+}
