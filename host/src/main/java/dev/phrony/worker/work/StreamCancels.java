@@ -1,8 +1,6 @@
 package dev.phrony.worker.work;
 
-import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The cancels a stream has read whose transition the call's owner has not made yet: filled the
@@ -18,17 +16,37 @@ import java.util.concurrent.atomic.LongAdder;
  */
 final class StreamCancels {
   private final ConcurrentHashMap<String, Integer> pending = new ConcurrentHashMap<>();
-  private final LongAdder dropped = new LongAdder();
-  /** When the last {@value #REMEMBERED} cancels were read and answers written (the I/O thread). */
+  /** When the last {@value #REMEMBERED} cancels were read and answers written. */
   private final Recent cancelsRead = new Recent();
   private final Recent answersWritten = new Recent();
   static final int REMEMBERED = 1024;
 
-  /** Call id to nanoTime, the oldest forgotten first. */
-  private static final class Recent extends java.util.LinkedHashMap<String, Long> {
-    @Override
-    protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
-      return size() > REMEMBERED;
+  /**
+   * The last {@value #REMEMBERED} (call id, nanoTime) pairs, overwritten in a ring: two array
+   * writes per answer on the hot path, no lock and no allocation. Written and read on the I/O
+   * thread (gRPC delivers there, the writer drains there, and a stream's end runs there); a scan
+   * finds an id only when the runtime names a call it did not know, and serves a log line.
+   */
+  private static final class Recent {
+    private final String[] ids = new String[REMEMBERED];
+    private final long[] nanos = new long[REMEMBERED];
+    private int next;
+
+    void put(String callId, long at) {
+      ids[next] = callId;
+      nanos[next] = at;
+      next = (next + 1) % REMEMBERED;
+    }
+
+    /** The newest time noted for {@code callId}, or null. */
+    Long get(String callId) {
+      for (int i = 1; i <= REMEMBERED; i++) {
+        int k = Math.floorMod(next - i, REMEMBERED);
+        if (callId.equals(ids[k])) {
+          return nanos[k];
+        }
+      }
+      return null;
     }
   }
 
@@ -46,28 +64,16 @@ final class StreamCancels {
   /** A cancel for {@code callId} was read (the I/O thread, as it is delivered). */
   void read(String callId) {
     pending.merge(callId, 1, Integer::sum);
-    synchronized (cancelsRead) {
-      cancelsRead.put(callId, System.nanoTime());
-    }
+    cancelsRead.put(callId, System.nanoTime());
   }
 
   /** An answer for {@code callId} was handed to gRPC (the writer). */
   void written(String callId) {
-    synchronized (answersWritten) {
-      answersWritten.put(callId, System.nanoTime());
-    }
+    answersWritten.put(callId, System.nanoTime());
   }
 
   Crossing crossing(String callId) {
-    Long w;
-    Long c;
-    synchronized (answersWritten) {
-      w = answersWritten.get(callId);
-    }
-    synchronized (cancelsRead) {
-      c = cancelsRead.get(callId);
-    }
-    return new Crossing(callId, w, c);
+    return new Crossing(callId, answersWritten.get(callId), cancelsRead.get(callId));
   }
 
   /** The owner made the transition of one cancel read for {@code callId}. */
@@ -77,18 +83,9 @@ final class StreamCancels {
 
   /**
    * True if the writer must not write a result or nack for {@code callId}: a cancel for it was
-   * read and the owner has not taken it in yet. Counts the answers so dropped.
+   * read and the owner has not taken it in yet.
    */
   boolean blocks(String callId) {
-    if (pending.isEmpty() || !pending.containsKey(callId)) {
-      return false;
-    }
-    dropped.increment();
-    return true;
-  }
-
-  /** Answers the writer dropped because their cancel had been read. */
-  long dropped() {
-    return dropped.sum();
+    return !pending.isEmpty() && pending.containsKey(callId);
   }
 }

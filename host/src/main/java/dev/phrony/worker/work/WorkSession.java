@@ -363,11 +363,6 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     cancels.taken(callId);
   }
 
-  /** Answers the writer dropped because a cancel for their call had been read. */
-  long droppedAfterCancel() {
-    return cancels.dropped();
-  }
-
   @Override
   public String toString() {
     return "stream " + id;

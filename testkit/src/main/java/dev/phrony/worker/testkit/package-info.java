@@ -24,7 +24,7 @@
  *       Builder.cancelDelay} is set: against the real runtime a worker's result can still be on its
  *       way when the call is forgotten (it forgets first, then writes its ledger and sends the
  *       cancel), and that result ends the stream {@code NOT_FOUND}. Race tests set a delay so that
- *       window exists here too; {@code ../shared/realrt} measured it at up to tens of ms on 2 busy
+ *       window exists here too; against the real runtime it measured up to tens of ms on 2 busy
  *       cores.</li>
  *   <li>{@code cancelSession} cancels waiting calls before running ones; Go walks a map (random order),
  *       so there a freed slot may first go to another call of the same session.</li>
