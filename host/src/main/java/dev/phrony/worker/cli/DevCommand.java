@@ -3,10 +3,16 @@ package dev.phrony.worker.cli;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.dev.DevServer;
 import dev.phrony.worker.plugin.LoadResult;
+import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.plugin.PluginLoader;
+import dev.phrony.worker.plugin.PluginWatcher;
+import dev.phrony.worker.reload.PluginReloader;
+import dev.phrony.worker.time.ExecutorScheduler;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
 import java.io.PrintWriter;
+import java.time.InstantSource;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -29,6 +35,11 @@ import picocli.CommandLine.Option;
         "Prints the addresses and handlers, then one line per tool_call and tool_result. With "
             + "--no-host only the runtime and the control API run, for a worker developed in any "
             + "language (or 'phrony-worker run --runtime 127.0.0.1:PORT').",
+        "",
+        "The plugins folder is watched (--watch-plugins off turns it off): after a rebuild "
+            + "(mvn package into a folder given with --plugins) the worker reloads, prints "
+            + "plugins_reloaded added=... replaced=... removed=..., and the next call reaches "
+            + "the new code.",
         "",
         "Ctrl-C (SIGINT) or SIGTERM drains the worker and stops everything; exit 0. A second "
             + "signal exits at once."},
@@ -55,6 +66,10 @@ final class DevCommand implements Callable<Integer> {
           + "free one).")
   private int controlPort;
 
+  @Option(names = "--watch-plugins", paramLabel = "on|off", defaultValue = "on",
+      description = "Reload the plugins when the folder changes (default: on).")
+  private String watchPlugins;
+
   @Option(names = "--no-host",
       description = "Run only the runtime and the control API; connect your own worker.")
   private boolean noHost;
@@ -70,13 +85,21 @@ final class DevCommand implements Callable<Integer> {
       throw new UserErrorException("--port and --control-port are both " + port
           + ": give them different ports");
     }
+    boolean watch = switch (watchPlugins.strip()) {
+      case "on", "true" -> true;
+      case "off", "false" -> false;
+      default -> throw new UserErrorException("--watch-plugins " + watchPlugins
+          + ": use on or off");
+    };
     Optional<DevServer.Host> host = Optional.empty();
+    LoadResult first = null;
     if (noHost) {
       if (spec.commandLine().getParseResult().hasMatchedOption("--plugins")) {
         throw new UserErrorException("--plugins has no effect with --no-host: leave one out");
       }
     } else {
       LoadResult loaded = new PluginLoader().load(plugins.pluginsDir());
+      first = loaded;
       loaded.problems().forEach(p -> log.warn("plugin {} not loaded: {}", p.plugin(), p.reason()));
       if (plugins.strict() && loaded.hasProblems()) {
         spec.commandLine().getErr().println("dev: --strict: " + loaded.problems().size()
@@ -111,7 +134,28 @@ final class DevCommand implements Callable<Integer> {
     out.print(dev.banner());
     out.flush();
     dev.showEvents(out);
-    stopped.await();
+    if (dev.host().isEmpty()) {
+      stopped.await();
+      return ExitCodes.OK;
+    }
+    // The author's inner loop: a rebuild into the plugins folder is served without a restart.
+    PluginReloader reloader = new PluginReloader(plugins.pluginsDir(), plugins.strict(),
+        List.of(), first, HandlerOverrides.apply(List.of(), first.catalog()), dev.host().get(),
+        generation -> { }, o -> {
+          out.println(o.message());
+          out.flush();
+        }, InstantSource.system());
+    try (reloader;
+        ExecutorScheduler timers = new ExecutorScheduler("phrony-plugin-watch-timer");
+        PluginWatcher watcher = new PluginWatcher(plugins.pluginsDir(), timers,
+            PluginWatcher.DEFAULT_SETTLE, PluginWatcher.DEFAULT_RESCAN,
+            () -> reloader.reload("folder changed"))) {
+      if (watch) {
+        watcher.start();
+      }
+      ReloadSignal.install(() -> reloader.reload("SIGHUP"));
+      stopped.await();
+    }
     return ExitCodes.OK;
   }
 

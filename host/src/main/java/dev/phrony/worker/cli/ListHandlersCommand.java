@@ -13,6 +13,7 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 
 /** {@code phrony-worker list-handlers}: what this host would advertise, and every load problem. */
 @Command(name = "list-handlers", mixinStandardHelpOptions = true,
@@ -43,11 +44,19 @@ final class ListHandlersCommand implements Callable<Integer> {
   @Mixin
   private HandlerOption handlers;
 
+  @Option(names = "--worker", paramLabel = "URL",
+      description = "Ask a running worker what it serves now (its HTTP endpoint, e.g. "
+          + "http://127.0.0.1:9464) instead of loading the plugins folder here.")
+  private String worker;
+
   @CommandLine.Spec
   private CommandLine.Model.CommandSpec spec;
 
   @Override
   public Integer call() {
+    if (worker != null) {
+      return fromWorker();
+    }
     LoadResult result = new PluginLoader().load(plugins.pluginsDir());
     // The handler settings of run's worker.yaml, the environment and the flags.
     LayeredDefaults layers = spec.defaultValueProvider() instanceof LayeredDefaults l ? l
@@ -68,5 +77,14 @@ final class ListHandlersCommand implements Callable<Integer> {
     // Listing problems is this command's purpose, so --strict changes nothing here: any problem
     // already fails it.
     return result.hasProblems() ? ExitCodes.PROBLEMS : ExitCodes.OK;
+  }
+
+  /** {@code GET /handlers} of a running worker, printed as this command prints a load. */
+  private int fromWorker() {
+    String body = WorkerHandlers.fetch(worker);
+    PrintWriter out = spec.commandLine().getOut();
+    out.print(format.json() ? body : WorkerHandlers.table(body));
+    out.flush();
+    return WorkerHandlers.hasProblems(body) ? ExitCodes.PROBLEMS : ExitCodes.OK;
   }
 }

@@ -10,6 +10,9 @@ import dev.phrony.worker.ops.OpsHttpServer;
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.plugin.PluginLoader;
+import dev.phrony.worker.plugin.PluginWatcher;
+import dev.phrony.worker.reload.PluginReloader;
+import dev.phrony.worker.time.ExecutorScheduler;
 import dev.phrony.worker.state.StateDir;
 import dev.phrony.worker.state.StateDirLockedException;
 import dev.phrony.worker.state.StateDirRefusedException;
@@ -39,9 +42,14 @@ import picocli.CommandLine.Mixin;
     description = {
         "Connects to the runtime and serves every handler in the plugins folder.",
         "",
-        "SIGINT/SIGTERM drain: new calls are refused (nack draining), running calls finish "
-            + "for up to --drain-timeout, then the stream is closed and the process exits 0. "
-            + "A second signal exits at once.",
+        "SIGINT/SIGTERM drain, bounded by --drain-timeout: the worker stops heartbeating, so "
+            + "the runtime routes new calls elsewhere once its lease lapses, and serves what "
+            + "still comes until then; then new calls are refused (nack draining), running ones "
+            + "finish, the stream is closed and the process exits 0. A second signal exits at "
+            + "once.",
+        "",
+        "The plugins folder is watched (--watch-plugins): a jar copied in, replaced or removed "
+            + "is served live, with no call lost; SIGHUP and POST /plugins/reload reload too.",
         "",
         "Every option is also an environment variable (PHRONY_WORKER_<OPTION>, e.g. "
             + "PHRONY_WORKER_DRAIN_TIMEOUT; the reference names PHRONY_RUNTIME_ADDR, WORKER_ID, "
@@ -102,15 +110,27 @@ final class RunCommand implements Callable<Integer> {
         DurableOutbox outbox = DurableOutbox.open(stateDir, new DurableOutbox.Options(
             config.durability(), config.orphanRetention(), InstantSource.system()));
         MicrometerMetrics metrics = new MicrometerMetrics(registry)) {
-      WorkOptions workOptions = workOptions(config, loaded, stateDir);
+      WorkOptions workOptions = workOptions(config, loaded, stateDir)
+          .withGeneration(stateDir.generation()).withLeaveRoutingOnDrain(true);
       WorkClient client = newClient(config, workOptions, applied.served(), outbox, metrics);
       metrics.bindRegistered(client::registered);
       metrics.bindOutbox(outbox);
       metrics.bindRunaway(client.dispatcher()::runningApart);
-      try (OpsHttpServer http = startHttp(config, registry, client)) {
+      metrics.bindPlugins(client::generation, client::streamsOpen);
+      PluginReloader reloader = new PluginReloader(config.plugins(), config.strict(),
+          config.handlers(), loaded, applied, client, stateDir::generation,
+          o -> metrics.pluginReload(o.result().label()), InstantSource.system());
+      try (reloader;
+          OpsHttpServer http = startHttp(config, registry, client, reloader);
+          ExecutorScheduler watchTimers = new ExecutorScheduler("phrony-plugin-watch-timer");
+          PluginWatcher watcher = new PluginWatcher(config.plugins(), watchTimers,
+              PluginWatcher.DEFAULT_SETTLE, PluginWatcher.DEFAULT_RESCAN,
+              () -> reloader.reload("folder changed"))) {
         CountDownLatch stopped = new CountDownLatch(1);
         ShutdownSignals.install(() -> {
           try {
+            watcher.close(); // no reload while the worker leaves
+            reloader.close();
             client.drain();
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -126,6 +146,10 @@ final class RunCommand implements Callable<Integer> {
           log.info("http endpoint on http://{}/ (/metrics, /healthz, /readyz)", hostPort(http));
         }
         client.start();
+        if (config.watchPlugins()) {
+          watcher.start();
+        }
+        ReloadSignal.install(() -> reloader.reload("SIGHUP"));
         try (var pruner = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().name("phrony-outbox-prune").daemon().factory())) {
           pruner.scheduleAtFixedRate(() -> outbox.prune(Instant.now()), 1, 1, TimeUnit.HOURS);
@@ -146,13 +170,14 @@ final class RunCommand implements Callable<Integer> {
   }
 
   private static OpsHttpServer startHttp(WorkerConfig config, PrometheusMeterRegistry registry,
-      WorkClient client) throws IOException {
+      WorkClient client, PluginReloader reloader) throws IOException {
     if (config.http().isEmpty()) {
       return null;
     }
     var address = config.http().get();
     try {
-      return OpsHttpServer.start(address.socketAddress(), registry::scrape, client::readiness);
+      return OpsHttpServer.start(address.socketAddress(), registry::scrape, client::readiness,
+          ReloadReport.routes(reloader));
     } catch (BindException e) {
       client.close();
       throw new UserErrorException(config.origin("http") + " " + address + ": cannot listen ("

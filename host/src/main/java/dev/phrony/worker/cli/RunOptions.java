@@ -74,6 +74,11 @@ final class RunOptions {
       description = "How long a shutdown waits for running calls (default: ${DEFAULT-VALUE}).")
   Duration drainTimeout;
 
+  @Option(names = "--watch-plugins", paramLabel = "on|off", defaultValue = "on",
+      description = "Reload the plugins folder live when its jars change (default: on). SIGHUP "
+          + "and POST /plugins/reload on the HTTP endpoint reload either way.")
+  String watchPlugins;
+
   @Option(names = "--max-result-size", paramLabel = "BYTES",
       defaultValue = "" + WorkOptions.DEFAULT_MAX_RESULT_BYTES,
       description = "Largest result payload; larger ones become result_too_large errors. "

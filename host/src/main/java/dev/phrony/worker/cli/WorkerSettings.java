@@ -155,13 +155,23 @@ final class WorkerSettings {
           .orElse("--max-runaway-handlers") + ": " + o.maxRunawayHandlers
           + " is negative: use 0 or more");
     }
+    boolean watch = switch (o.watchPlugins == null ? "on" : o.watchPlugins.strip()) {
+      case "on", "true" -> true;
+      case "off", "false" -> false;
+      default -> {
+        problems.add(settings.stream().filter(x -> x.key().equals("watch-plugins"))
+            .findFirst().map(x -> WorkerConfig.origin(x.key(), x.source()))
+            .orElse("--watch-plugins") + ": '" + o.watchPlugins + "' is neither on nor off");
+        yield true;
+      }
+    };
     if (!problems.isEmpty()) {
       throw new ConfigException(problems);
     }
     Transport transport = new Transport(tls, Optional.ofNullable(o.tlsCa),
         Optional.ofNullable(o.tlsCert), Optional.ofNullable(o.tlsKey), token,
         o.allowInsecureToken);
-    return new WorkerConfig(pluginsDir, o.plugins.strict(), stateDir, o.durability,
+    return new WorkerConfig(pluginsDir, o.plugins.strict(), watch, stateDir, o.durability,
         o.orphanRetention, o.runtime, nonBlank(o.workerId), nonBlank(o.workloadIdentity),
         nonBlank(o.imageDigest), o.drainTimeout, o.maxResultSize, o.maxInboundSize,
         o.exposeInternalErrors, o.maxRunawayHandlers, Optional.ofNullable(o.keepalive),

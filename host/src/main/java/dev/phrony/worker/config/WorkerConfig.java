@@ -16,7 +16,8 @@ import java.util.Optional;
  * {@code worker.yaml} > default), typed and checked, plus where each value came from. Immutable.
  *
  * @param plugins the plugins directory
- * @param strict refuse to start on any plugin problem
+ * @param strict refuse to start on any plugin problem (and any reload that has one)
+ * @param watchPlugins reload the plugins folder live when it changes
  * @param stateDir the state directory
  * @param durability which results are on disk before they are sent
  * @param orphanRetention how long orphaned and interrupted records are kept
@@ -42,6 +43,7 @@ import java.util.Optional;
 public record WorkerConfig(
     Path plugins,
     boolean strict,
+    boolean watchPlugins,
     Path stateDir,
     Durability durability,
     Duration orphanRetention,

@@ -55,6 +55,12 @@ public final class DevServer implements AutoCloseable {
    * The runtime's bound on a running call when the control API bounds it by a deadline: a
    * backstop only ({@link CallService} ends calls at their deadline or the dispatch wait).
    */
+  /**
+   * The embedded runtime's lease: short, so that after a rebuild that changes a descriptor the
+   * old plugin generation leaves routing within seconds (a rebuild with the same descriptors
+   * takes effect at once).
+   */
+  static final Duration DEV_LEASE_TTL = Duration.ofSeconds(4);
   private static final Duration EXECUTION_BACKSTOP = Duration.ofHours(1);
   /** How long stopping waits for other workers' streams before cutting them. */
   private static final Duration RUNTIME_STOP_GRACE = Duration.ofSeconds(2);
@@ -147,7 +153,7 @@ public final class DevServer implements AutoCloseable {
     Objects.requireNonNull(options, "options");
     LocalRuntime runtime;
     try {
-      runtime = LocalRuntime.builder().port(options.runtimePort())
+      runtime = LocalRuntime.builder().port(options.runtimePort()).leaseTtl(DEV_LEASE_TTL)
           .executionTimeout(EXECUTION_BACKSTOP).shutdownGrace(RUNTIME_STOP_GRACE).start();
     } catch (UncheckedIOException e) {
       if (hasCause(e, BindException.class)) {

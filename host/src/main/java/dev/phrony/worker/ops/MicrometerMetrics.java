@@ -177,6 +177,27 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
   }
 
   /**
+   * {@code phrony_worker_plugin_generation} (the plugin generation served) and
+   * {@code phrony_worker_streams_open} (Work streams open: two while a reload hands over).
+   */
+  public void bindPlugins(java.util.function.IntSupplier generation,
+      java.util.function.IntSupplier streamsOpen) {
+    Gauge.builder("phrony.worker.plugin.generation", generation, g -> g.getAsInt())
+        .description("The plugin generation served; each reload that changes what is"
+            + " advertised starts the next").strongReference(true).register(registry);
+    Gauge.builder("phrony.worker.streams.open", streamsOpen, g -> g.getAsInt())
+        .description("Work streams open (two while a plugin reload hands over)")
+        .strongReference(true).register(registry);
+  }
+
+  /** {@code phrony_worker_plugin_reloads_total{outcome}}: one more reload that ended so. */
+  public void pluginReload(String outcome) {
+    io.micrometer.core.instrument.Counter.builder("phrony.worker.plugin.reloads")
+        .description("Plugin reloads by outcome: reloaded, unchanged, refused, failed")
+        .tag("outcome", outcome).register(registry).increment();
+  }
+
+  /**
    * {@code phrony_worker_handlers_runaway}: handlers that ignored a cancel or a deadline and
    * still run, each holding a thread.
    */

@@ -21,6 +21,7 @@ import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -53,8 +54,9 @@ import org.slf4j.LoggerFactory;
  * exception is a {@code tool@version} offered by more than one handler: that key is refused for
  * all of them (rather than served by whichever loaded first), and their other keys are served.
  *
- * <p>Classloaders of loaded plugins stay open for the life of the process: the catalog's
- * handlers run on them.
+ * <p>Classloaders of loaded plugins stay open: the catalog's handlers run on them. After a
+ * {@link #reload}, the caller closes those the new result no longer uses
+ * ({@link LoadResult#unusedBy}, {@link LoadResult#close}) once no call runs on them.
  */
 public final class PluginLoader {
   private static final Logger log = LoggerFactory.getLogger(PluginLoader.class);
@@ -90,20 +92,43 @@ public final class PluginLoader {
    *     listed
    */
   public LoadResult load(Path pluginsDir) {
+    return reload(pluginsDir, LoadResult.empty());
+  }
+
+  /**
+   * Loads {@code pluginsDir} as {@link #load} does, except that a plugin whose path, jars and
+   * jar digests are those of a plugin that loaded cleanly in {@code previous} is not loaded
+   * again: its entries from {@code previous} (same handler instances, same classloader) are used.
+   * Every other plugin gets a new classloader. Duplicate keys are refused over the combined set,
+   * so a key refused before is served once its other offer is gone.
+   *
+   * <p>Nothing of {@code previous} is closed: {@link LoadResult#unusedBy} names the classloaders
+   * to close once no call runs on them.
+   *
+   * @throws PluginDirectoryException when the directory is missing, not a directory or cannot be
+   *     listed
+   */
+  public LoadResult reload(Path pluginsDir, LoadResult previous) {
+    Map<PluginSource, LoadResult.LoadedPlugin> reusable = new HashMap<>();
+    previous.loaded().forEach(p -> reusable.put(p.source(), p));
     List<PluginSource> sources = new ArrayList<>();
     List<LoadProblem> problems = new ArrayList<>();
+    List<LoadResult.LoadedPlugin> loadedPlugins = new ArrayList<>();
     List<HandlerCatalog.Entry> entries = new ArrayList<>();
+    int reused = 0;
     for (Path plugin : plugins(pluginsDir)) {
-      Loaded loaded = load1(plugin);
+      Loaded loaded = load1(plugin, reusable);
       loaded.source().ifPresent(sources::add);
       problems.addAll(loaded.problems());
       entries.addAll(loaded.entries());
+      loaded.plugin().ifPresent(loadedPlugins::add);
+      reused += loaded.reused() ? 1 : 0;
     }
     List<HandlerCatalog.Entry> served = refuseDuplicateKeys(entries, problems);
     problems.sort(Comparator.comparing(LoadProblem::plugin)); // stable: keeps order within one
-    log.debug("plugins loaded dir={} plugins={} handlers={} problems={}",
-        pluginsDir, sources.size(), served.size(), problems.size());
-    return new LoadResult(HandlerCatalog.of(served), problems, sources);
+    log.debug("plugins loaded dir={} plugins={} reused={} handlers={} problems={}",
+        pluginsDir, sources.size(), reused, served.size(), problems.size());
+    return new LoadResult(HandlerCatalog.of(served), problems, sources, loadedPlugins);
   }
 
   /** The plugin candidates in {@code dir}, sorted by name. */
@@ -144,12 +169,22 @@ public final class PluginLoader {
     return name.toLowerCase(Locale.ROOT).endsWith(".jar");
   }
 
-  /** What loading one plugin gave: its source (when its jars were readable), problems, handlers. */
+  /**
+   * What loading one plugin gave: its source (when its jars were readable), problems, handlers,
+   * and, when it loaded cleanly, the plugin to record ({@code reused} when taken from before).
+   */
   private record Loaded(Optional<PluginSource> source, List<LoadProblem> problems,
-      List<HandlerCatalog.Entry> entries) {}
+      List<HandlerCatalog.Entry> entries, Optional<LoadResult.LoadedPlugin> plugin,
+      boolean reused) {
+
+    static Loaded clean(LoadResult.LoadedPlugin plugin, boolean reused) {
+      return new Loaded(Optional.of(plugin.source()), List.of(), plugin.entries(),
+          Optional.of(plugin), reused);
+    }
+  }
 
   @SuppressWarnings("try") // the context classloader swap is used only for its scope
-  private Loaded load1(Path plugin) {
+  private Loaded load1(Path plugin, Map<PluginSource, LoadResult.LoadedPlugin> reusable) {
     String id = plugin.toString();
     List<Path> jarPaths;
     try {
@@ -162,20 +197,33 @@ public final class PluginLoader {
           + "its libraries in lib/), or remove the folder");
     }
 
-    List<String> reasons = new ArrayList<>();
+    // Digests first: identical bytes mean the plugin as loaded before can be kept as it is.
     List<PluginSource.Jar> jars = new ArrayList<>();
+    Map<Path, String> unreadable = new HashMap<>();
     for (Path jar : jarPaths) {
-      String label = plugin.equals(jar) ? jar.getFileName().toString()
-          : plugin.relativize(jar).toString();
       try {
         jars.add(new PluginSource.Jar(jar, sha256(jar)));
       } catch (IOException e) {
-        reasons.add("cannot read " + label + " (" + e + "): check that it is a readable file");
-        continue;
+        unreadable.put(jar, "cannot read " + label(plugin, jar) + " (" + e + "): check that it "
+            + "is a readable file");
       }
-      inspect(jar, label).ifPresent(reasons::add);
     }
     PluginSource source = jars.isEmpty() ? null : new PluginSource(plugin, jars);
+    LoadResult.LoadedPlugin before = unreadable.isEmpty() ? reusable.get(source) : null;
+    if (before != null) {
+      log.debug("plugin unchanged, kept plugin={}", id);
+      return Loaded.clean(before, true);
+    }
+
+    List<String> reasons = new ArrayList<>();
+    for (Path jar : jarPaths) {
+      String cannotRead = unreadable.get(jar);
+      if (cannotRead != null) {
+        reasons.add(cannotRead);
+      } else {
+        inspect(jar, label(plugin, jar)).ifPresent(reasons::add);
+      }
+    }
     if (!reasons.isEmpty()) {
       return failed(source, id, reasons);
     }
@@ -196,7 +244,12 @@ public final class PluginLoader {
     }
     log.debug("plugin loaded plugin={} handlers={}", id,
         entries.stream().map(HandlerCatalog.Entry::key).collect(Collectors.joining(",")));
-    return new Loaded(Optional.of(source), List.of(), entries);
+    return Loaded.clean(new LoadResult.LoadedPlugin(source, loader, entries), false);
+  }
+
+  /** How a jar is named in a reason: its file name, or its path inside the plugin folder. */
+  private static String label(Path plugin, Path jar) {
+    return plugin.equals(jar) ? jar.getFileName().toString() : plugin.relativize(jar).toString();
   }
 
   private static Loaded failed(PluginSource source, String id, String reason) {
@@ -205,7 +258,8 @@ public final class PluginLoader {
 
   private static Loaded failed(PluginSource source, String id, List<String> reasons) {
     return new Loaded(Optional.ofNullable(source),
-        reasons.stream().map(r -> new LoadProblem(id, r)).toList(), List.of());
+        reasons.stream().map(r -> new LoadProblem(id, r)).toList(), List.of(), Optional.empty(),
+        false);
   }
 
   /** A jar plugin is itself; a folder plugin is its own jars, then {@code lib/*.jar}. */

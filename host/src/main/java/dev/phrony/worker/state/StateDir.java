@@ -46,6 +46,8 @@ public final class StateDir implements AutoCloseable {
 
   public static final String LOCK_FILE = "lock";
   public static final String WORKER_ID_FILE = "worker-id";
+  /** The plugin generation registered last (its worker id is {@code <worker-id>.g<n>} past 1). */
+  public static final String GENERATION_FILE = "plugin-generation";
   /** Says what the dir is, so the worker knows its own dir from one it must not take over. */
   public static final String MARKER_FILE = "README.phrony-worker";
 
@@ -221,6 +223,37 @@ public final class StateDir implements AutoCloseable {
     return id;
   }
 
+  /**
+   * The plugin generation the worker registered last, so that a restart registers under that
+   * generation's id again (replacing at once what the runtime may still hold of it) and
+   * advertises its held results as before; 1 when none was kept.
+   */
+  public int generation() {
+    checkOpen();
+    Path file = dir.resolve(GENERATION_FILE);
+    try {
+      int n = Integer.parseInt(Files.readString(file, StandardCharsets.UTF_8).strip());
+      return Math.max(1, n);
+    } catch (NoSuchFileException e) {
+      return 1;
+    } catch (NumberFormatException e) {
+      log.warn("ignoring unusable plugin generation in {}; starting at 1", file);
+      return 1;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read " + file, e);
+    }
+  }
+
+  /** Keeps {@code n} as the generation registered last (one at a time: it replaces the last). */
+  public void generation(int n) {
+    checkOpen();
+    try {
+      writeAtomically(dir.resolve(GENERATION_FILE), (n + "\n").getBytes(StandardCharsets.UTF_8));
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write " + dir.resolve(GENERATION_FILE), e);
+    }
+  }
+
   /** Releases the lock. The dir and its files stay. */
   @Override
   public void close() throws IOException {
@@ -302,7 +335,8 @@ public final class StateDir implements AutoCloseable {
   /** Names the worker writes in its state dir (and an unpublished {@code .tmp} of one). */
   private static boolean isOwnEntry(String name) {
     String n = name.endsWith(".tmp") ? name.substring(0, name.length() - 4) : name;
-    return n.equals(LOCK_FILE) || n.equals(WORKER_ID_FILE) || n.equals(MARKER_FILE)
+    return n.equals(LOCK_FILE) || n.equals(WORKER_ID_FILE) || n.equals(GENERATION_FILE)
+        || n.equals(MARKER_FILE)
         || n.equals("outbox") || n.equals("corrupt");
   }
 

@@ -1,7 +1,9 @@
 package dev.phrony.worker.work;
 
+import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.call.CallContext;
 import dev.phrony.worker.outbox.HeldResult;
+import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.time.Scheduler;
 import dev.phrony.worker.work.Inbound.Invoke;
 import java.time.Instant;
@@ -67,6 +69,9 @@ final class Call {
   Instant admittedAt;
   boolean needsIntent;
   Scheduler.Handle deadline = Scheduler.NONE;
+  /** The handler it was started on (its key's, then), and that handler if it never blocks. */
+  HandlerCatalog.Entry entry;
+  AsyncToolHandler async;
   /** The handler's own thread, to interrupt; null for a handler started inline. */
   Thread thread;
   /** From the handler's start to its "finished" event (its thread ended or its stage done). */
@@ -121,6 +126,19 @@ final class Call {
     if (permit != null) {
       permit.release();
     }
+  }
+
+  /**
+   * The classloader whose code this call runs or is still to run: its handler's while that
+   * runs, its key's while it waits to start; null once no plugin code of it is left to run.
+   */
+  ClassLoader loaderInUse() {
+    if (handlerAlive) {
+      return entry.classLoader();
+    }
+    boolean toStart = entry == null && slots != null
+        && (state == State.WAITING || state == State.INTENT || state == State.RUNNING);
+    return toStart ? slots.entry.classLoader() : null;
   }
 
   /** True when nothing of a cancelled call is still running or being written. */

@@ -8,6 +8,14 @@ import dev.phrony.worker.outbox.HeldResult;
  */
 interface CallSink {
 
+  /**
+   * The handlers this stream's registration advertised: its invokes are served by them, in its
+   * slots. Null: the dispatcher's first set (a sink made by a test).
+   */
+  default HandlerSet handlers() {
+    return null;
+  }
+
   /** True while the stream is open; a closed sink never sends. */
   boolean live();
 

@@ -59,6 +59,8 @@ final class CallStarter {
   void start(Call call) {
     call.state = Call.State.RUNNING;
     call.handlerAlive = true;
+    call.entry = call.slots.entry; // it runs on this handler even if its key is rebound meanwhile
+    call.async = call.slots.async;
     if (call.slots.inline() && onIoThread.getAsBoolean()) {
       runInline(call);
       return;
@@ -77,7 +79,7 @@ final class CallStarter {
   private void runInline(Call call) {
     try (var ctx = LogContext.call(call.callId, call.sessionId, call.key)) {
       CallPipeline.Refusal refusal = pipeline.checkArgs(call.context.rawArgs(),
-          call.slots.argsCheck);
+          call.entry.argsCheck());
       if (refusal != null) {
         finished.finished(call, null, refusal, 0);
         return;
@@ -87,8 +89,8 @@ final class CallStarter {
       ioThread = Thread.currentThread();
       startingInlineSinceMs = startedMs;
       startingInline = call;
-      CompletableFuture<CallOutcome> outcome = pipeline.start(call.slots.async,
-          call.slots.entry.classLoader(), call.context);
+      CompletableFuture<CallOutcome> outcome = pipeline.start(call.async,
+          call.entry.classLoader(), call.context);
       startingInline = null;
       long heldMs = clock.millis() - startedMs;
       if (call.slots.started(heldMs)) {
@@ -118,7 +120,7 @@ final class CallStarter {
   private void runHandler(Call call) {
     try (var ctx = LogContext.call(call.callId, call.sessionId, call.key)) {
       CallPipeline.Refusal refusal = pipeline.checkArgs(call.context.rawArgs(),
-          call.slots.argsCheck);
+          call.entry.argsCheck());
       if (refusal != null) {
         post.accept(() -> finished.finished(call, null, refusal, 0));
         return;
@@ -129,13 +131,13 @@ final class CallStarter {
       }
       log.debug("handler started");
       long t0 = System.nanoTime();
-      if (call.slots.async != null) { // moved off the I/O thread: started here, finished later
-        finishWhenDone(call, pipeline.start(call.slots.async, call.slots.entry.classLoader(),
+      if (call.async != null) { // moved off the I/O thread: started here, finished later
+        finishWhenDone(call, pipeline.start(call.async, call.entry.classLoader(),
             call.context), t0);
         return;
       }
-      CallOutcome outcome = pipeline.run(call.slots.entry.handler(),
-          call.slots.entry.classLoader(), call.context);
+      CallOutcome outcome = pipeline.run(call.entry.handler(), call.entry.classLoader(),
+          call.context);
       long ran = System.nanoTime() - t0;
       post.accept(() -> finished.finished(call, outcome, null, ran));
     }

@@ -34,13 +34,10 @@ final class CallTable {
     return byId.values();
   }
 
-  /** True while a result sent on {@code sink} waits for its ack. */
-  boolean awaitingAckOn(CallSink sink) {
-    if (sink == null) {
-      return false;
-    }
+  /** True while a result sent on a stream that is still open waits for its ack there. */
+  boolean awaitingAckOnOpenStream() {
     for (Call c : byId.values()) {
-      if (c.state == Call.State.SENT && c.owner == sink) {
+      if (c.state == Call.State.SENT && c.owner != null && c.owner.live()) {
         return true;
       }
     }

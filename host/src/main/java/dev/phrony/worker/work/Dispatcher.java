@@ -21,7 +21,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -31,7 +30,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 import java.util.function.BooleanSupplier;
-import java.util.stream.Collectors;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -84,10 +85,13 @@ public final class Dispatcher {
   private final BooleanSupplier onIoThread;
   /** The stream's event loop, where the context runs; null: where a task is posted (tests). */
   private final Executor loop;
-  /** By {@code tool@version}; never changes after construction. */
-  private final Map<String, ToolSlots> tools;
-  /** The same slots by tool, then version: an invoke finds its own without building its key. */
-  private final Map<String, Map<String, ToolSlots>> byTool;
+  /** The handlers of the first registration (and of any sink that names none). */
+  private final HandlerSet initial;
+  /** Every set a live registration (or its winding-down calls) may use: for the slot gauges. */
+  private final List<HandlerSet> sets = new CopyOnWriteArrayList<>();
+  /** One set of meters per key, whichever generation of handlers serves it. */
+  private final Map<String, ToolMetrics> meters = new ConcurrentHashMap<>();
+  private final WorkerMetrics metrics;
   private final ToolMetrics unknownTool;
   private final WireTimings timings = new WireTimings();
 
@@ -96,8 +100,11 @@ public final class Dispatcher {
   private final OrphanPolicy orphans;
   private final SlotWaits slotWaits;
   private final CallStarter starter;
-  private CallSink current;
   private final List<CompletableFuture<Void>> idleWaiters = new ArrayList<>();
+  /** Futures completed once no call matches their test (a stream's or a plugin's calls done). */
+  private final List<Waiter> noneWaiters = new ArrayList<>();
+
+  private record Waiter(Predicate<Call> test, CompletableFuture<Void> done) {}
 
   // ---- written in the context, read anywhere (metrics, readiness, tests) ----
   private volatile int active;
@@ -144,20 +151,40 @@ public final class Dispatcher {
         nack(call.owner, call.invoke, call.slots, InvocationOutcome.NACK_CAPACITY_EXHAUSTED,
             CAPACITY_EXHAUSTED, call.key + " is running its maximum of " + call.slots.max
                 + " calls on this worker");
+        checkIdle();
       }
     });
     this.starter = new CallStarter(pipeline, clock, onIoThread, this::post, this::finished);
-    Map<String, ToolSlots> t = new HashMap<>();
-    for (HandlerCatalog.Entry e : catalog.entries()) {
-      int max = slotsOf(e);
-      t.put(e.key(), new ToolSlots(e, max, s -> metrics.tool(s.key, max, s::busy)));
-    }
-    this.tools = Map.copyOf(t);
-    tools.values().forEach(s -> s.onFreed(() -> context.execute(() -> slotWaits.slotFreed(s))));
-    this.byTool = Map.copyOf(tools.values().stream().collect(Collectors.groupingBy(
-        s -> s.entry.descriptor().tool(),
-        Collectors.toUnmodifiableMap(s -> s.entry.descriptor().version(), s -> s))));
+    this.metrics = metrics;
+    this.initial = handlerSet(catalog);
     this.unknownTool = metrics.unknownTool();
+  }
+
+  /**
+   * The handlers of a new registration, each key with slots of its own (the runtime counts them
+   * per registration); its meters are the key's, shared with every other generation.
+   */
+  HandlerSet handlerSet(HandlerCatalog catalog) {
+    HandlerSet set = new HandlerSet(catalog, e -> {
+      int max = slotsOf(e);
+      return new ToolSlots(e, max, s -> meters.computeIfAbsent(s.key,
+          k -> metrics.tool(k, max, () -> busy(k))));
+    });
+    set.all().forEach(s -> s.onFreed(() -> context.execute(() -> slotWaits.slotFreed(s))));
+    sets.add(set);
+    return set;
+  }
+
+  /** {@code set}'s registration is gone and none of its calls holds a slot. */
+  void dropHandlerSet(HandlerSet set) {
+    if (set != initial) {
+      sets.remove(set);
+    }
+  }
+
+  /** The handlers of the first registration. */
+  HandlerSet initialHandlers() {
+    return initial;
   }
 
   /** Largest number of calls the runtime may give a key at once: its advertised concurrency. */
@@ -214,18 +241,12 @@ public final class Dispatcher {
 
   /** {@code sink} is registered: results of older streams are judged against its window. */
   void onRegistered(CallSink sink, Set<String> advertised, Duration ttl) {
-    post(() -> {
-      current = sink;
-      orphans.registered(sink, advertised, ttl);
-    });
+    post(() -> orphans.registered(sink, advertised, ttl));
   }
 
   /** The stream {@code sink} ended: its calls run on apart and its slots are gone. */
   void onStreamEnded(CallSink sink, Status status) {
     post(() -> {
-      if (current == sink) {
-        current = null;
-      }
       for (Call c : calls.all()) {
         if (c.owner != sink) {
           continue;
@@ -258,7 +279,7 @@ public final class Dispatcher {
   }
 
   /**
-   * Completes once no call is running or being held and no result sent on the current stream
+   * Completes once no call is running or being held and no result sent on an open stream
    * waits for its ack (checked while draining).
    */
   CompletableFuture<Void> whenIdle() {
@@ -279,18 +300,85 @@ public final class Dispatcher {
     }));
   }
 
-  /** Calls the runtime should be told about at register: running ones and held results. */
+  /**
+   * Calls the runtime should be told about at register: running ones and held results, except
+   * those of a stream that is still open (an older generation's): listed, they would move to the
+   * registering id, and their answers on their own stream would then be refused.
+   */
   Set<String> inFlightIds() {
     context.throwIfNotInThisSynchronizationContext();
     Set<String> ids = new HashSet<>();
+    Set<String> onOpenStreams = new HashSet<>();
     for (Call c : calls.view()) {
-      if (c.running()) {
+      if (c.owner != null && c.owner.live()) {
+        onOpenStreams.add(c.callId);
+      } else if (c.running()) {
         ids.add(c.callId);
       }
     }
     ids.addAll(outbox.pendingIds());
     ids.addAll(outbox.interruptedIds());
+    ids.removeAll(onOpenStreams);
     return ids;
+  }
+
+  // ---- plugin generations (all posted to the context) ----
+
+  /**
+   * Later calls of {@code set}'s keys start on {@code next}'s handlers, which advertise exactly
+   * what the set does: a plugin rebuilt with the same descriptors needs nothing on the wire.
+   */
+  void rebind(HandlerSet set, HandlerCatalog next) {
+    post(() -> set.rebind(next));
+  }
+
+  /**
+   * Completes once nothing of {@code sink}'s calls is left on it: none waits, runs or is being
+   * held, and every result sent on it was acked. Then the stream may close without making any
+   * call indeterminate.
+   */
+  CompletableFuture<Void> whenIdleOn(CallSink sink) {
+    return whenNone(c -> c.owner == sink && (c.state == Call.State.WAITING || c.running()
+        || c.state == Call.State.SENT));
+  }
+
+  /** Completes once no call runs, or is still to run, code of {@code loaders}. */
+  CompletableFuture<Void> whenUnused(Set<ClassLoader> loaders) {
+    return whenNone(c -> {
+      ClassLoader l = c.loaderInUse();
+      return l != null && loaders.contains(l);
+    });
+  }
+
+  private CompletableFuture<Void> whenNone(Predicate<Call> test) {
+    CompletableFuture<Void> f = new CompletableFuture<>();
+    post(() -> {
+      noneWaiters.add(new Waiter(test, f));
+      checkIdle();
+    });
+    return f;
+  }
+
+  /**
+   * Cancels {@code sink}'s calls that still run or wait (an old generation's stream outlived
+   * the drain timeout after its handover): as at the end of a drain, nothing more is sent for
+   * them, and what they still produce is kept as orphaned.
+   */
+  void cancelOn(CallSink sink, String why) {
+    post(() -> {
+      for (Call c : calls.all()) {
+        if (c.owner != sink) {
+          continue;
+        }
+        if (c.state == Call.State.WAITING && slotWaits.stop(c)) {
+          calls.remove(c);
+          nackDraining(c.owner, c.invoke, c.slots);
+        } else if (c.running()) {
+          cancel(c, why);
+        }
+      }
+      checkIdle();
+    });
   }
 
   // ---- views, from any thread ----
@@ -313,10 +401,14 @@ public final class Dispatcher {
     return timings;
   }
 
-  /** Slots in use for {@code key}. */
+  /** Slots in use for {@code key}, over every registration of it. */
   public int busy(String key) {
-    ToolSlots t = tools.get(key);
-    return t == null ? 0 : t.busy();
+    int busy = 0;
+    for (HandlerSet set : sets) {
+      ToolSlots t = set.get(key);
+      busy += t == null ? 0 : t.busy();
+    }
+    return busy;
   }
 
   /** True once draining started: every new invoke is nacked. */
@@ -347,7 +439,8 @@ public final class Dispatcher {
       invokedAgain(existing, invoke, sink);
       return;
     }
-    ToolSlots slots = byTool.getOrDefault(invoke.tool(), Map.of()).get(invoke.version());
+    HandlerSet set = sink.handlers();
+    ToolSlots slots = (set == null ? initial : set).find(invoke.tool(), invoke.version());
     Optional<HeldResult> held = outbox.find(callId);
     if (held.isPresent()) {
       Call call = Call.resent(held.get(), slots, invoke, sink);
@@ -504,6 +597,12 @@ public final class Dispatcher {
   /** The "finished" event of a start ({@link CallStarter}): the handler's outcome, or why none. */
   private void finished(Call call, CallOutcome outcome, CallPipeline.Refusal refusal,
       long ranNanos) {
+    handlerDone(call, outcome, refusal, ranNanos);
+    checkIdle(); // its plugin's code is no longer in use by it
+  }
+
+  private void handlerDone(Call call, CallOutcome outcome, CallPipeline.Refusal refusal,
+      long ranNanos) {
     call.handlerAlive = false;
     if (ranNanos > 0) {
       call.slots.metrics.handlerTime(Duration.ofNanos(ranNanos));
@@ -627,10 +726,12 @@ public final class Dispatcher {
       slotWaits.stop(call);
       calls.remove(call);
       call.slots.metrics.count(InvocationOutcome.CANCELLED);
+      checkIdle();
       return;
     }
     if (call == null || call.resultHeld()) {
       orphans.cancelledAfterFinish(callId, sink);
+      checkIdle();
       return;
     }
     if (call.state != Call.State.CANCELLED) {
@@ -692,7 +793,18 @@ public final class Dispatcher {
   }
 
   private void checkIdle() {
-    if (!draining || idleWaiters.isEmpty() || active > 0 || calls.awaitingAckOn(current)) {
+    if (!noneWaiters.isEmpty()) {
+      noneWaiters.removeIf(w -> {
+        for (Call c : calls.view()) {
+          if (w.test().test(c)) {
+            return false;
+          }
+        }
+        w.done().complete(null);
+        return true;
+      });
+    }
+    if (!draining || idleWaiters.isEmpty() || active > 0 || calls.awaitingAckOnOpenStream()) {
       return;
     }
     idleWaiters.forEach(f -> f.complete(null));

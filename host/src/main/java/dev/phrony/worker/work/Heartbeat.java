@@ -125,6 +125,14 @@ final class Heartbeat {
     return clock.instant().isBefore(lastSign.plus(ttl));
   }
 
+  /**
+   * The latest the runtime's lease can run to: it renews a lease when it reads a heartbeat,
+   * before its ack reaches us, so our last sign of life plus a TTL is never early.
+   */
+  synchronized Instant leaseLapses() {
+    return lastSign.plus(ttl);
+  }
+
   synchronized Duration ttl() {
     return ttl;
   }

@@ -1,32 +1,33 @@
 package dev.phrony.worker.work;
 
 import dev.phrony.worker.api.AsyncToolHandler;
-import dev.phrony.worker.call.ArgsCheck;
 import dev.phrony.worker.ops.ToolMetrics;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import java.util.ArrayDeque;
 
 /**
- * One served {@code tool@version}: its slots as the runtime counts them (protocol.md rule 6),
- * its advertised maximum and its meters. Made once per handler; each call keeps a reference, so
- * finishing a call needs no lookup.
+ * One served {@code tool@version} of one registration ({@link HandlerSet}): its slots as the
+ * runtime counts them for that registration (protocol.md rule 6), its advertised maximum and its
+ * meters. Each call keeps a reference, so finishing a call needs no lookup. A plugin rebuilt
+ * with the same descriptor is {@link #rebind rebound} here: the registration and its counts stay,
+ * later calls start on the new handler.
  *
  * <p>Slots are taken and given back only in the dispatcher's serialized context, as
  * {@link Permit}s; {@code busy} is volatile only so that metrics may read it from elsewhere.
  */
 final class ToolSlots {
-  final HandlerCatalog.Entry entry;
+  /** The handler new calls start on; changed only by {@link #rebind}, in the context. */
+  HandlerCatalog.Entry entry;
   /** {@code tool@version}, made once: it is on every call's log context and held result. */
   final String key;
   /** The declared side-effect class (wire name): it decides durability and intents. */
   final String sideEffectClass;
   final int max;
   final ToolMetrics metrics;
-  final ArgsCheck argsCheck;
   /** An operator's bound on any call's run time, in ms; 0 for none. */
   final long maxRunTimeMs;
   /** The handler, if it never blocks; null for a {@code ToolHandler} that may. */
-  final AsyncToolHandler async;
+  AsyncToolHandler async;
   private volatile int busy;
   /**
    * True while the handler is asynchronous and has not broken its promise not to block: its
@@ -50,11 +51,21 @@ final class ToolSlots {
     this.key = entry.key();
     this.sideEffectClass = entry.descriptor().sideEffectClass().wireName();
     this.max = max;
-    this.argsCheck = entry.argsCheck();
     this.maxRunTimeMs = entry.maxRunTime().map(java.time.Duration::toMillis).orElse(0L);
     this.async = entry.handler() instanceof AsyncToolHandler a ? a : null;
     this.inline = async != null;
     this.metrics = metrics.of(this);
+  }
+
+  /**
+   * In the context: later calls start on {@code next}, whose advertisement is this one's (same
+   * descriptor hash and concurrency); calls already started run on where they started.
+   */
+  void rebind(HandlerCatalog.Entry next) {
+    entry = next;
+    async = next.handler() instanceof AsyncToolHandler a ? a : null;
+    inline = async != null;
+    slowStarts = 0;
   }
 
   /** Makes the meters of a tool once its slots exist (the gauge reads {@link #busy}). */

@@ -6,6 +6,7 @@ import dev.phrony.worker.ops.Readiness;
 import dev.phrony.worker.ops.ReconnectReason;
 import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.outbox.ResultOutbox;
+import dev.phrony.worker.plugin.CatalogChange;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.time.ExecutorScheduler;
 import dev.phrony.worker.time.Scheduler;
@@ -29,6 +30,12 @@ import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -66,8 +73,23 @@ public final class WorkClient implements AutoCloseable {
           ? new IoTransport("epoll", EpollIoHandler::newFactory, EpollSocketChannel::new)
           : new IoTransport("nio", NioIoHandler::newFactory, NioSocketChannel::new);
 
+  /** How long after a lease has lapsed (as far as we can tell) an old stream still waits for invokes in transit. */
+  static final Duration LAPSE_MARGIN = Duration.ofMillis(250);
+
+  /**
+   * One plugin generation: its number (1 first), the identity it registers under
+   * ({@link WorkerIdentity#forGeneration}) and the handlers it advertises.
+   */
+  record Generation(int number, WorkerIdentity identity, HandlerSet handlers) {}
+
+  /**
+   * A reload's hand-over to generation {@code number}: {@code registered} once a stream of it
+   * (or a newer one) is registered, {@code retired} once no stream of an older one is open.
+   */
+  public record Handover(int number, CompletableFuture<Void> registered,
+      CompletableFuture<Void> retired) {}
+
   private final WorkOptions options;
-  private final HandlerCatalog catalog;
   private final Scheduler scheduler;
   private final ExecutorScheduler ownScheduler;
   private final Backoff backoff;
@@ -85,7 +107,16 @@ public final class WorkClient implements AutoCloseable {
   private volatile String lastTlsProblem;
   private final WorkerMetrics metrics;
   private final AtomicInteger reconnects = new AtomicInteger();
+  /** The newest generation's stream (the one the reconnect loop keeps open). */
   private volatile WorkSession session;
+  /** The plugin generation served now: new streams register it. */
+  private volatile Generation generation;
+  /** Every stream not yet ended, with its generation's number: the current one, older ones winding down. */
+  private final Map<WorkSession, Integer> open = new ConcurrentHashMap<>();
+  /** Handovers whose older streams have not all ended yet; in the dispatcher's context. */
+  private final List<Handover> handovers = new ArrayList<>();
+  /** Set by a drain that takes the worker out of routing: no stream is opened again. */
+  private volatile boolean leaving;
   private volatile String lastEnd;
   private volatile boolean stopping;
   private volatile Scheduler.Handle reconnect = Scheduler.NONE;
@@ -124,7 +155,6 @@ public final class WorkClient implements AutoCloseable {
       Scheduler scheduler, LongUnaryOperator uniformBelow, WorkerMetrics metrics) {
     this.options = options;
     this.metrics = metrics;
-    this.catalog = catalog;
     this.ownScheduler = scheduler == null ? new ExecutorScheduler("phrony-work-timer") : null;
     this.scheduler = scheduler == null ? ownScheduler : scheduler;
     this.backoff = new Backoff(options.backoffInitial(), options.backoffMax(), uniformBelow);
@@ -145,6 +175,9 @@ public final class WorkClient implements AutoCloseable {
     this.dispatcher = new Dispatcher(catalog, outbox, new CallPipeline(new JsonCodec(),
         new CallPipeline.Settings(options.maxResultBytes(), options.exposeInternalErrors())),
         this.scheduler, metrics, loop::inEventLoop, loop);
+    this.generation = new Generation(options.generation(),
+        options.identity().forGeneration(options.generation(), options.identity().imageDigest()),
+        dispatcher.initialHandlers());
     try {
       this.channel = channel(options, ioThread, dispatcher.timings());
     } catch (RuntimeException e) {
@@ -201,15 +234,18 @@ public final class WorkClient implements AutoCloseable {
    */
   private void connect() {
     dispatcher.execute(() -> {
-      if (stopping) {
+      if (stopping || leaving) {
         return;
       }
-      WorkSession s = new WorkSession(++streamIds, catalog, dispatcher, options.identity(),
+      Generation g = generation;
+      WorkSession s = new WorkSession(++streamIds, g.handlers(), dispatcher, g.identity(),
           scheduler, dispatcher.inFlightIds(), metrics, writes, loop);
-      log.info("connecting to {} (stream {}, {})", options.target(), s.id(), TRANSPORT.name());
+      log.info("connecting to {} (stream {}, {}, as {})", options.target(), s.id(),
+          TRANSPORT.name(), g.identity().workerId());
       // Our backoff paces reconnects; the channel's own (1 s and up) would only add to it.
       channel.resetConnectBackoff();
       session = s;
+      open.put(s, g.number());
       try {
         CallOptions callOptions = CallOptions.DEFAULT;
         var credentials = options.transport().callCredentials();
@@ -219,19 +255,180 @@ public final class WorkClient implements AutoCloseable {
         // The generated stub's call, with invokes and acks read by Inbound's own marshaller.
         ClientCalls.asyncBidiStreamingCall(channel.newCall(Inbound.WORK_METHOD, callOptions), s);
         s.register();
-        s.registration().thenRun(() -> watchConnection(s));
-        s.ended().whenComplete((end, t) -> streamEnded(end));
+        s.registration().thenRun(() -> {
+          watchConnection(s);
+          dispatcher.execute(() -> retireOlderThan(g.number()));
+        });
+        s.ended().whenComplete((end, t) -> dispatcher.execute(() -> streamEnded(s, end)));
       } catch (RuntimeException e) {
         log.error("stream {} could not be used", s.id(), e);
-        streamEnded(new WorkSession.End(io.grpc.Status.fromThrowable(e), e.toString(),
+        streamEnded(s, new WorkSession.End(io.grpc.Status.fromThrowable(e), e.toString(),
             ReconnectReason.ERROR, false, false));
       }
     });
   }
 
-  /** The stream ended: back off, then connect again (or stop, if stopping). */
-  private void streamEnded(WorkSession.End end) {
-    if (stopping) {
+  // ---- plugin generations ----
+
+  /**
+   * Serves {@code next} from now on (a plugin reload), within the runtime's rules:
+   *
+   * <ul>
+   *   <li>Advertised exactly as now (a plugin rebuilt with the same descriptors): nothing goes on
+   *       the wire; later calls start on the new handlers.
+   *   <li>Otherwise generation {@code number} opens a stream of its own under its own id and
+   *       registers {@code next} there. Once it is registered, every older stream leaves routing
+   *       (no more heartbeats: the runtime skips it once its lease lapses, and still takes its
+   *       results), serves the invokes that still reach it with its own handlers, and is closed
+   *       once nothing runs on it and every result sent on it was acked. One that outlives the
+   *       drain timeout has its calls cancelled, as a drain does, and is closed.
+   * </ul>
+   *
+   * @return its {@code retired} completes once no stream of an older generation is open: from
+   *     then on no call can reach the handlers that {@code next} replaced (see
+   *     {@link #whenUnused} for those still running)
+   */
+  public Handover serve(HandlerCatalog next, int number, String imageDigest) {
+    Handover h = new Handover(number, new CompletableFuture<>(), new CompletableFuture<>());
+    CompletableFuture<Void> done = h.retired();
+    dispatcher.execute(() -> {
+      Generation now = generation;
+      if (!CatalogChange.between(now.handlers().catalog(), next).advertisementChanged()) {
+        dispatcher.rebind(now.handlers(), next);
+        log.info("plugins reloaded with the same advertisement: generation {} serves on, later"
+            + " calls start on the new handlers", now.number());
+        h.registered().complete(null);
+        done.complete(null);
+        return;
+      }
+      if (number <= now.number()) {
+        IllegalArgumentException e = new IllegalArgumentException("generation " + number
+            + " is not newer than " + now.number());
+        h.registered().completeExceptionally(e);
+        done.completeExceptionally(e);
+        return;
+      }
+      generation = new Generation(number,
+          options.identity().forGeneration(number, imageDigest), dispatcher.handlerSet(next));
+      handovers.add(h);
+      if (stopping || leaving) {
+        handoversDone();
+        return;
+      }
+      reconnect.cancel(); // a stream waiting to reconnect opens as the new generation, now
+      connect(); // the old stream serves on until the new one is registered
+    });
+    return h;
+  }
+
+  /** The generation served now. */
+  public int generation() {
+    return generation.number();
+  }
+
+  /** Completes once no call runs, or is still to run, code of {@code loaders}. */
+  public CompletableFuture<Void> whenUnused(Set<ClassLoader> loaders) {
+    return dispatcher.whenUnused(loaders);
+  }
+
+  /** The streams open now (tests). */
+  List<WorkSession> openStreams() {
+    return List.copyOf(open.keySet());
+  }
+
+  /** Number of Work streams open now (two while a reload hands over). */
+  public int streamsOpen() {
+    return open.size();
+  }
+
+  /** In the context: generation {@code number} is registered; every older stream winds down. */
+  private void retireOlderThan(int number) {
+    handovers.forEach(h -> {
+      if (h.number() <= number) {
+        h.registered().complete(null);
+      }
+    });
+    open.forEach((s, gen) -> {
+      if (gen < number && s.live() && !s.leaving()) {
+        retire(s);
+      }
+    });
+  }
+
+  /** Takes {@code s} out of routing, then closes it once nothing is left on it. */
+  private void retire(WorkSession s) {
+    s.leaveRouting();
+    log.info("stream {} ({}) leaves routing for the new plugin generation: its lease lapses by {},"
+        + " then it closes once its calls are done (at most {} s)", s.id(),
+        s.identity().workerId(), s.leaseLapses(), options.drainTimeout().toSeconds());
+    Scheduler.Handle timeout = scheduler.schedule(() -> dispatcher.execute(() -> {
+      if (s.live()) {
+        log.warn("stream {} outlived the drain timeout after a plugin reload: cancelling its"
+            + " calls and closing it (results it still waits an ack for stay held, as after a"
+            + " drain)", s.id());
+        dispatcher.cancelOn(s, "the drain timeout passed after a plugin reload");
+        dispatcher.execute(() -> s.abort(ReconnectReason.RUNTIME_CLOSED,
+            "closed: the drain timeout passed after a plugin reload"));
+      }
+    }), options.drainTimeout());
+    s.ended().whenComplete((e, t) -> timeout.cancel());
+    afterLapse(s, () -> closeWhenIdle(s));
+  }
+
+  /** Runs {@code then} once the lease of {@code s} has lapsed (a late ack moves it on). */
+  private void afterLapse(WorkSession s, Runnable then) {
+    Instant lapses = s.leaseLapses();
+    Duration wait = Duration.between(scheduler.clock().instant(), lapses).plus(LAPSE_MARGIN);
+    scheduler.schedule(() -> dispatcher.execute(() -> {
+      if (!s.live()) {
+        return;
+      }
+      if (s.leaseLapses().isAfter(lapses)) {
+        afterLapse(s, then);
+      } else {
+        then.run();
+      }
+    }), wait);
+  }
+
+  private void closeWhenIdle(WorkSession s) {
+    dispatcher.whenIdleOn(s).thenRun(() -> {
+      if (s.live()) {
+        log.info("stream {} ({}): no call left on it, closing it", s.id(),
+            s.identity().workerId());
+        s.abort(ReconnectReason.RUNTIME_CLOSED, "closed after the plugin generation moved on");
+      }
+    });
+  }
+
+  /** In the context: completes the hand-overs no older stream holds up any more. */
+  private void handoversDone() {
+    handovers.removeIf(h -> {
+      boolean older = open.values().stream().anyMatch(g -> g < h.number());
+      if (!older) {
+        h.retired().complete(null);
+      }
+      return !older;
+    });
+  }
+
+  /**
+   * In the context: a stream ended. The current generation's backs off and connects again (or
+   * stops, if stopping); an older one's only lets its hand-over complete.
+   */
+  private void streamEnded(WorkSession s, WorkSession.End end) {
+    Integer gen = open.remove(s);
+    if (s != session) {
+      if (gen != null && gen != generation.number()) {
+        dispatcher.dropHandlerSet(s.handlers());
+      }
+      log.info("stream {} ({}) of plugin generation {} ended: {}", s.id(),
+          s.identity().workerId(), gen, end.reason());
+      handoversDone();
+      return;
+    }
+    handoversDone();
+    if (stopping || leaving) {
       return;
     }
     if (end.healthy()) {
@@ -298,13 +495,17 @@ public final class WorkClient implements AutoCloseable {
    * what is left, close the stream cleanly. Blocks until done.
    */
   public void drain() throws InterruptedException {
+    Instant deadline = scheduler.clock().instant().plus(options.drainTimeout());
+    if (options.leaveRoutingOnDrain()) {
+      leaveRouting(deadline);
+    }
     dispatcher.startDraining();
     log.info("draining: {} calls running, waiting up to {} s", dispatcher.runningCount(),
-        options.drainTimeout().toSeconds());
+        Math.max(0, Duration.between(scheduler.clock().instant(), deadline).toSeconds()));
     CompletableFuture<Void> idle = dispatcher.whenIdle();
     CompletableFuture<Void> timedOut = new CompletableFuture<>();
     Scheduler.Handle timer = scheduler.schedule(() -> timedOut.complete(null),
-        options.drainTimeout());
+        Duration.between(scheduler.clock().instant(), deadline));
     try {
       CompletableFuture.anyOf(idle, timedOut).get();
     } catch (ExecutionException e) {
@@ -321,16 +522,73 @@ public final class WorkClient implements AutoCloseable {
     }
     stopping = true;
     reconnect.cancel();
-    WorkSession s = session;
-    if (s != null && s.live()) {
-      s.halfClose();
-      if (!await(s.ended(), CLOSE_WAIT)) {
-        s.cut(ReconnectReason.ERROR,
-            "shutdown: runtime did not close the stream in " + CLOSE_WAIT.toSeconds() + " s");
+    for (WorkSession s : List.copyOf(open.keySet())) {
+      if (s.live()) {
+        s.halfClose();
+        if (!await(s.ended(), CLOSE_WAIT)) {
+          s.cut(ReconnectReason.ERROR,
+              "shutdown: runtime did not close the stream in " + CLOSE_WAIT.toSeconds() + " s");
+        }
       }
     }
     log.info("drained");
     close();
+  }
+
+  /**
+   * The first part of a drain: every registered stream stops heartbeating and serves what still
+   * comes until its lease has lapsed (or {@code deadline}), so the runtime routes new calls to
+   * other workers instead of seeing them refused. No stream is opened again after this.
+   */
+  private void leaveRouting(Instant deadline) throws InterruptedException {
+    leaving = true;
+    CompletableFuture<Instant> lapses = new CompletableFuture<>();
+    dispatcher.execute(() -> {
+      reconnect.cancel();
+      Instant last = null;
+      for (WorkSession s : open.keySet()) {
+        if (s.registered()) {
+          s.leaveRouting();
+          Instant l = s.leaseLapses();
+          last = last == null || l.isAfter(last) ? l : last;
+        }
+      }
+      lapses.complete(last);
+    });
+    Instant last;
+    try {
+      last = lapses.get();
+    } catch (ExecutionException e) {
+      throw new IllegalStateException(e.getCause());
+    }
+    while (last != null) {
+      Instant until = last.plus(LAPSE_MARGIN);
+      if (until.isAfter(deadline)) {
+        until = deadline;
+      }
+      Duration wait = Duration.between(scheduler.clock().instant(), until);
+      log.info("draining: left routing; serving what still comes for {} ms, until the lease"
+          + " lapses ({} calls running)", Math.max(0, wait.toMillis()),
+          dispatcher.runningCount());
+      CompletableFuture<Void> waited = new CompletableFuture<>();
+      Scheduler.Handle timer = scheduler.schedule(() -> waited.complete(null), wait);
+      CompletableFuture<Void> allEnded = CompletableFuture.allOf(open.keySet().stream()
+          .map(WorkSession::ended).toArray(CompletableFuture[]::new));
+      try {
+        CompletableFuture.anyOf(waited, allEnded).get();
+      } catch (ExecutionException e) {
+        // a stream that failed has ended all the same
+      } finally {
+        timer.cancel();
+      }
+      Instant later = null; // an ack that was on its way renewed a lease further
+      for (WorkSession s : open.keySet()) {
+        if (s.live() && s.leaseLapses().isAfter(last)) {
+          later = later == null || s.leaseLapses().isAfter(later) ? s.leaseLapses() : later;
+        }
+      }
+      last = later == null || !scheduler.clock().instant().isBefore(deadline) ? null : later;
+    }
   }
 
   /** Stops at once: the stream is cancelled, running calls keep their held results. */
@@ -342,10 +600,11 @@ public final class WorkClient implements AutoCloseable {
     closed = true;
     stopping = true;
     reconnect.cancel();
-    WorkSession s = session;
-    if (s != null && s.live()) {
-      s.cut(ReconnectReason.ERROR, "worker stopping");
-      await(s.ended(), CLOSE_WAIT);
+    for (WorkSession s : List.copyOf(open.keySet())) {
+      if (s.live()) {
+        s.cut(ReconnectReason.ERROR, "worker stopping");
+        await(s.ended(), CLOSE_WAIT);
+      }
     }
     channel.shutdownNow();
     ioThread.shutdownGracefully(0, CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
@@ -380,7 +639,7 @@ public final class WorkClient implements AutoCloseable {
    * within a TTL, and not draining. Else why not, in one line ({@code /readyz}).
    */
   public Readiness readiness() {
-    if (dispatcher.draining()) {
+    if (dispatcher.draining() || leaving) {
       return Readiness.notReady("draining for shutdown");
     }
     WorkSession s = session;

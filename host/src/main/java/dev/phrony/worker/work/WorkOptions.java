@@ -23,6 +23,10 @@ import java.util.Optional;
  *     exception (development); off, it gets a reference to the log line only
  * @param maxRunaway handlers still running after their call was cancelled or timed out (they
  *     ignored the interrupt) above which the worker reports not-ready
+ * @param generation the plugin generation to register first (1, or the one the state dir kept):
+ *     generation n registers as {@link WorkerIdentity#forGeneration}
+ * @param leaveRoutingOnDrain a drain first stops heartbeating and serves what still comes until
+ *     the lease lapses (no call refused); off, it refuses new calls at once ({@code nack draining})
  */
 public record WorkOptions(
     String target,
@@ -35,7 +39,9 @@ public record WorkOptions(
     Duration backoffMax,
     Transport transport,
     boolean exposeInternalErrors,
-    int maxRunaway) {
+    int maxRunaway,
+    int generation,
+    boolean leaveRoutingOnDrain) {
 
   /** gRPC's default receive limit, which the runtime applies to what workers send. */
   public static final int RUNTIME_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -58,6 +64,9 @@ public record WorkOptions(
       throw new IllegalArgumentException("max result size must be between 1 and "
           + DEFAULT_MAX_RESULT_BYTES + " bytes (the runtime accepts messages up to 4 MiB)");
     }
+    if (generation < 1) {
+      throw new IllegalArgumentException("plugin generation must be at least 1");
+    }
     if (maxRunaway < 0) {
       throw new IllegalArgumentException("max runaway handlers must not be negative");
     }
@@ -70,46 +79,58 @@ public record WorkOptions(
   public static WorkOptions defaults(String target, WorkerIdentity identity) {
     return new WorkOptions(target, identity, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_INBOUND_BYTES,
         DEFAULT_MAX_RESULT_BYTES, Optional.empty(), Duration.ofMillis(250), Duration.ofSeconds(30),
-        Transport.plaintext(), false, DEFAULT_MAX_RUNAWAY);
+        Transport.plaintext(), false, DEFAULT_MAX_RUNAWAY, 1, false);
   }
 
   public WorkOptions withDrainTimeout(Duration d) {
     return new WorkOptions(target, identity, d, maxInboundBytes, maxResultBytes, keepAlive,
-        backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway);
+        backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway, generation, leaveRoutingOnDrain);
   }
 
   public WorkOptions withMaxResultBytes(int bytes) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, bytes, keepAlive,
-        backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway);
+        backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway, generation, leaveRoutingOnDrain);
   }
 
   public WorkOptions withMaxInboundBytes(int bytes) {
     return new WorkOptions(target, identity, drainTimeout, bytes, maxResultBytes, keepAlive,
-        backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway);
+        backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway, generation, leaveRoutingOnDrain);
   }
 
   public WorkOptions withKeepAlive(Optional<Duration> interval) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        interval, backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway);
+        interval, backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway, generation, leaveRoutingOnDrain);
   }
 
   public WorkOptions withBackoff(Duration initial, Duration max) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, initial, max, transport, exposeInternalErrors, maxRunaway);
+        keepAlive, initial, max, transport, exposeInternalErrors, maxRunaway, generation, leaveRoutingOnDrain);
   }
 
   public WorkOptions withTransport(Transport t) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, backoffInitial, backoffMax, t, exposeInternalErrors, maxRunaway);
+        keepAlive, backoffInitial, backoffMax, t, exposeInternalErrors, maxRunaway, generation, leaveRoutingOnDrain);
   }
 
   public WorkOptions withExposeInternalErrors(boolean expose) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, backoffInitial, backoffMax, transport, expose, maxRunaway);
+        keepAlive, backoffInitial, backoffMax, transport, expose, maxRunaway, generation, leaveRoutingOnDrain);
   }
 
   public WorkOptions withMaxRunaway(int max) {
     return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, backoffInitial, backoffMax, transport, exposeInternalErrors, max);
+        keepAlive, backoffInitial, backoffMax, transport, exposeInternalErrors, max, generation, leaveRoutingOnDrain);
+  }
+
+  public WorkOptions withGeneration(int g) {
+    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
+        keepAlive, backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway, g,
+        leaveRoutingOnDrain);
+  }
+
+  public WorkOptions withLeaveRoutingOnDrain(boolean leave) {
+    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
+        keepAlive, backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway,
+        generation, leave);
   }
 }

@@ -19,6 +19,7 @@ import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -48,6 +49,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
       boolean healthy) {}
 
   private final long id;
+  private final HandlerSet handlers;
   private final HandlerCatalog catalog;
   private final Dispatcher dispatcher;
   private final WorkerIdentity identity;
@@ -66,6 +68,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   private volatile StreamWriter writer;
   private volatile boolean registered;
   private volatile boolean healthy;
+  private volatile boolean leaving;
   private volatile String abortReason;
   private volatile ReconnectReason abortCause;
   private volatile Scheduler.Handle closeTimer = Scheduler.NONE;
@@ -76,14 +79,15 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
    * @param writes where the stream's writes are drained (the channel's I/O thread)
    * @param loop the channel's I/O thread as a queue of tasks, where inbound slices run
    */
-  WorkSession(long id, HandlerCatalog catalog, Dispatcher dispatcher, WorkerIdentity identity,
+  WorkSession(long id, HandlerSet handlers, Dispatcher dispatcher, WorkerIdentity identity,
       Scheduler scheduler, Set<String> inFlight, WorkerMetrics metrics, Executor writes,
       Executor loop) {
     this.id = id;
     this.writes = writes;
     this.inbound = new InboundSlices(loop);
     this.timings = dispatcher.timings();
-    this.catalog = catalog;
+    this.handlers = handlers;
+    this.catalog = handlers.catalog();
     this.dispatcher = dispatcher;
     this.identity = identity;
     this.advertised = Set.copyOf(inFlight);
@@ -323,12 +327,41 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     writer.complete();
   }
 
+  /**
+   * Takes this registration out of routing without closing it: no more heartbeats, so the runtime
+   * skips it once its lease lapses ({@link #leaseLapses}), while it still takes the results of
+   * the calls it sent here (protocol.md part 2, "Registration and lease").
+   */
+  void leaveRouting() {
+    heartbeat.stop();
+    leaving = true;
+  }
+
+  /** When the runtime's lease of this registration has surely lapsed, if heartbeats stopped. */
+  Instant leaseLapses() {
+    return heartbeat.leaseLapses();
+  }
+
+  /** True once {@link #leaveRouting} was called. */
+  boolean leaving() {
+    return leaving;
+  }
+
+  WorkerIdentity identity() {
+    return identity;
+  }
+
   /** True while registered and the lease was renewed (or granted) within a TTL. */
   boolean leaseFresh() {
     return registered() && heartbeat.fresh();
   }
 
   // ---- CallSink ----
+
+  @Override
+  public HandlerSet handlers() {
+    return handlers;
+  }
 
   @Override
   public boolean live() {

@@ -65,4 +65,14 @@ public record WorkerIdentity(String workerId, String workloadIdentity, String im
   private static Optional<String> nonBlank(String s) {
     return s == null || s.isBlank() ? Optional.empty() : Optional.of(s.strip());
   }
+
+  /**
+   * The identity plugin generation {@code n} registers under: the worker id itself for the first,
+   * {@code <id>.g<n>} after it. A new generation is a second registration next to the old one
+   * (which winds down on its own stream), so it needs an id of its own.
+   */
+  public WorkerIdentity forGeneration(int n, String imageDigest) {
+    return new WorkerIdentity(n <= 1 ? workerId : workerId + ".g" + n, workloadIdentity,
+        imageDigest);
+  }
 }

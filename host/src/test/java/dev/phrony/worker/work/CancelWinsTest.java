@@ -107,7 +107,7 @@ class CancelWinsTest {
   private final Dispatcher dispatcher = new Dispatcher(TestHandler.catalog(handler),
       new MemoryOutbox(), new CallPipeline(new JsonCodec(), new CallPipeline.Settings(1 << 20,
           false)), timers, WorkerMetrics.NONE, loop::inLoop, loop);
-  private final WorkSession session = new WorkSession(1, TestHandler.catalog(handler), dispatcher,
+  private final WorkSession session = new WorkSession(1, dispatcher.initialHandlers(), dispatcher,
       new WorkerIdentity("w1", "", ""), timers, Set.of(), WorkerMetrics.NONE, loop::write, loop);
 
   @Test

@@ -1,0 +1,218 @@
+package dev.phrony.worker.reload;
+
+import dev.phrony.worker.config.HandlerOverrides;
+import dev.phrony.worker.plugin.CatalogChange;
+import dev.phrony.worker.plugin.LoadProblem;
+import dev.phrony.worker.plugin.LoadResult;
+import dev.phrony.worker.plugin.PluginDirectoryException;
+import dev.phrony.worker.plugin.PluginLoader;
+import dev.phrony.worker.work.WorkClient;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
+import java.util.function.IntConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Live plugin reload: loads the plugins folder again (a plugin whose jars did not change keeps
+ * its classloader and handler instances, see {@link PluginLoader#reload}), applies the
+ * operator's handler settings, and has the {@link WorkClient} serve the result as a new plugin
+ * generation (or, when nothing advertised changed, on the running one). Classloaders the new set
+ * no longer uses are closed once no call runs their code. Reloads run one at a time, on a thread
+ * of their own; the folder watcher, SIGHUP and {@code POST /plugins/reload} all end up here.
+ */
+public final class PluginReloader implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(PluginReloader.class);
+
+  /** How a reload ended ({@code phrony_worker_plugin_reloads_total{outcome}}). */
+  public enum Result {
+    /** A new set is served (as a new generation, or rebound on the running one). */
+    RELOADED("reloaded"),
+    /** Nothing changed: nothing was done. */
+    UNCHANGED("unchanged"),
+    /** {@code --strict} and a problem, or no handler left: the running generation stays. */
+    REFUSED("refused"),
+    /** The folder could not be read: the running generation stays. */
+    FAILED("failed");
+
+    private final String label;
+
+    Result(String label) {
+      this.label = label;
+    }
+
+    public String label() {
+      return label;
+    }
+  }
+
+  /**
+   * What one reload did.
+   *
+   * @param result how it ended
+   * @param generation the generation served after it
+   * @param change what it changed, by key (nothing unless reloaded)
+   * @param problems every problem the load found (as {@code list-handlers} reports them)
+   * @param message one line for a person
+   */
+  public record Outcome(Result result, int generation, CatalogChange change,
+      List<LoadProblem> problems, String message) {}
+
+  /**
+   * What is served now: the load, the handler settings applied to it, its generation, and when
+   * it was loaded.
+   */
+  public record Served(LoadResult loaded, HandlerOverrides.Applied applied, int generation,
+      Instant loadedAt) {}
+
+  /** How long a reload waits for its generation to register before it reports anyway. */
+  static final Duration REGISTER_WAIT = Duration.ofSeconds(10);
+
+  private final Path dir;
+  private final boolean strict;
+  private final List<HandlerOverrides.Rule> rules;
+  private final WorkClient client;
+  private final IntConsumer keepGeneration;
+  private final Consumer<Outcome> listener;
+  private final InstantSource clock;
+  private final PluginLoader loader = new PluginLoader();
+  private final ExecutorService thread = Executors.newSingleThreadExecutor(
+      Thread.ofPlatform().name("phrony-plugin-reload").daemon().factory());
+  private volatile Served served;
+
+  /**
+   * @param first what the worker loaded at start (and serves as generation {@code generation})
+   * @param keepGeneration keeps the number of a generation in the state dir before it registers
+   * @param listener told of every reload's outcome (metrics, the dev console)
+   */
+  public PluginReloader(Path dir, boolean strict, List<HandlerOverrides.Rule> rules,
+      LoadResult first, HandlerOverrides.Applied applied, WorkClient client,
+      IntConsumer keepGeneration, Consumer<Outcome> listener, InstantSource clock) {
+    this.dir = dir;
+    this.strict = strict;
+    this.rules = List.copyOf(rules);
+    this.client = client;
+    this.keepGeneration = keepGeneration;
+    this.listener = listener;
+    this.clock = clock;
+    this.served = new Served(first, applied, client.generation(), clock.instant());
+  }
+
+  /** What is served now. */
+  public Served served() {
+    return served;
+  }
+
+  /**
+   * Reloads the plugins folder, after any reload already under way; {@code trigger} names what
+   * asked (for the log). Completes once the new set is served (registered, when it is a new
+   * generation); the old one may still wind down.
+   */
+  public CompletableFuture<Outcome> reload(String trigger) {
+    return CompletableFuture.supplyAsync(() -> reloadNow(trigger), thread);
+  }
+
+  private Outcome reloadNow(String trigger) {
+    Served now = served;
+    LoadResult next;
+    try {
+      next = loader.reload(dir, now.loaded());
+    } catch (PluginDirectoryException e) {
+      return done(new Outcome(Result.FAILED, now.generation(), none(), List.of(),
+          "plugins not reloaded (" + trigger + "): " + e.getMessage()));
+    }
+    next.problems().forEach(p -> log.warn("plugin {} not loaded: {}", p.plugin(), p.reason()));
+    HandlerOverrides.Applied applied = HandlerOverrides.apply(rules, next.catalog());
+    CatalogChange change = CatalogChange.between(now.applied().served(), applied.served());
+    if (strict && next.hasProblems()) {
+      discard(next, now.loaded());
+      return done(new Outcome(Result.REFUSED, now.generation(), none(), next.problems(),
+          "plugins not reloaded (" + trigger + "): --strict and " + next.problems().size()
+              + " plugin problem(s); generation " + now.generation() + " serves on (see"
+              + " 'list-handlers')"));
+    }
+    if (applied.served().size() == 0) {
+      discard(next, now.loaded());
+      return done(new Outcome(Result.REFUSED, now.generation(), none(), next.problems(),
+          "plugins not reloaded (" + trigger + "): no handler would be left to serve;"
+              + " generation " + now.generation() + " serves on"));
+    }
+    if (change.none()) {
+      discard(next, now.loaded()); // the running load stays what later reloads start from
+      return done(new Outcome(Result.UNCHANGED, now.generation(), change, next.problems(),
+          "plugins unchanged (" + trigger + ")"));
+    }
+    int generation = now.generation() + (change.advertisementChanged() ? 1 : 0);
+    if (change.advertisementChanged()) {
+      keepGeneration.accept(generation); // a restart from here on comes back as this one
+    }
+    WorkClient.Handover handover = client.serve(applied.served(), generation,
+        next.imageDigest());
+    served = new Served(next, applied, generation, clock.instant());
+    List<ClassLoader> replaced = now.loaded().unusedBy(next);
+    handover.retired().thenCompose(v -> client.whenUnused(Set.copyOf(replaced))).thenRun(() -> {
+      LoadResult.close(replaced);
+      log.info("closed {} plugin classloader(s) no call uses any more", replaced.size());
+    });
+    boolean registered = awaitRegistered(handover);
+    return done(new Outcome(Result.RELOADED, generation, change, next.problems(),
+        "plugins_reloaded " + change.summary() + " generation=" + generation
+            + (change.advertisementChanged() ? "" : " (same advertisement: nothing sent)")
+            + " trigger=" + trigger
+            + (registered ? "" : " (not registered yet: the runtime does not answer)")));
+  }
+
+  /**
+   * Waits, boundedly, until the new set is served (a new generation registered): a reload's
+   * outcome then means its keys take calls. The old generation serves on meanwhile.
+   */
+  private static boolean awaitRegistered(WorkClient.Handover handover) {
+    try {
+      handover.registered().get(REGISTER_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+      return true;
+    } catch (TimeoutException | ExecutionException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  /** Closes the classloaders {@code next} opened that the running set does not use. */
+  private static void discard(LoadResult next, LoadResult running) {
+    LoadResult.close(next.unusedBy(running));
+  }
+
+  private Outcome done(Outcome o) {
+    switch (o.result()) {
+      case RELOADED, UNCHANGED -> log.info("{}", o.message());
+      default -> log.warn("{}", o.message());
+    }
+    try {
+      listener.accept(o);
+    } catch (RuntimeException e) {
+      log.warn("a reload listener failed", e);
+    }
+    return o;
+  }
+
+  private static CatalogChange none() {
+    return new CatalogChange(List.of(), List.of(), List.of());
+  }
+
+  @Override
+  public void close() {
+    thread.shutdownNow();
+  }
+}
