@@ -630,8 +630,25 @@ public final class WorkClient implements AutoCloseable {
 
   /** True while the current stream is registered. */
   public boolean registered() {
-    WorkSession s = session;
+    WorkSession s = serving();
     return s != null && s.registered();
+  }
+
+  /**
+   * The stream that takes new calls: the newest generation's once it is registered; until
+   * then (a reload's new stream still registering) the older one that still heartbeats.
+   */
+  private WorkSession serving() {
+    WorkSession s = session;
+    if (s != null && s.registered()) {
+      return s;
+    }
+    for (WorkSession o : open.keySet()) {
+      if (o.registered() && !o.leaving()) {
+        return o;
+      }
+    }
+    return s;
   }
 
   /**
@@ -642,7 +659,7 @@ public final class WorkClient implements AutoCloseable {
     if (dispatcher.draining() || leaving) {
       return Readiness.notReady("draining for shutdown");
     }
-    WorkSession s = session;
+    WorkSession s = serving();
     if (s == null || !s.registered()) {
       String last = lastEnd;
       return Readiness.notReady("not registered with the runtime at " + options.target()
