@@ -6,10 +6,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.phrony.worker.config.HandlerOverrides;
+import dev.phrony.worker.ops.OpsHttpServer;
+import dev.phrony.worker.ops.Readiness;
 import dev.phrony.worker.plugin.DescriptorHash;
 import dev.phrony.worker.plugin.PluginLoader;
 import dev.phrony.worker.plugin.TestPlugins;
+import dev.phrony.worker.reload.PluginReloader;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -45,6 +50,50 @@ class ListHandlersCommandTest {
   }
 
 
+
+  @Test
+  void worker_prints_what_a_running_worker_serves_from_its_handlers_endpoint() throws Exception {
+    var loaded = new PluginLoader().load(good);
+    var applied = HandlerOverrides.apply(java.util.List.of(), loaded.catalog());
+    var served = new PluginReloader.Served(loaded, applied, 3,
+        java.time.Instant.parse("2026-12-03T12:00:00Z"));
+    try (OpsHttpServer http = OpsHttpServer.start(new InetSocketAddress("127.0.0.1", 0),
+        () -> "", () -> Readiness.READY, new OpsHttpServer.Plugins() {
+          @Override
+          public String handlersJson() {
+            return ReloadReport.handlers(served);
+          }
+
+          @Override
+          public OpsHttpServer.Reply reload() {
+            return new OpsHttpServer.Reply(409, "{}");
+          }
+        })) {
+      String url = "http://127.0.0.1:" + http.address().getPort();
+      CliRun table = run("list-handlers", "--worker", url);
+      assertThat(table.exit()).as(table.err()).isZero();
+      assertThat(table.out()).contains("weather.get-forecast@1.0.0").contains("echo@default")
+          .contains("generation 3, loaded at 2026-12-03T12:00:00Z");
+
+      CliRun json = run("list-handlers", "--worker", url, "--format", "json");
+      JsonNode root = new ObjectMapper().readTree(json.out());
+      assertThat(root.path("generation").asInt()).isEqualTo(3);
+      assertThat(root.path("handlers")).extracting(h -> h.path("key").asText())
+          .containsExactly("echo@default", "weather.get-forecast@1.0.0");
+      assertThat(root.path("image_digest").asText()).isEqualTo(loaded.imageDigest());
+    }
+  }
+
+  @Test
+  void worker_that_does_not_answer_is_a_usage_error_naming_the_flag() throws IOException {
+    int port;
+    try (var s = new java.net.ServerSocket(0)) {
+      port = s.getLocalPort();
+    }
+    CliRun r = run("list-handlers", "--worker", "127.0.0.1:" + port);
+    assertThat(r.exit()).isEqualTo(1);
+    assertThat(r.err()).contains("--worker 127.0.0.1:" + port + ": no worker answers at");
+  }
 
   @Test
   void table_lists_handlers_and_the_image_digest() {

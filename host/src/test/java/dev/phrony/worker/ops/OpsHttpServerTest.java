@@ -52,6 +52,40 @@ class OpsHttpServerTest {
   }
 
   @Test
+  void serves_the_plugin_routes_get_handlers_and_post_reload_only() throws Exception {
+    java.util.concurrent.atomic.AtomicInteger reloads = new java.util.concurrent.atomic.AtomicInteger();
+    try (OpsHttpServer server = OpsHttpServer.start(new InetSocketAddress("127.0.0.1", 0),
+        () -> "", () -> Readiness.READY, new OpsHttpServer.Plugins() {
+          @Override
+          public String handlersJson() {
+            return "{\"generation\":2}\n";
+          }
+
+          @Override
+          public OpsHttpServer.Reply reload() {
+            reloads.incrementAndGet();
+            return new OpsHttpServer.Reply(409, "{\"outcome\":\"refused\"}\n");
+          }
+        })) {
+      var handlers = get(server, "/handlers");
+      assertThat(handlers.statusCode()).isEqualTo(200);
+      assertThat(handlers.body()).isEqualTo("{\"generation\":2}\n");
+      assertThat(handlers.headers().firstValue("Content-Type")).hasValue("application/json");
+      URI reload = URI.create("http://127.0.0.1:" + server.address().getPort()
+          + "/plugins/reload");
+      assertThat(http.send(HttpRequest.newBuilder(reload).build(),
+          HttpResponse.BodyHandlers.ofString()).statusCode()).as("GET does not reload")
+          .isEqualTo(405);
+      assertThat(reloads).hasValue(0);
+      var post = http.send(HttpRequest.newBuilder(reload)
+          .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(post.statusCode()).isEqualTo(409);
+      assertThat(post.body()).isEqualTo("{\"outcome\":\"refused\"}\n");
+      assertThat(reloads).hasValue(1);
+    }
+  }
+
+  @Test
   void a_port_in_use_fails_with_a_bind_exception() throws Exception {
     try (OpsHttpServer first = OpsHttpServer.start(new InetSocketAddress("127.0.0.1", 0),
         () -> "", () -> Readiness.READY)) {
