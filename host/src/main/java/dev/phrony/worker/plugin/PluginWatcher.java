@@ -3,41 +3,79 @@ package dev.phrony.worker.plugin;
 import dev.phrony.worker.time.Scheduler;
 import java.io.IOException;
 import java.nio.file.ClosedWatchServiceException;
-import java.nio.file.DirectoryStream;
-import java.nio.file.FileSystems;
+import java.nio.file.FileVisitOption;
+import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardWatchEventKinds;
 import java.nio.file.WatchKey;
 import java.nio.file.WatchService;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileTime;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.SortedMap;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.zip.ZipFile;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Watches a plugins folder while the worker serves, and runs a callback once a change has
- * settled: the folder has been quiet for {@code settle} and every jar in it opens as a zip (a
- * jar still being copied is never handed over). Filesystem events ({@link WatchService}) make it
- * prompt; a rescan every {@code rescan} makes it work where a filesystem sends none (network
- * mounts, some container volumes). Timers come from the injected {@link Scheduler}.
+ * Watches a plugins directory while the worker serves and calls back once a change has settled,
+ * so the worker can reload its plugins live.
+ *
+ * <p>Two things trigger a check: events from a {@link WatchService} on the directory and its
+ * sub-folders (depth &lt;= 2, new ones registered as they appear), and a periodic rescan on the
+ * {@link Scheduler}, the fallback for filesystems that send no events (network mounts, some
+ * container volumes). A check takes a snapshot of every regular file (depth &lt;= 3, hidden names
+ * skipped at every level) with its size and modification time. A snapshot unlike the last one
+ * seen (re)starts a settle timer; once the folder has been quiet for {@code settle}, and no new or
+ * changed jar is still half-written, the snapshot becomes the loaded state and {@code onChange}
+ * runs. The state at {@link #start} counts as already loaded, and going back to the loaded state
+ * before the timer ends runs nothing.
+ *
+ * <p>{@code onChange} runs on the scheduler's thread, outside the watcher's lock, one at a time
+ * (the scheduler runs one task at a time), so give the watcher a scheduler of its own: a reload,
+ * and a rescan of a slow mount, hold that thread.
  */
 public final class PluginWatcher implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PluginWatcher.class);
 
   public static final Duration DEFAULT_SETTLE = Duration.ofSeconds(1);
   public static final Duration DEFAULT_RESCAN = Duration.ofSeconds(5);
-  /** Plugin folder, its lib/, their files: deep enough for every layout the loader reads. */
-  private static final int DEPTH = 3;
 
-  /** What a file looked like: enough to tell that it changed or is still being written. */
-  record Stamp(long size, long modifiedMillis) {}
+  static final String THREAD_NAME = "phrony-plugin-watch";
+  /** dir/plugin/lib/x.jar is the deepest file a plugin has. */
+  private static final int FILE_DEPTH = 3;
+  /** A new snapshot after registering new folders catches files made before they were watched. */
+  private static final int MAX_WALKS = 4;
+
+  private record Stamp(long size, FileTime modified) {}
+
+  /** A folder that could not be read, and why: each is logged once while it lasts. */
+  private record Problem(Path path, String reason) {}
+
+  /** One walk: the files (null when the folder itself could not be read), folders, problems. */
+  private record Walk(SortedMap<Path, Stamp> files, Map<Path, Object> dirs,
+      Set<Problem> problems) {}
+
+  /** A registered folder; the file key tells a folder recreated under the same name apart. */
+  private record Watched(Object fileKey, WatchKey key) {}
+
+  private enum State { NEW, RUNNING, CLOSED }
 
   private final Path dir;
   private final Scheduler scheduler;
@@ -45,222 +83,385 @@ public final class PluginWatcher implements AutoCloseable {
   private final Duration rescan;
   private final Runnable onChange;
   private final boolean watchEvents;
+
   private final Object lock = new Object();
+  private State state = State.NEW;
+  private SortedMap<Path, Stamp> loaded;
+  private SortedMap<Path, Stamp> seen;
+  private boolean settlePending;
+  /** Tells a settle check that was replaced (but had already started) to do nothing. */
+  private long settleGen;
+  private Scheduler.Handle settleHandle = Scheduler.NONE;
+  private Scheduler.Handle rescanHandle = Scheduler.NONE;
+  private Set<Problem> reported = Set.of();
+  private List<Path> partialReported = List.of();
+  private WatchService watchService;
+  private final Map<Path, Watched> watched = new HashMap<>();
+  private final Set<Path> registerFailed = new HashSet<>();
+  private Thread thread;
 
-  // ---- under lock ----
-  private Map<Path, Stamp> loaded = Map.of();
-  private Map<Path, Stamp> seen = Map.of();
-  private Scheduler.Handle settleCheck = Scheduler.NONE;
-  private Scheduler.Handle rescanTimer = Scheduler.NONE;
-  private boolean settling;
-  private boolean closed;
-  private String lastProblem;
-  private WatchService events;
-  private final Set<Path> watched = new HashSet<>();
-  private Thread eventThread;
-
+  /**
+   * @param dir the plugins folder
+   * @param settle how long the folder must be quiet before a change is handed over
+   * @param rescan how often the folder is scanned even without events
+   * @param onChange what runs after a settled change
+   */
   public PluginWatcher(Path dir, Scheduler scheduler, Duration settle, Duration rescan,
       Runnable onChange) {
     this(dir, scheduler, settle, rescan, onChange, true);
   }
 
-  /** {@code watchEvents} false: the rescan alone drives it (tests, and filesystems without events). */
+  /** {@code watchEvents} false: no WatchService, only the rescan (for tests). */
   PluginWatcher(Path dir, Scheduler scheduler, Duration settle, Duration rescan,
       Runnable onChange, boolean watchEvents) {
-    this.dir = dir;
-    this.scheduler = scheduler;
-    this.settle = settle;
-    this.rescan = rescan;
-    this.onChange = onChange;
+    this.dir = Objects.requireNonNull(dir, "dir");
+    this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
+    this.settle = Objects.requireNonNull(settle, "settle");
+    this.rescan = Objects.requireNonNull(rescan, "rescan");
+    this.onChange = Objects.requireNonNull(onChange, "onChange");
     this.watchEvents = watchEvents;
+    if (settle.isNegative()) {
+      throw new IllegalArgumentException("settle must not be negative: " + settle);
+    }
+    if (rescan.isNegative() || rescan.isZero()) {
+      throw new IllegalArgumentException("rescan must be positive: " + rescan);
+    }
   }
 
-  /** Takes the state already loaded (no callback for it) and starts watching. */
+  /**
+   * Takes the initial snapshot (the state already loaded), starts watching for events and
+   * schedules the rescan.
+   *
+   * @throws IllegalStateException when already started or closed
+   */
   public void start() {
     synchronized (lock) {
-      loaded = snapshot();
-      seen = loaded;
-      scheduleRescan();
-      if (watchEvents) {
-        startEvents();
+      if (state != State.NEW) {
+        throw new IllegalStateException("plugin watcher already " + state.name().toLowerCase(
+            Locale.ROOT));
       }
+      state = State.RUNNING;
+      watchService = watchEvents ? newWatchService() : null;
+      SortedMap<Path, Stamp> s = snapshot(); // registers the folders, before the thread waits
+      loaded = s == null ? Collections.emptySortedMap() : s;
+      seen = loaded;
+      if (watchService != null) {
+        WatchService ws = watchService;
+        thread = Thread.ofPlatform().name(THREAD_NAME).daemon().start(() -> takeEvents(ws));
+      }
+      rescanHandle = scheduler.schedule(this::rescanTick, rescan);
+      log.debug("plugin watch started dir={} files={} events={} settle_ms={} rescan_ms={}", dir,
+          loaded.size(), watchService != null, settle.toMillis(), rescan.toMillis());
     }
   }
 
-  /** Checks the folder now (a filesystem event, or anyone who knows it changed). */
+  /** Checks the folder now; a change found starts (or restarts) the settle timer. */
   public void poke() {
     synchronized (lock) {
-      if (closed) {
+      if (state != State.RUNNING) {
         return;
       }
-      Map<Path, Stamp> now = snapshot();
-      if (now.equals(seen)) {
-        return; // nothing new: a settle check already pending will decide
+      SortedMap<Path, Stamp> s = snapshot();
+      if (s == null) {
+        return; // gone or unreadable (logged): that is not "every plugin removed"
       }
-      seen = now;
-      if (!settling && now.equals(loaded)) {
+      if (!settlePending && s.equals(loaded)) {
+        seen = s;
         return;
       }
-      scheduleSettleCheck(); // debounce: the folder must stay quiet for a whole settle time
-    }
-  }
-
-  private void scheduleSettleCheck() {
-    settleCheck.cancel();
-    settling = true;
-    settleCheck = scheduler.schedule(this::settleCheck, settle);
-  }
-
-  private void settleCheck() {
-    synchronized (lock) {
-      if (closed) {
-        return;
-      }
-      Map<Path, Stamp> now = snapshot();
-      if (!now.equals(seen)) {
-        seen = now;
-        scheduleSettleCheck();
-        return;
-      }
-      Path partial = firstUnreadableJar(now);
-      if (partial != null) {
-        log.debug("plugin jar not complete yet, waiting jar={}", partial);
-        scheduleSettleCheck();
-        return;
-      }
-      settling = false;
-      if (now.equals(loaded)) {
-        return; // changed and changed back
-      }
-      loaded = now;
-    }
-    try {
-      onChange.run();
-    } catch (RuntimeException e) {
-      log.warn("plugin reload after a folder change failed dir={}", dir, e);
-    }
-  }
-
-  private void scheduleRescan() {
-    rescanTimer = scheduler.schedule(() -> {
-      poke();
-      synchronized (lock) {
-        if (!closed) {
-          scheduleRescan();
-        }
-      }
-    }, rescan);
-  }
-
-  /** Every regular file below the folder (hidden names skipped), with its size and time. */
-  private Map<Path, Stamp> snapshot() {
-    Map<Path, Stamp> out = new TreeMap<>();
-    try {
-      walk(dir, 1, out);
-      lastProblem = null;
-    } catch (IOException e) {
-      String problem = e.toString();
-      if (!problem.equals(lastProblem)) {
-        lastProblem = problem;
-        log.warn("plugins folder cannot be read, watching on dir={} error={}", dir, problem);
-      }
-    }
-    return Map.copyOf(out);
-  }
-
-  private void walk(Path folder, int depth, Map<Path, Stamp> out) throws IOException {
-    try (DirectoryStream<Path> children = Files.newDirectoryStream(folder)) {
-      for (Path child : children) {
-        if (child.getFileName().toString().startsWith(".")) {
-          continue;
-        }
-        BasicFileAttributes a;
-        try {
-          a = Files.readAttributes(child, BasicFileAttributes.class);
-        } catch (IOException e) {
-          continue; // removed while listed
-        }
-        if (a.isDirectory() && depth < DEPTH) {
-          walk(child, depth + 1, out);
-          if (events != null && watched.add(child)) {
-            register(child);
-          }
-        } else if (a.isRegularFile()) {
-          out.put(dir.relativize(child), new Stamp(a.size(), a.lastModifiedTime().toMillis()));
-        }
+      if (!s.equals(seen)) {
+        seen = s;
+        scheduleSettle();
       }
     }
   }
 
-  /** A jar that does not open as a zip yet (being copied), or null. */
-  private Path firstUnreadableJar(Map<Path, Stamp> files) {
-    for (Path p : files.keySet()) {
-      if (!p.getFileName().toString().toLowerCase(java.util.Locale.ROOT).endsWith(".jar")) {
-        continue;
-      }
-      try (ZipFile z = new ZipFile(dir.resolve(p).toFile())) {
-        Objects.requireNonNull(z.getName());
-      } catch (IOException e) {
-        return p;
-      }
-    }
-    return null;
-  }
-
-  private void startEvents() {
-    try {
-      events = FileSystems.getDefault().newWatchService();
-    } catch (IOException | UnsupportedOperationException e) {
-      log.info("no filesystem events for the plugins folder ({}); rescanning it every {} s",
-          e.toString(), rescan.toSeconds());
-      return;
-    }
-    watched.add(dir);
-    register(dir);
-    snapshot(); // registers the folders below it
-    WatchService ws = events;
-    eventThread = Thread.ofPlatform().name("phrony-plugin-watch").daemon().start(() -> {
-      try {
-        while (true) {
-          WatchKey key = ws.take();
-          key.pollEvents();
-          key.reset();
-          poke();
-        }
-      } catch (InterruptedException | ClosedWatchServiceException e) {
-        // closed
-      }
-    });
-  }
-
-  private void register(Path folder) {
-    try {
-      folder.register(events, StandardWatchEventKinds.ENTRY_CREATE,
-          StandardWatchEventKinds.ENTRY_DELETE, StandardWatchEventKinds.ENTRY_MODIFY);
-    } catch (IOException e) {
-      log.debug("folder not watched for events (the rescan covers it) folder={} error={}",
-          folder, e.toString());
-    }
-  }
-
+  /** Stops the event thread and the timers; idempotent. */
   @Override
   public void close() {
+    Thread t;
     WatchService ws;
     synchronized (lock) {
-      if (closed) {
+      if (state == State.CLOSED) {
         return;
       }
-      closed = true;
-      settleCheck.cancel();
-      rescanTimer.cancel();
-      ws = events;
+      state = State.CLOSED;
+      settleHandle.cancel();
+      rescanHandle.cancel();
+      t = thread;
+      ws = watchService;
+      thread = null;
+      watchService = null;
+      watched.clear();
     }
     if (ws != null) {
       try {
-        ws.close();
+        ws.close(); // wakes the thread out of take()
       } catch (IOException e) {
-        log.debug("closing the plugins folder's watch failed", e);
+        log.debug("closing the plugin watch service failed dir={}", dir, e);
       }
     }
+    if (t != null && t != Thread.currentThread()) {
+      try {
+        t.join(Duration.ofSeconds(1)); // bounded: close never hangs on a stuck filesystem
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  private WatchService newWatchService() {
+    try {
+      return dir.getFileSystem().newWatchService();
+    } catch (IOException | UnsupportedOperationException e) {
+      log.info("plugin watch without file events dir={} reason=\"{}\" rescan_ms={}", dir, e,
+          rescan.toMillis());
+      return null;
+    }
+  }
+
+  private void takeEvents(WatchService ws) {
+    try {
+      while (true) {
+        WatchKey key = ws.take();
+        do {
+          key.pollEvents(); // which file changed does not matter: the snapshot finds out
+          key.reset(); // an invalid key (folder gone) is re-registered by the next snapshot
+        } while ((key = ws.poll()) != null); // a burst (a big copy) makes one check
+        try {
+          poke();
+        } catch (RuntimeException e) {
+          log.warn("plugin watch check failed dir={}", dir, e);
+        }
+      }
+    } catch (InterruptedException | ClosedWatchServiceException e) {
+      // closed: the watcher is stopping
+    }
+  }
+
+  private void rescanTick() {
+    try {
+      poke();
+    } finally {
+      synchronized (lock) {
+        if (state == State.RUNNING) {
+          rescanHandle = scheduler.schedule(this::rescanTick, rescan); // after, so none pile up
+        }
+      }
+    }
+  }
+
+  private void scheduleSettle() {
+    settleHandle.cancel();
+    long gen = ++settleGen;
+    settlePending = true;
+    settleHandle = scheduler.schedule(() -> settleCheck(gen), settle);
+  }
+
+  private void settleCheck(long gen) {
+    String plugins;
+    synchronized (lock) {
+      if (state != State.RUNNING || gen != settleGen) {
+        return;
+      }
+      SortedMap<Path, Stamp> s = snapshot();
+      if (s == null) {
+        scheduleSettle(); // decide once the folder can be read again
+        return;
+      }
+      if (!s.equals(seen)) {
+        seen = s;
+        scheduleSettle();
+        return;
+      }
+      if (s.equals(loaded)) {
+        settlePending = false;
+        partialReported = List.of();
+        log.debug("plugin change reverted dir={}", dir);
+        return;
+      }
+      List<Path> partial = unreadableJars(s);
+      if (!partial.isEmpty()) {
+        if (!partial.equals(partialReported)) {
+          partialReported = partial;
+          log.debug("plugin jar still being written dir={} jars={}", dir, join(partial));
+        }
+        scheduleSettle(); // never hand over a half-written jar
+        return;
+      }
+      plugins = String.join(",", changedPlugins(loaded, s));
+      loaded = s;
+      settlePending = false;
+      partialReported = List.of();
+    }
+    log.info("plugins changed dir={} plugins={}", dir, plugins);
+    try {
+      onChange.run();
+    } catch (RuntimeException e) {
+      log.warn("plugin reload after a change failed dir={}", dir, e); // the next change still fires
+    }
+  }
+
+  /**
+   * The new or changed jars that do not open as a zip: still being copied. Jars unchanged since
+   * the loaded state are not checked, so a broken plugin already reported by the loader does not
+   * hold back every later change.
+   */
+  private List<Path> unreadableJars(SortedMap<Path, Stamp> s) {
+    List<Path> out = new ArrayList<>();
+    for (Map.Entry<Path, Stamp> e : s.entrySet()) {
+      Path rel = e.getKey();
+      if (!rel.getFileName().toString().toLowerCase(Locale.ROOT).endsWith(".jar")
+          || e.getValue().equals(loaded.get(rel))) {
+        continue;
+      }
+      try {
+        new ZipFile(dir.resolve(rel).toFile()).close();
+      } catch (IOException ex) {
+        out.add(rel);
+      }
+    }
+    return out;
+  }
+
+  /** The plugins (immediate children) whose files differ between two snapshots. */
+  private static Set<String> changedPlugins(SortedMap<Path, Stamp> before,
+      SortedMap<Path, Stamp> after) {
+    Set<String> names = new TreeSet<>();
+    Set<Path> all = new HashSet<>(before.keySet());
+    all.addAll(after.keySet());
+    for (Path rel : all) {
+      if (!Objects.equals(before.get(rel), after.get(rel))) {
+        names.add(rel.getName(0).toString());
+      }
+    }
+    return names;
+  }
+
+  private static String join(List<Path> paths) {
+    return String.join(",", paths.stream().map(Path::toString).toList());
+  }
+
+  /**
+   * A snapshot of the folder, under the lock; null when the folder itself cannot be read. Watches
+   * the folders it finds that are not watched yet, then looks again, so a file made in a new
+   * folder before the folder was watched is not missed.
+   */
+  private SortedMap<Path, Stamp> snapshot() {
+    for (int i = 1; ; i++) {
+      Walk w = walk();
+      report(w.problems());
+      if (w.files() == null) {
+        return null;
+      }
+      if (!watchNew(w.dirs()) || i == MAX_WALKS) {
+        return w.files();
+      }
+    }
+  }
+
+  private void report(Set<Problem> problems) {
+    for (Problem p : problems) {
+      if (!reported.contains(p)) {
+        log.warn("plugin watch cannot read path={} reason=\"{}\"", p.path(), p.reason());
+      }
+    }
+    reported = problems; // a problem that goes away and comes back is logged again
+  }
+
+  private Walk walk() {
+    Set<Problem> problems = new HashSet<>();
+    if (!Files.isDirectory(dir)) {
+      problems.add(new Problem(dir, Files.exists(dir) ? "not a directory" : "does not exist"));
+      return new Walk(null, Map.of(), problems);
+    }
+    SortedMap<Path, Stamp> files = new TreeMap<>();
+    Map<Path, Object> dirs = new LinkedHashMap<>();
+    boolean[] rootFailed = {false};
+    try {
+      // Links followed, as the loader follows them (e.g. a Kubernetes ConfigMap's files).
+      Files.walkFileTree(dir, EnumSet.of(FileVisitOption.FOLLOW_LINKS), FILE_DEPTH,
+          new SimpleFileVisitor<>() {
+            @Override
+            public FileVisitResult preVisitDirectory(Path d, BasicFileAttributes attrs) {
+              if (!d.equals(dir) && hidden(d)) {
+                return FileVisitResult.SKIP_SUBTREE;
+              }
+              dirs.put(d, attrs.fileKey());
+              return FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult visitFile(Path f, BasicFileAttributes attrs) {
+              if (!f.equals(dir) && !hidden(f) && attrs.isRegularFile()) {
+                files.put(dir.relativize(f), new Stamp(attrs.size(), attrs.lastModifiedTime()));
+              }
+              return FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult visitFileFailed(Path f, IOException e) {
+              failed(f, e);
+              return FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult postVisitDirectory(Path d, IOException e) {
+              if (e != null) {
+                failed(d, e);
+              }
+              return FileVisitResult.CONTINUE;
+            }
+
+            private void failed(Path f, IOException e) {
+              if (f.equals(dir)) {
+                rootFailed[0] = true;
+                problems.add(new Problem(f, e.toString()));
+              } else if (!hidden(f) && !(e instanceof NoSuchFileException)) {
+                problems.add(new Problem(f, e.toString())); // gone mid-walk is just a change
+              }
+            }
+          });
+    } catch (IOException e) {
+      rootFailed[0] = true;
+      problems.add(new Problem(dir, e.toString()));
+    }
+    return new Walk(rootFailed[0] ? null : files, dirs, problems);
+  }
+
+  private static boolean hidden(Path p) {
+    Path name = p.getFileName();
+    return name != null && name.toString().startsWith(".");
+  }
+
+  /** Registers the folders not watched yet; true when any was. */
+  private boolean watchNew(Map<Path, Object> dirs) {
+    if (watchService == null) {
+      return false;
+    }
+    watched.keySet().retainAll(dirs.keySet());
+    boolean added = false;
+    for (Map.Entry<Path, Object> d : dirs.entrySet()) {
+      Watched w = watched.get(d.getKey());
+      if (w != null && w.key().isValid() && Objects.equals(w.fileKey(), d.getValue())) {
+        continue;
+      }
+      try {
+        WatchKey key = d.getKey().register(watchService, StandardWatchEventKinds.ENTRY_CREATE,
+            StandardWatchEventKinds.ENTRY_DELETE, StandardWatchEventKinds.ENTRY_MODIFY);
+        watched.put(d.getKey(), new Watched(d.getValue(), key));
+        registerFailed.remove(d.getKey());
+        added = true;
+      } catch (ClosedWatchServiceException e) {
+        return false;
+      } catch (IOException e) {
+        if (registerFailed.add(d.getKey())) { // e.g. the inotify watch limit: the rescan covers it
+          log.warn("plugin watch cannot watch path={} reason=\"{}\" rescan_ms={}", d.getKey(), e,
+              rescan.toMillis());
+        }
+      }
+    }
+    registerFailed.retainAll(dirs.keySet());
+    return added;
   }
 }
