@@ -140,6 +140,8 @@ final class WorkerSettings {
           + " or allow plaintext with --allow-insecure-token when the hop is trusted (a"
           + " sidecar on localhost)");
     }
+    runtimeAddressProblem(o.runtime).ifPresent(p -> problems.add(origin.apply("runtime") + ": "
+        + p));
     if (o.maxResultSize < 1 || o.maxResultSize > WorkOptions.DEFAULT_MAX_RESULT_BYTES) {
       problems.add(origin.apply("max-result-size") + ": " + o.maxResultSize
           + " is out of range: between 1 and " + WorkOptions.DEFAULT_MAX_RESULT_BYTES
@@ -198,6 +200,39 @@ final class WorkerSettings {
       problems.add(origin + ": " + file + (Files.exists(file) ? " cannot be read"
           : " does not exist"));
     }
+  }
+
+  /**
+   * Why {@code text} is not a runtime address ({@code HOST:PORT}, {@code [IPv6]:PORT}, or a gRPC
+   * target such as {@code dns:///host:port}), if it is not: caught here, at start, rather than as
+   * a stack trace of the first connect.
+   */
+  static Optional<String> runtimeAddressProblem(String text) {
+    String fix = ": use HOST:PORT with a port from 1 to 65535, e.g. 127.0.0.1:7777";
+    if (text == null || text.isBlank()) {
+      return Optional.of("empty" + fix);
+    }
+    if (text.contains(":/")) {
+      return Optional.empty(); // a gRPC target URI: the channel resolves it
+    }
+    int colon = text.lastIndexOf(':');
+    String host = colon < 0 ? "" : text.substring(0, colon);
+    if (colon < 0 || host.isEmpty() || host.equals("[]")
+        || (host.contains(":") && !(host.startsWith("[") && host.endsWith("]")))) {
+      return Optional.of("'" + text + "' is not HOST:PORT" + fix
+          + " (an IPv6 address goes in brackets: [::1]:7777)");
+    }
+    String port = text.substring(colon + 1);
+    int n;
+    try {
+      n = Integer.parseInt(port);
+    } catch (NumberFormatException e) {
+      return Optional.of("'" + port + "' in '" + text + "' is not a port" + fix);
+    }
+    if (n < 1 || n > 65_535) {
+      return Optional.of("port " + n + " in '" + text + "' is out of range" + fix);
+    }
+    return Optional.empty();
   }
 
   private static Optional<String> nonBlank(String s) {

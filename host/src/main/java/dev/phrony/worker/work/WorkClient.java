@@ -73,6 +73,9 @@ public final class WorkClient implements AutoCloseable {
           ? new IoTransport("epoll", EpollIoHandler::newFactory, EpollSocketChannel::new)
           : new IoTransport("nio", NioIoHandler::newFactory, NioSocketChannel::new);
 
+  /** The longest wait between tries while the runtime cannot be reached at all. */
+  static final Duration UNREACHABLE_MAX_DELAY = Duration.ofMillis(500);
+
   /** How long after a lease has lapsed (as far as we can tell) an old stream still waits for invokes in transit. */
   static final Duration LAPSE_MARGIN = Duration.ofMillis(250);
 
@@ -105,6 +108,8 @@ public final class WorkClient implements AutoCloseable {
   private final Dispatcher dispatcher;
   private final ResultOutbox outbox;
   private volatile String lastTlsProblem;
+  /** The unresolvable host was logged (in the dispatcher's context). */
+  private boolean warnedUnresolvable;
   private final WorkerMetrics metrics;
   private final AtomicInteger reconnects = new AtomicInteger();
   /** The newest generation's stream (the one the reconnect loop keeps open). */
@@ -331,6 +336,11 @@ public final class WorkClient implements AutoCloseable {
     return dispatcher.whenUnused(loaders);
   }
 
+  /** The channel's connectivity now, without asking it to connect (tests). */
+  ConnectivityState channelState() {
+    return channel.getState(false);
+  }
+
   /** The streams open now (tests). */
   List<WorkSession> openStreams() {
     return List.copyOf(open.keySet());
@@ -431,10 +441,17 @@ public final class WorkClient implements AutoCloseable {
     if (stopping || leaving) {
       return;
     }
-    if (end.healthy()) {
-      backoff.reset();
+    if (end.healthy() || end.registered()) {
+      backoff.reset(); // it reached the runtime: a new failure starts from the first window
     }
     Duration delay = reconnectAtOnce(end) ? Duration.ZERO : backoff.next();
+    if (end.status().getCode() == io.grpc.Status.Code.UNAVAILABLE
+        && delay.compareTo(UNREACHABLE_MAX_DELAY) > 0) {
+      // Not reachable (refused, reset, no route): a try costs the runtime nothing, and one that
+      // is back must be served again within a second or so (the channel may fail the first try
+      // or two after it returns), not after a window grown over its whole outage.
+      delay = UNREACHABLE_MAX_DELAY;
+    }
     reconnects.incrementAndGet();
     lastEnd = end.reason();
     metrics.reconnect(end.cause());
@@ -447,8 +464,30 @@ public final class WorkClient implements AutoCloseable {
     } else if (tls.isEmpty() && end.registered()) {
       lastTlsProblem = null;
     }
+    if (unresolvable(end.status())) {
+      if (!warnedUnresolvable) {
+        // Once: DNS may come back, so the worker keeps trying, but the reason must show.
+        warnedUnresolvable = true;
+        log.warn("the runtime's host in {} cannot be resolved ({}); retrying every {} ms until it"
+            + " can: check --runtime / PHRONY_RUNTIME_ADDR", options.target(),
+            end.status().getDescription(), UNREACHABLE_MAX_DELAY.toMillis());
+      }
+    } else if (end.registered()) {
+      warnedUnresolvable = false;
+    }
     log.info("reconnect in {} ms because {}", delay.toMillis(), end.reason());
     reconnect = scheduler.schedule(this::connect, delay);
+  }
+
+  /** True when the stream failed because the runtime's host name does not resolve. */
+  private static boolean unresolvable(io.grpc.Status status) {
+    for (Throwable t = status.getCause(); t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof java.net.UnknownHostException) {
+        return true;
+      }
+    }
+    String d = status.getDescription();
+    return d != null && d.contains("Unable to resolve host");
   }
 
   /**

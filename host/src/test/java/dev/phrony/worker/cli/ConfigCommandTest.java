@@ -147,6 +147,22 @@ class ConfigCommandTest {
   }
 
   @Test
+  void a_runtime_address_that_cannot_be_dialled_is_refused_at_start_naming_the_flag() {
+    CliRun r = run("config", "--runtime", "127.0.0.1:99999");
+    assertThat(r.exit()).isEqualTo(1);
+    assertThat(r.err()).contains("--runtime: port 99999 in '127.0.0.1:99999' is out of range:"
+        + " use HOST:PORT with a port from 1 to 65535, e.g. 127.0.0.1:7777");
+    assertThat(run("config", "--runtime", "nohost").err())
+        .contains("--runtime: 'nohost' is not HOST:PORT");
+    assertThat(run("config", "--runtime", "::1:7777").err())
+        .contains("an IPv6 address goes in brackets");
+    for (String ok : new String[] {"[::1]:7777", "runtime.internal:443", "dns:///rt:7777"}) {
+      CliRun good = run("config", "--runtime", ok);
+      assertThat(good.exit()).as("%s: %s", ok, good.err()).isZero();
+    }
+  }
+
+  @Test
   void unknown_keys_wrong_types_and_bad_durations_name_the_file_line_and_key() throws IOException {
     Path file = workerYaml("""
         drain-timeout: 3 s
