@@ -15,7 +15,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /** {@code phrony-worker new-plugin NAME --tool TOOL [--version V] [--dir D]}. */
-@Command(name = "new-plugin", mixinStandardHelpOptions = true,
+@Command(name = "new-plugin",
     description = {
         "Writes a new plugin project that builds and is served as it is.",
         "",
@@ -30,11 +30,18 @@ import picocli.CommandLine.Parameters;
             + "is not empty)"})
 final class NewPluginCommand implements Callable<Integer> {
 
-  @Parameters(index = "0", paramLabel = "NAME",
+  // Its own help flag: the standard help mixin's --version clashes with the tool's --version,
+  // and picocli then dropped --help as well.
+  @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help and exit.")
+  private boolean help;
+
+  // Optional to picocli, checked in call(): a required positional made '--help' fail with
+  // "Missing required parameter" instead of printing the help.
+  @Parameters(index = "0", paramLabel = "NAME", arity = "0..1",
       description = "The project's folder and artifact id, e.g. greeting.")
   private String name;
 
-  @Option(names = "--tool", required = true, paramLabel = "TOOL",
+  @Option(names = "--tool", paramLabel = "TOOL",
       description = "The tool it serves, as agent manifests bind it, e.g. greet.say-hello.")
   private String tool;
 
@@ -56,6 +63,12 @@ final class NewPluginCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
+    if (name == null || tool == null) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "Missing required "
+          + (name == null ? "parameter: 'NAME'" : "option: '--tool=TOOL'")
+          + ": phrony-worker new-plugin NAME --tool TOOL, e.g. new-plugin greeting --tool"
+          + " greet.say-hello");
+    }
     PluginProject project;
     try {
       project = new PluginProject(name, tool, version,

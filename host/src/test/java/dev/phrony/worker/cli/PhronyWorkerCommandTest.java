@@ -46,4 +46,20 @@ class PhronyWorkerCommandTest {
   private static Map<String, CommandLine> subcommands(String... args) {
     return PhronyWorkerCommand.newCommandLine(args).getSubcommands();
   }
+
+  @Test
+  void everyCommandAnswersHelpWithItsFlagsAndTheTopLevelListsEveryExitCode() {
+    for (String name : PhronyWorkerCommand.newCommandLine().getSubcommands()
+        .keySet()) {
+      for (String flag : new String[] {"--help", "-h"}) {
+        CliRun r = CliRun.run(name, flag);
+        assertThat(r.exit()).as("%s %s: %s", name, flag, r.err()).isZero();
+        assertThat(r.out()).as("%s %s", name, flag).contains("Usage:");
+      }
+    }
+    String top = CliRun.run("--help").out();
+    for (String code : new String[] {"0", "1", "3", "4", "5", "6", "8", "9", "70"}) {
+      assertThat(top).as("exit code %s", code).containsPattern("(?m)^\\s+" + code + "\\s");
+    }
+  }
 }
