@@ -43,6 +43,25 @@ class NewPluginIT {
     Path plugins = project.resolve("target/plugin");
     assertThat(plugins.resolve("greeting/greeting-1.0.0.jar")).isRegularFile();
 
+    // A library dropped from the POM leaves nothing behind: the layout is made afresh.
+    Path stale = Files.createDirectories(plugins.resolve("greeting/lib")).resolve("gone.jar");
+    Files.write(stale, new byte[] {1});
+    maven(project, tmp.resolve("repackage.log"), List.of("package", "-DskipTests"));
+    assertThat(stale).doesNotExist();
+    assertThat(plugins.resolve("greeting/greeting-1.0.0.jar")).isRegularFile();
+
+    // A plain mvn on a JDK older than 21 stops at once, naming the JDK and JAVA_HOME (the
+    // wrapper finds a newer JDK by itself; an author's own Maven does not).
+    Path jdk17 = Path.of("/usr/lib/jvm/java-17-openjdk-amd64");
+    Path mvn = Path.of("/usr/bin/mvn");
+    if (Files.isExecutable(jdk17.resolve("bin/java")) && Files.isExecutable(mvn)) {
+      Path old = tmp.resolve("jdk17.log");
+      int exit = maven(mvn, project, old, List.of("-o", "package"), jdk17);
+      assertThat(exit).as("%s", Files.readString(old)).isNotZero();
+      assertThat(Files.readString(old)).contains("needs a JDK 21 or newer; Maven runs on Java 17")
+          .contains("Point JAVA_HOME at a JDK 21+").doesNotContain("release version 21 not supported");
+    }
+
     DistProcess.Result listed = DistProcess.run(tmp, "list-handlers", "--plugins",
         plugins.toString());
     assertThat(listed.exit()).as("stderr: %s", listed.err()).isZero();
@@ -76,19 +95,25 @@ class NewPluginIT {
   private static void maven(Path dir, Path log, List<String> goals)
       throws IOException, InterruptedException {
     Path repo = Path.of(System.getProperty("phrony.repo.dir")).toRealPath();
-    List<String> command = new java.util.ArrayList<>(List.of(repo.resolve("mvnw").toString(),
-        "-B"));
+    int exit = maven(repo.resolve("mvnw"), dir, log, goals,
+        Path.of(System.getProperty("java.home")));
+    assertThat(exit).as("maven %s in %s:%n%s", goals, dir, Files.readString(log)).isZero();
+  }
+
+  /** {@code maven} in {@code dir} on the JDK at {@code javaHome}; returns its exit status. */
+  private static int maven(Path maven, Path dir, Path log, List<String> goals, Path javaHome)
+      throws IOException, InterruptedException {
+    List<String> command = new java.util.ArrayList<>(List.of(maven.toString(), "-B"));
     command.addAll(goals);
     ProcessBuilder pb = new ProcessBuilder(command).directory(dir.toFile())
         .redirectErrorStream(true).redirectOutput(log.toFile());
-    pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
+    pb.environment().put("JAVA_HOME", javaHome.toString());
     pb.environment().remove("MAVEN_ARGS");
     Process p = pb.start();
     if (!p.waitFor(Duration.ofMinutes(5).toMillis(), TimeUnit.MILLISECONDS)) {
       p.destroyForcibly();
       throw new AssertionError("maven " + goals + " in " + dir + " did not end in 5 minutes");
     }
-    assertThat(p.exitValue()).as("maven %s in %s:%n%s", goals, dir, Files.readString(log))
-        .isZero();
+    return p.exitValue();
   }
 }
