@@ -195,9 +195,15 @@ final class OutboxLog implements AutoCloseable {
           }, mayBeTorn);
       long size = bytes.length;
       if (torn >= 0) {
-        log.info("outbox file {}: the last {} bytes are an append a crash cut short (its"
-            + " callers never returned){}", f.path(), bytes.length - torn,
-            cleanUp ? "; cut off" : "");
+        if (zerosFrom(bytes, torn)) {
+          // The preallocated room after the last record (see preallocate): nothing was cut.
+          log.debug("outbox file {}: {} preallocated bytes after the last record{}", f.path(),
+              bytes.length - torn, cleanUp ? "; cut off" : "");
+        } else {
+          log.warn("outbox file {}: the last {} bytes are an append a crash cut short (its"
+              + " callers never returned, so nothing of it was acted on){}", f.path(),
+              bytes.length - torn, cleanUp ? "; cut off" : "");
+        }
         if (cleanUp) {
           try (FileChannel ch = FileChannel.open(f.path(), StandardOpenOption.WRITE)) {
             ch.truncate(torn);
@@ -262,6 +268,16 @@ final class OutboxLog implements AutoCloseable {
    * Passes the readable records of one file to {@code records} in order; what is wrong goes to
    * {@code problems}, and what a damaged record still says about its call to {@code salvaged}.
    */
+  /** True when every byte of {@code a} from {@code from} on is zero (preallocated, unwritten). */
+  static boolean zerosFrom(byte[] a, int from) {
+    for (int i = from; i < a.length; i++) {
+      if (a[i] != 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   static void parse(LogFile f, byte[] a, List<String> problems, Consumer<LogRecord> records,
       Consumer<RecordCodec.Salvaged> salvaged) {
     parse(f, a, problems, records, salvaged, false);

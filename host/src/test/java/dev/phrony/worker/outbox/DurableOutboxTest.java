@@ -1,5 +1,9 @@
 package dev.phrony.worker.outbox;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.testkit.ManualClock;
 import static dev.phrony.worker.outbox.Results.intent;
@@ -27,6 +31,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.LoggerFactory;
 
 /** The durable outbox on real files: round trips through close and reopen. */
 class DurableOutboxTest {
@@ -76,6 +81,40 @@ class DurableOutboxTest {
   private List<Path> logFiles() throws IOException {
     try (Stream<Path> s = Files.list(dir().resolve("outbox"))) {
       return s.sorted().toList();
+    }
+  }
+
+  @Test
+  void preallocated_room_is_no_torn_append_and_only_a_real_one_is_warned_about()
+      throws IOException {
+    ListAppender<ILoggingEvent> logs = new ListAppender<>();
+    Logger logLog = (Logger) LoggerFactory.getLogger(OutboxLog.class);
+    logs.start();
+    logLog.addAppender(logs);
+    try {
+      DurableOutbox o = open(Durability.WRITES);
+      o.hold(result("w1", "non_idempotent_write", "{\"n\":1}"));
+      reopen(Durability.WRITES);
+      reopen(Durability.WRITES);
+      assertThat(logs.list).as("a healthy outbox, opened twice")
+          .noneMatch(e -> e.getLevel().isGreaterOrEqual(Level.INFO)
+              && e.getFormattedMessage().contains("cut short"));
+      closeAll();
+
+      Path newest;
+      try (Stream<Path> files = Files.list(dir().resolve("outbox"))) {
+        newest = files.filter(p -> p.toString().endsWith(".batch")).sorted().toList().getLast();
+      }
+      byte[] half = new byte[20];
+      java.util.Arrays.fill(half, (byte) 0x5a); // the start of an append a crash cut short
+      Files.write(newest, half, java.nio.file.StandardOpenOption.APPEND);
+      open(Durability.WRITES);
+      assertThat(logs.list).filteredOn(e -> e.getLevel() == Level.WARN)
+          .extracting(ILoggingEvent::getFormattedMessage)
+          .anyMatch(m -> m.contains("cut short"));
+      assertThat(outbox.pendingIds()).containsExactly("w1");
+    } finally {
+      logLog.detachAppender(logs);
     }
   }
 
