@@ -157,8 +157,11 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
       IntentRecord in = i.intent();
       Instant at = i.interruptedAt();
       if (at == null) {
-        at = now;
-        newlyInterrupted.add(new LogRecord.Interrupted(in.callId(), now));
+        // When the stop came is not known; from its start on, its outcome was. Not the time of
+        // this open: a record shows when its event happened, written once, so a purge by age
+        // (which opens the outbox too) sees the call's age, not zero.
+        at = in.startedAt();
+        newlyInterrupted.add(new LogRecord.Interrupted(in.callId(), at));
         log.warn("call {} was interrupted: its {} handler {} (session {}) started at {} and the "
             + "worker stopped before its result was held; it may or may not have acted, and a "
             + "re-invoke will be refused", in.callId(), in.sideEffectClass(), in.toolKey(),

@@ -53,7 +53,7 @@ class OutboxCommandTest {
       o.markOrphaned("o2");
       c.advance(Duration.ofDays(5));
       o.recordIntent(new IntentRecord("i1", "sess-i1", "pay.charge@1", "irreversible_action",
-          c.instant()));
+          clock.instant().minus(Duration.ofDays(3)))); // started 3 days ago
       c.advance(Duration.ofDays(3));
       o.hold(result("o1", "pay.charge@1", "{\"charged\":12.5,\"currency\":\"EUR\"}", c.instant()));
       o.markOrphaned("o1");
@@ -155,7 +155,7 @@ class OutboxCommandTest {
         .contains("error:              deadline_exceeded: after 10s");
     CliRun i = run("show", "i1", "--state-dir", dir.toString());
     assertThat(i.out()).contains("state:              interrupted")
-        .contains("started at:         2026-02-24T12:00:00Z")
+        .contains("started at:         2026-02-26T12:00:00Z")
         .contains("may or may not have acted");
     JsonNode json = new ObjectMapper().readTree(
         run("show", "o1", "--state-dir", dir.toString(), "--format", "json").out());
@@ -213,6 +213,20 @@ class OutboxCommandTest {
         .contains("purged 2 calls from " + dir);
     assertThat(OutboxView.read(dir).entries()).extracting(e -> e.callId())
         .containsExactly("o1", "e1", "h1");
+  }
+
+  @Test
+  void a_call_a_crash_interrupted_is_as_old_as_its_start_even_to_the_purge_that_finds_it()
+      throws IOException {
+    try (StateDir sd = StateDir.open(dir);
+        DurableOutbox o = DurableOutbox.open(sd, new DurableOutbox.Options(Durability.WRITES,
+            null, clock))) {
+      o.recordIntent(new IntentRecord("i2", "sess-i2", "pay.charge@1", "irreversible_action",
+          clock.instant().minus(Duration.ofHours(1))));
+    } // the worker stopped with i2 running: no open has seen it interrupted yet
+    CliRun r = run("purge", "--older-than", "1s", "--state-dir", dir.toString());
+    assertThat(r.exit()).as(r.err()).isZero();
+    assertThat(r.out()).contains("purged i2 (interrupted, pay.charge@1, 1h)");
   }
 
   @Test
