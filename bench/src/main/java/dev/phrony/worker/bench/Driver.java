@@ -30,7 +30,7 @@ final class Driver {
    * moves within one run, against how far it moves between runs.
    */
   record Result(double perSecond, long ok, long errors, String firstError, double p50Ms,
-      double p99Ms, double hostCpuUsPerCall, double driverCpuUsPerCall,
+      double p99Ms, double maxMs, double hostCpuUsPerCall, double driverCpuUsPerCall,
       double hostAllocKibPerCall, List<Double> slicesPerSecond) {
 
     /** The slices taken together: as if their measured windows were one. */
@@ -57,8 +57,8 @@ final class Driver {
         allocBytes += s.hostAllocBytes();
         latencies.addAll(s.latencies());
       }
-      double[] p = Latencies.percentilesMs(latencies, 50, 99);
-      return new Result(ok / (measured / 1e9), ok, errors, firstError, p[0], p[1],
+      double[] p = Latencies.percentilesMs(latencies, 50, 99, 100);
+      return new Result(ok / (measured / 1e9), ok, errors, firstError, p[0], p[1], p[2],
           cpuKnown ? hostCpu / 1e3 / ok : Double.NaN,
           cpuKnown ? driverCpu / 1e3 / ok : Double.NaN, allocBytes / ok / 1024,
           List.copyOf(rates));
