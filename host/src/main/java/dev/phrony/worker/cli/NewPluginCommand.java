@@ -1,5 +1,6 @@
 package dev.phrony.worker.cli;
 
+import dev.phrony.worker.Distribution;
 import dev.phrony.worker.HostVersion;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.scaffold.PluginProject;
@@ -91,11 +92,18 @@ final class NewPluginCommand implements Callable<Integer> {
         + project.javaPackage() + "." + project.className() + "):");
     files.forEach(f -> out.println("  " + f));
     out.println();
+    // Each line on its own, from any folder: absolute paths, and the launcher by its path
+    // (phrony-worker is rarely on the PATH).
+    Path abs = target.toAbsolutePath().normalize();
+    String home = System.getProperty(Distribution.HOME_PROPERTY);
+    String launcher = home == null || home.isBlank() ? "phrony-worker"
+        : Path.of(home.strip(), "bin", "phrony-worker").toString();
     out.println("next:");
-    out.println("  cd " + target + " && mvn package      # builds, tests, lays it out in"
+    out.println("  (cd " + abs + " && mvn package)   # builds, tests, lays it out in"
         + " target/plugin/" + project.name() + "/");
-    out.println("  phrony-worker dev --plugins " + target.resolve("target/plugin"));
-    out.println("  phrony-worker call " + project.tool() + "@" + project.version()
+    out.println("  " + launcher + " dev --plugins " + abs.resolve("target/plugin")
+        + "   # reloads after each mvn package");
+    out.println("  " + launcher + " call " + project.tool() + "@" + project.version()
         + " '{\"name\":\"Ada\"}'");
     out.println("(the plugin kit must be installed once: ./mvnw -B install -pl plugin-parent"
         + " -am -DskipTests in a phrony-worker checkout)");

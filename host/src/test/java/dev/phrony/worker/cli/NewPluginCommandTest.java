@@ -36,6 +36,10 @@ class NewPluginCommandTest {
     assertThat(dir.resolve("README.md")).content().contains("mvn package")
         .contains("phrony-worker dev --plugins target/plugin");
     assertThat(r.out()).contains("next:").contains("mvn package");
+    Path abs = dir.toAbsolutePath().normalize();
+    assertThat(r.out()).as("every next line works from any folder")
+        .contains("  (cd " + abs + " && mvn package)")
+        .contains(" dev --plugins " + abs.resolve("target/plugin"));
   }
 
   @Test
