@@ -49,17 +49,22 @@ final class HandlerSet {
   }
 
   /**
-   * In the context: later calls of each key start on {@code next}'s handler. Only for a catalog
-   * that advertises exactly what this set does (the registration stays as it is).
+   * In the context: later calls of each key this set advertises exactly as {@code next} does
+   * start on {@code next}'s handler; other keys are left as they are (an older generation winding
+   * down serves its own advertisement, and the new code where that is the same).
    */
   void rebind(HandlerCatalog next) {
+    int rebound = 0;
     for (HandlerCatalog.Entry e : next.entries()) {
       ToolSlots s = byKey.get(e.key());
-      if (s == null) {
-        throw new IllegalArgumentException("rebind with a new key " + e.key());
+      if (s != null && s.entry.descriptorHash().equals(e.descriptorHash())
+          && s.max == Dispatcher.slotsOf(e)) {
+        s.rebind(e);
+        rebound++;
       }
-      s.rebind(e);
     }
-    catalog = next;
+    if (rebound == byKey.size() && rebound == next.size()) {
+      catalog = next; // it advertises what it did; it runs next's handlers
+    }
   }
 }

@@ -300,6 +300,8 @@ public final class WorkClient implements AutoCloseable {
       Generation now = generation;
       if (!CatalogChange.between(now.handlers().catalog(), next).advertisementChanged()) {
         dispatcher.rebind(now.handlers(), next);
+        open.keySet().stream().map(WorkSession::handlers).filter(set -> set != now.handlers())
+            .distinct().forEach(set -> dispatcher.rebind(set, next)); // generations winding down
         log.info("plugins reloaded with the same advertisement: generation {} serves on, later"
             + " calls start on the new handlers", now.number());
         h.registered().complete(null);

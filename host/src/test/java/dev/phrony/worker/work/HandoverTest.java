@@ -153,6 +153,25 @@ class HandoverTest {
   }
 
   @Test
+  void new_code_with_the_same_advertisement_reaches_an_older_generation_still_in_routing()
+      throws Exception {
+    start(TestHandler.catalog(echo("g1", 4)), false);
+    TestHandler fresh = TestHandler.of("fresh", 1, c -> ToolResult.json("{}"));
+    client.serve(TestHandler.catalog(echo("g1", 4), fresh), 2, "");
+    Await.until("generation 2 registered", () -> connected("w1.g2"));
+    awaitHandedOver();
+
+    // echo rebuilt with the same descriptor, while the old registration is still routed to.
+    client.serve(TestHandler.catalog(echo("rebuilt", 4), fresh), 3, "").retired()
+        .get(30, TimeUnit.SECONDS);
+    Outcome o = rt.dispatch(Call.of("on-old", "s", "echo", "1.0.0", "{}")).get(30, TimeUnit.SECONDS);
+    assertThat(rt.events()).filteredOn(Event.about("on-old"))
+        .filteredOn(Event.in(WorkClientMsg.BodyCase.RESULT))
+        .extracting(Event::workerId).as("the old lease still routes here").containsExactly("w1");
+    assertThat(o.text()).isEqualTo("{\"by\":\"rebuilt\"}");
+  }
+
+  @Test
   void a_drain_leaves_routing_first_and_serves_what_still_comes_without_refusing_it()
       throws Exception {
     start(TestHandler.catalog(echo("g1", 4)), true);
