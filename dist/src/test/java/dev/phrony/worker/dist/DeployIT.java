@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import dev.phrony.worker.HostVersion;
-import dev.phrony.worker.cli.DurationParser;
+import dev.phrony.worker.config.DurationParser;
 import dev.phrony.worker.cli.PhronyWorkerCommand;
 import dev.phrony.worker.work.WorkOptions;
 import java.io.IOException;

@@ -1,5 +1,6 @@
 package dev.phrony.worker.cli;
 
+import dev.phrony.worker.config.DurationParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;

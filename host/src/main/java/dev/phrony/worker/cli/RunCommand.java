@@ -1,5 +1,6 @@
 package dev.phrony.worker.cli;
 
+import dev.phrony.worker.config.DurationParser;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.config.WorkerConfig;

@@ -1,5 +1,6 @@
 package dev.phrony.worker.cli;
 
+import dev.phrony.worker.config.DurationParser;
 import dev.phrony.worker.config.Configurable;
 import dev.phrony.worker.config.Env;
 import dev.phrony.worker.ops.ListenAddress;

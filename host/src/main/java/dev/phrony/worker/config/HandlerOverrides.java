@@ -1,7 +1,6 @@
 package dev.phrony.worker.config;
 
 import dev.phrony.worker.api.ToolDescriptor;
-import dev.phrony.worker.cli.DurationParser;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -1,4 +1,4 @@
-package dev.phrony.worker.cli;
+package dev.phrony.worker.config;
 
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
