@@ -4,6 +4,7 @@ import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.dev.DevServer;
 import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.config.HandlerOverrides;
+import dev.phrony.worker.config.OnOff;
 import dev.phrony.worker.plugin.PluginLoader;
 import dev.phrony.worker.plugin.PluginWatcher;
 import dev.phrony.worker.reload.PluginReloader;
@@ -85,12 +86,8 @@ final class DevCommand implements Callable<Integer> {
       throw new UserErrorException("--port and --control-port are both " + port
           + ": give them different ports");
     }
-    boolean watch = switch (watchPlugins.strip()) {
-      case "on", "true" -> true;
-      case "off", "false" -> false;
-      default -> throw new UserErrorException("--watch-plugins " + watchPlugins
-          + ": use on or off");
-    };
+    boolean watch = OnOff.parse(watchPlugins).orElseThrow(() -> new UserErrorException(
+        "--watch-plugins " + watchPlugins + ": use on or off"));
     Optional<DevServer.Host> host = Optional.empty();
     LoadResult first = null;
     if (noHost) {

@@ -4,6 +4,7 @@ import dev.phrony.worker.config.ConfigException;
 import dev.phrony.worker.config.ConfigFile;
 import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.config.LayeredDefaults;
+import dev.phrony.worker.config.OnOff;
 import dev.phrony.worker.config.Settings;
 import dev.phrony.worker.config.Source;
 import dev.phrony.worker.config.WorkerConfig;
@@ -157,16 +158,12 @@ final class WorkerSettings {
           .orElse("--max-runaway-handlers") + ": " + o.maxRunawayHandlers
           + " is negative: use 0 or more");
     }
-    boolean watch = switch (o.watchPlugins == null ? "on" : o.watchPlugins.strip()) {
-      case "on", "true" -> true;
-      case "off", "false" -> false;
-      default -> {
-        problems.add(settings.stream().filter(x -> x.key().equals("watch-plugins"))
-            .findFirst().map(x -> WorkerConfig.origin(x.key(), x.source()))
-            .orElse("--watch-plugins") + ": '" + o.watchPlugins + "' is neither on nor off");
-        yield true;
-      }
-    };
+    Optional<Boolean> watchSetting = OnOff.parse(o.watchPlugins == null ? "on" : o.watchPlugins);
+    if (watchSetting.isEmpty()) {
+      problems.add(origin.apply("watch-plugins") + ": '" + o.watchPlugins
+          + "' is neither on nor off");
+    }
+    boolean watch = watchSetting.orElse(true);
     if (!problems.isEmpty()) {
       throw new ConfigException(problems);
     }

@@ -156,6 +156,9 @@ class ConfigCommandTest {
         .contains("--runtime: 'nohost' is not HOST:PORT");
     assertThat(run("config", "--runtime", "::1:7777").err())
         .contains("an IPv6 address goes in brackets");
+    assertThat(run("config", "--watch-plugins", "maybe").err())
+        .contains("--watch-plugins: 'maybe' is neither on nor off");
+    assertThat(run("config", "--watch-plugins", "off").exit()).isZero();
     for (String ok : new String[] {"[::1]:7777", "runtime.internal:443", "dns:///rt:7777"}) {
       CliRun good = run("config", "--runtime", ok);
       assertThat(good.exit()).as("%s: %s", ok, good.err()).isZero();
