@@ -12,6 +12,12 @@ public final class TextColumns {
    * shown as escapes ({@link Printable}).
    */
   public static void append(StringBuilder out, List<List<String>> rows) {
+    append(out, rows, false);
+  }
+
+  /** The same; with {@code lastRightAligned}, the last column (a size, a count) is aligned right. */
+  public static void append(StringBuilder out, List<List<String>> rows,
+      boolean lastRightAligned) {
     rows = rows.stream().map(r -> r.stream().map(Printable::of).toList()).toList();
     int[] widths = new int[rows.getFirst().size()];
     for (List<String> row : rows) {
@@ -22,8 +28,12 @@ public final class TextColumns {
     for (List<String> row : rows) {
       StringBuilder line = new StringBuilder();
       for (int i = 0; i < row.size(); i++) {
+        boolean last = i == row.size() - 1;
+        if (last && lastRightAligned) {
+          line.append(" ".repeat(widths[i] - row.get(i).length()));
+        }
         line.append(row.get(i));
-        if (i < row.size() - 1) {
+        if (!last) {
           line.append(" ".repeat(widths[i] - row.get(i).length() + 2));
         }
       }

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.phrony.worker.Printable;
+import dev.phrony.worker.TextColumns;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.outbox.Durability;
@@ -400,24 +401,9 @@ public final class OutboxCommand implements Runnable {
   }
 
   private static void printTable(PrintWriter out, List<String[]> rows) {
-    rows = rows.stream().map(r -> java.util.Arrays.stream(r).map(Printable::of)
-        .toArray(String[]::new)).toList(); // call ids come from the runtime: nothing raw
-    int[] w = new int[rows.getFirst().length];
-    for (String[] r : rows) {
-      for (int i = 0; i < r.length; i++) {
-        w[i] = Math.max(w[i], r[i].length());
-      }
-    }
-    for (String[] r : rows) {
-      StringBuilder sb = new StringBuilder();
-      for (int i = 0; i < r.length; i++) {
-        if (i == r.length - 1) {
-          sb.append(" ".repeat(w[i] - r[i].length())).append(r[i]); // size: right-aligned
-        } else {
-          sb.append(r[i]).append(" ".repeat(w[i] - r[i].length() + 2));
-        }
-      }
-      out.println(sb);
-    }
+    StringBuilder sb = new StringBuilder(); // escaped there: call ids come from the runtime
+    TextColumns.append(sb, rows.stream().map(List::of).toList(), true);
+    out.print(sb);
   }
+
 }
