@@ -3,23 +3,14 @@ package dev.phrony.worker.cli;
 import dev.phrony.worker.Distribution;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.config.Configurable;
-import dev.phrony.worker.state.StateDir;
+import dev.phrony.worker.state.StateDirMove;
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.util.Comparator;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.stream.Stream;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Option;
 
 /**
@@ -36,7 +27,6 @@ import picocli.CommandLine.Option;
  */
 @Configurable
 public final class StateDirOption {
-  private static final Logger log = LoggerFactory.getLogger(StateDirOption.class);
 
   public static final String ENV = "PHRONY_WORKER_STATE_DIR";
   /** The folder a Maven build writes its output to. */
@@ -117,7 +107,7 @@ public final class StateDirOption {
     Optional<Path> old = home(properties).filter(StateDirOption::inBuildOutput)
         .map(h -> h.resolve("state"));
     if (byDefault && old.isPresent() && !old.get().equals(dir) && holdsState(old.get())) {
-      migrate(old.get(), dir);
+      StateDirMove.move(old.get(), dir);
     }
   }
 
@@ -159,57 +149,4 @@ public final class StateDirOption {
     }
   }
 
-  /** Moves the state dir at the old default to {@code to}; nothing is lost or overwritten. */
-  private static void migrate(Path from, Path to) {
-    if (Files.exists(to)) {
-      log.warn("a state dir at the old default {} is left alone: {} is used now, and already"
-          + " exists; move what the old one holds by hand if you still need it", from, to);
-      return;
-    }
-    OptionalLong holder = StateDir.holderPid(from);
-    if (holder.isPresent()) {
-      throw new UserErrorException("state dir " + from + " (the old default, inside the build"
-          + " output) is in use by process " + holder.getAsLong()
-          + ": stop it first, so that its state can move to " + to);
-    }
-    try {
-      Files.createDirectories(to.getParent());
-      try {
-        Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
-      } catch (AtomicMoveNotSupportedException | DirectoryNotEmptyException e) {
-        copyTree(from, to); // another file system: copy all, then remove the old
-        deleteTree(from);
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("could not move the state dir from " + from + " to " + to
-          + " (nothing was removed from " + from + ")", e);
-    }
-    log.warn("moved the state dir from {} to {}: the old default was inside the build output,"
-        + " where a clean build would delete the results it holds", from, to);
-  }
-
-  private static void copyTree(Path from, Path to) throws IOException {
-    List<Path> all;
-    try (Stream<Path> s = Files.walk(from)) {
-      all = s.toList();
-    }
-    for (Path p : all) {
-      Path target = to.resolve(from.relativize(p).toString());
-      if (Files.isDirectory(p)) {
-        Files.createDirectories(target);
-      } else {
-        Files.copy(p, target, StandardCopyOption.COPY_ATTRIBUTES);
-      }
-    }
-  }
-
-  private static void deleteTree(Path dir) throws IOException {
-    List<Path> all;
-    try (Stream<Path> s = Files.walk(dir)) {
-      all = s.sorted(Comparator.reverseOrder()).toList();
-    }
-    for (Path p : all) {
-      Files.deleteIfExists(p);
-    }
-  }
 }
