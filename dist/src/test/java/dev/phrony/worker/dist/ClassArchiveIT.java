@@ -3,7 +3,7 @@ package dev.phrony.worker.dist;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import dev.phrony.worker.Await;
+import dev.phrony.worker.testkit.Await;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

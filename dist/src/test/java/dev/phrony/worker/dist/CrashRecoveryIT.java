@@ -2,7 +2,7 @@ package dev.phrony.worker.dist;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.phrony.worker.Await;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.outbox.OutboxEntry;
 import dev.phrony.worker.outbox.OutboxView;
 import dev.phrony.worker.testkit.Call;

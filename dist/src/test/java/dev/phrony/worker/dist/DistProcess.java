@@ -1,5 +1,6 @@
 package dev.phrony.worker.dist;
 
+import dev.phrony.worker.testkit.Await;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
@@ -15,7 +16,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -137,17 +137,24 @@ final class DistProcess implements AutoCloseable {
   }
 
   private void await(Path file, String name, String text, Duration timeout) {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!read(file).contains(text)) {
+    try {
+      Await.until("'" + text + "' on " + name, () -> {
+        if (read(file).contains(text)) {
+          return true;
+        }
+        if (!process.isAlive()) {
+          throw new AssertionError(command + " exited " + process.exitValue() + " before"
+              + " printing '" + text + "' on " + name + "; stdout:\n" + stdout() + "\nstderr:\n"
+              + stderr());
+        }
+        return false;
+      }, timeout);
+    } catch (AssertionError e) {
       if (!process.isAlive()) {
-        throw new AssertionError(command + " exited " + process.exitValue() + " before printing '"
-            + text + "' on " + name + "; stdout:\n" + stdout() + "\nstderr:\n" + stderr());
+        throw e;
       }
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("no '" + text + "' on " + name + " within " + timeout
-            + "; stdout:\n" + stdout() + "\nstderr:\n" + stderr());
-      }
-      LockSupport.parkNanos(20_000_000);
+      throw new AssertionError(e.getMessage() + "; stdout:\n" + stdout() + "\nstderr:\n"
+          + stderr(), e);
     }
   }
 

@@ -2,7 +2,7 @@ package dev.phrony.worker.dist;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.phrony.worker.Await;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.plugin.TestPlugins;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;

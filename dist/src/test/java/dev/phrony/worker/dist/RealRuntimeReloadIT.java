@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.phrony.worker.Await;
+import dev.phrony.worker.testkit.Await;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;

@@ -3,7 +3,7 @@ package dev.phrony.worker.dev;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.phrony.worker.Await;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.work.WorkClient;
 import dev.phrony.worker.work.WorkOptions;

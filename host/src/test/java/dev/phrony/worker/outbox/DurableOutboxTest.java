@@ -464,7 +464,7 @@ class DurableOutboxTest {
     CompletableFuture<Void> held;
     try {
       held = o.holdAsync(result("r", "read_only", "{\"n\":1}"));
-      dev.phrony.worker.Await.until("the write failed", () -> o.durabilityFailures() > 0);
+      dev.phrony.worker.testkit.Await.until("the write failed", () -> o.durabilityFailures() > 0);
       assertThat(held).as("not safe, so not to be sent").isNotDone();
       assertThat(o.diskProblem()).hasValueSatisfying(p -> assertThat(p).doesNotContain("/"));
       assertThat(o.waitingForDisk()).isEqualTo(1);
@@ -490,7 +490,7 @@ class DurableOutboxTest {
     Files.writeString(outboxDir, "not a directory");
     try {
       CompletableFuture<Void> held = o.holdAsync(result("w", "idempotent_write", "{}"));
-      dev.phrony.worker.Await.until("the write failed", () -> o.waitingForDisk() == 1);
+      dev.phrony.worker.testkit.Await.until("the write failed", () -> o.waitingForDisk() == 1);
       o.close();
       assertThat(held).isCompletedExceptionally();
     } finally {

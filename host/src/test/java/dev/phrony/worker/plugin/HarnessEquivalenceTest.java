@@ -3,7 +3,7 @@ package dev.phrony.worker.plugin;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
-import dev.phrony.worker.Await;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.ToolHandler;
 import dev.phrony.worker.harness.HandlerHarness;
 import dev.phrony.worker.outbox.MemoryOutbox;

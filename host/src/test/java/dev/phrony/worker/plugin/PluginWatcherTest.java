@@ -2,7 +2,7 @@ package dev.phrony.worker.plugin;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.phrony.worker.Await;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testing.FakeScheduler;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;

@@ -4,7 +4,7 @@ import static dev.phrony.worker.plugin.TestPlugins.descriptor;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.phrony.runtime.v1.WorkClientMsg;
-import dev.phrony.worker.Await;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.plugin.LoadResult;

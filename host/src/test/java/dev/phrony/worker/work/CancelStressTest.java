@@ -2,7 +2,7 @@ package dev.phrony.worker.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.phrony.worker.Await;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.DurableOutbox;

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
 import dev.phrony.runtime.v1.WorkInvoke;
-import dev.phrony.worker.Await;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.call.CallOutcome;

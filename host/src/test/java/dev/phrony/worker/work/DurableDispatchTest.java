@@ -96,14 +96,14 @@ class DurableDispatchTest {
       });
       Dispatcher d = dispatcher(outbox, h);
       d.onInvoke(invoke("pay-1"), sink);
-      dev.phrony.worker.Await.until("running", () -> h.runs.get() == 1);
+      dev.phrony.worker.testkit.Await.until("running", () -> h.runs.get() == 1);
       d.onCancel("pay-1", sink);
       d.onInvoke(invoke("pay-1"), sink);
       assertThat(sink.next()).isInstanceOfSatisfying(FakeSink.Nack.class,
           n -> assertThat(n.code()).isEqualTo("previous_attempt_interrupted"));
       assertThat(h.runs).hasValue(1);
       release.countDown();
-      dev.phrony.worker.Await.until("the cancelled handler returned", () -> d.runningApart() == 0);
+      dev.phrony.worker.testkit.Await.until("the cancelled handler returned", () -> d.runningApart() == 0);
       sink.assertNothingMore();
     }
   }
@@ -131,7 +131,7 @@ class DurableDispatchTest {
       Path outboxDir = dir.resolve("outbox");
       breakDisk(outboxDir);
       d.onInvoke(invoke("r-1"), sink);
-      dev.phrony.worker.Await.until("the write failed", () -> outbox.waitingForDisk() == 1);
+      dev.phrony.worker.testkit.Await.until("the write failed", () -> outbox.waitingForDisk() == 1);
       assertThat(h.runs).hasValue(1);
       d.execute(sink::assertNothingMore); // after the dispatcher has seen the failure
       assertThat(outbox.diskProblem()).isPresent();

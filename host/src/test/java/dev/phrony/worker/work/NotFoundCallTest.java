@@ -8,7 +8,7 @@ import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.runtime.v1.WorkRegistered;
 import dev.phrony.runtime.v1.WorkServerMsg;
-import dev.phrony.worker.Await;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import io.grpc.Server;

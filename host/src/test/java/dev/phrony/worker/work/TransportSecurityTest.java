@@ -10,7 +10,7 @@ import ch.qos.logback.classic.spi.ThrowableProxyUtil;
 import ch.qos.logback.core.read.ListAppender;
 import dev.phrony.worker.transport.BearerToken;
 import dev.phrony.worker.transport.Transport;
-import dev.phrony.worker.Await;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.ops.FrameLogGuard;
 import dev.phrony.worker.ops.MicrometerMetrics;

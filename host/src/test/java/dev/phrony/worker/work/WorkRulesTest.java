@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkServerMsg;
-import dev.phrony.worker.Await;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.ops.WorkerMetrics;

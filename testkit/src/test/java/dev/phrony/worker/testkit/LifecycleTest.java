@@ -54,7 +54,7 @@ class LifecycleTest extends RuntimeTestSupport {
         ScriptedWorker w = worker().registered("w1", "echo", "1", 1);
 
         CompletableFuture<Void> stopping = CompletableFuture.runAsync(runtime::stop);
-        awaitTrue("workers dropped", () -> runtime.workers().isEmpty());
+        Await.until("workers dropped", () -> runtime.workers().isEmpty());
         Outcome refused = await(runtime.dispatch(Call.of("c1", "s", "echo", "1", "{}")));
 
         Status status = w.heartbeat().awaitEnd();

@@ -7,8 +7,6 @@ import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
-import java.util.function.BooleanSupplier;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
 
@@ -63,17 +61,6 @@ abstract class RuntimeTestSupport {
             return future.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
         } catch (Exception e) {
             throw new AssertionError("future did not complete within " + TIMEOUT, e);
-        }
-    }
-
-    /** Waits until {@code condition} holds, checking every millisecond, failing after {@link #TIMEOUT}. */
-    static void awaitTrue(String what, BooleanSupplier condition) {
-        long deadline = System.nanoTime() + TIMEOUT.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for: " + what);
-            }
-            LockSupport.parkNanos(1_000_000);
         }
     }
 }
