@@ -1,5 +1,6 @@
 package dev.phrony.worker.bench;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.phrony.runtime.v1.WorkServerMsg;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.Event;
@@ -49,10 +50,16 @@ public final class Bench {
 
   static final String USAGE = """
       usage: bench [--quick] [--only STEPS] [--dist DIR] [--out FILE.json]
+                   [--runtime-bin PATH --peer-bin PATH]
         --quick        small counts, well under a minute (without the reload rows unless
                        --only names them)
-        --only STEPS   comma-separated: ceiling,64,1000,10k,durable,start,reload,list (default:
-                       all); c1, c64, s64 run only those rows of step 64 (2a/2c, 2b/2d, 3a/3c)
+        --only STEPS   comma-separated: ceiling,64,1000,10k,durable,start,realrt,reload,list
+                       (default: all); c1, c64, s64 run only those rows of step 64 (2a/2c,
+                       2b/2d, 3a/3c)
+        --runtime-bin PATH  a runtime binary with realrt's flags and HTTP control API, and
+        --peer-bin PATH     a worker binary taking testworker's flags: with both, step realrt
+                       (rows 8a-8c) runs the host and that worker on that runtime, paired;
+                       without them it is skipped
         --warmup S     seconds of warm-up before each measured figure (default 5, quick 0.7)
         --measure S    seconds measured per figure (default 10, quick 1.5)
         --dist DIR     the assembled distribution (default: dist/target/dist/phrony-worker)
@@ -69,6 +76,9 @@ public final class Bench {
   private final Path out;
   private final Duration warmup;
   private final Duration measure;
+  /** {@code --runtime-bin} and {@code --peer-bin}: rows 8a-8c run only with both. */
+  private Path runtimeBin;
+  private Path peerBin;
   private final Report report = new Report();
   private final List<String> failures = new ArrayList<>();
   private LocalRuntime runtime;
@@ -93,11 +103,15 @@ public final class Bench {
     Duration meas = null;
     Path dist = null;
     Path out = null;
+    Path runtimeBin = null;
+    Path peerBin = null;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--quick" -> quick = true;
         case "--dist" -> dist = Path.of(args[++i]);
         case "--out" -> out = Path.of(args[++i]);
+        case "--runtime-bin" -> runtimeBin = Path.of(args[++i]);
+        case "--peer-bin" -> peerBin = Path.of(args[++i]);
         case "--only" -> only.addAll(Arrays.asList(args[++i].split(",")));
         case "--warmup" -> warm = Duration.ofMillis((long) (Double.parseDouble(args[++i]) * 1000));
         case "--measure" -> meas = Duration.ofMillis((long) (Double.parseDouble(args[++i]) * 1000));
@@ -131,8 +145,15 @@ public final class Bench {
     if (out == null) {
       out = target.resolve("bench-" + stamp + ".json");
     }
+    if ((runtimeBin == null) != (peerBin == null)) {
+      System.err.println("bench: --runtime-bin and --peer-bin go together (rows 8a-8c need a"
+          + " runtime and a peer worker)\n" + USAGE);
+      System.exit(1);
+    }
     Bench bench = new Bench(quick, dist, target.resolve("bench-work/" + stamp), out, only, warm,
         meas);
+    bench.runtimeBin = runtimeBin;
+    bench.peerBin = peerBin;
     int rc = bench.run();
     System.exit(rc);
   }
@@ -166,6 +187,12 @@ public final class Bench {
         step("10k", this::tenThousand);
         step("durable", this::durable);
         step("start", this::startup);
+      }
+      if (runtimeBin != null) {
+        step("realrt", this::realRuntime);
+      } else if (only.isEmpty() || only.contains("realrt")) {
+        System.err.println("bench: real-runtime rows (8a-8c) skipped: they run with"
+            + " --runtime-bin PATH --peer-bin PATH");
       }
       if (quick && !only.contains("reload")) {
         // its windows are set by the lease TTL and the settle time, not by counts: ~40 s
@@ -965,6 +992,279 @@ public final class Bench {
     return host.stderr().lines().filter(l -> l.contains("plugins_reloaded")).toList();
   }
 
+  // ---------------------------------------------------------------- 8. a real runtime
+
+  /**
+   * One worker of step realrt on its own runtime process: the pids whose CPU is counted, the
+   * rate of its last batch (which sizes the next batch to a duration) and its measured slices.
+   */
+  private static final class RealSide {
+    final String name;
+    final RealRuntime runtime;
+    long workerPid;
+    double rate = Double.NaN;
+    final List<RealSlice> slices = new ArrayList<>();
+
+    RealSide(String name, RealRuntime runtime, long workerPid) {
+      this.name = name;
+      this.runtime = runtime;
+      this.workerPid = workerPid;
+    }
+  }
+
+  /**
+   * One measured {@code /dispatch-batch}: the runtime's figures, and the CPU (ns) the worker and
+   * its runtime used over it, and what the other pair (idle) used meanwhile.
+   */
+  private record RealSlice(RealRuntime.Batch batch, long workerCpu, long runtimeCpu,
+      long idleCpu, long wallNanos) {}
+
+  private static final String ECHO_KEY = "echo@default";
+  private static final Duration REAL_FIRST_ROUND = Duration.ofSeconds(2);
+  private int realBatches;
+
+  /**
+   * Rows 8a-8c: the host and a peer worker binary ({@code --peer-bin}, testworker's flags) on a
+   * runtime binary ({@code --runtime-bin}, realrt's flags and control API), loaded by the
+   * runtime's own {@code /dispatch-batch}. Each worker has a runtime process of its own, started
+   * alike, so each is the only worker its runtime has while it is measured, and neither has to
+   * be restarted between turns: a fresh host needs some 250 000 calls before its JIT is done,
+   * and the runtime has no call that unregisters a worker. An idle pair costs nothing but a
+   * heartbeat every 15 s (the JSON report has its CPU). Paired as rows 2c/2d are: a first round
+   * that only warms up, then slices in which each worker is warmed up again and measured, in an
+   * order that alternates from slice to slice.
+   */
+  private void realRuntime() throws Exception {
+    for (Path bin : List.of(runtimeBin, peerBin)) {
+      if (!Files.isRegularFile(bin) || !Files.isExecutable(bin)) {
+        throw new IllegalArgumentException(bin + " is not an executable file");
+      }
+    }
+    report.meta.put("runtime_bin", runtimeBin.toString());
+    report.meta.put("peer_bin", peerBin.toString());
+    try (RealRuntime hostRt = RealRuntime.start(runtimeBin, work.resolve("realrt-host.log"),
+            START_TIMEOUT);
+        RealRuntime peerRt = RealRuntime.start(runtimeBin, work.resolve("realrt-peer.log"),
+            START_TIMEOUT);
+        HostProcess host = startHost(hostRt.target(), "host-realrt", List.of(),
+            List.of("--drain-timeout", "1s", "--handler", ECHO_KEY + ":max-concurrency=64"),
+            id -> registered(hostRt, 1))) {
+      RealSide h = new RealSide("host", hostRt, host.pid());
+      BinaryProcess peer = startPeerBin(peerRt, "peer-noop", true);
+      try {
+        RealSide p = new RealSide("peer", peerRt, peer.pid());
+        ObjectNode noop = RealRuntime.template("s-bench-rt-noop", "echo", "default", ARGS);
+        // The JIT's work goes by calls: a fresh host first serves as many as row 7's does.
+        long[] warmed = warmUpReal(h, p, noop, RELOAD_WARMUP_CALLS);
+        report.meta.put("realrt_host_warmup", Map.of("calls", warmed[0], "s", warmed[1] / 1e9));
+        warmUpReal(p, h, noop, 0);
+        realRow("8a", "real runtime: no-op (echo), concurrency 1", h, p, noop, 1, "c1", 1.0);
+        realRow("8b", "real runtime: no-op (echo), concurrency 64", h, p, noop, 64, "c64", 1.1);
+        // testworker --noop ignores its arguments; the sleeping row needs one without it
+        peer.close();
+        awaitUntil(() -> registered(peerRt, 0), START_TIMEOUT);
+        peer = startPeerBin(peerRt, "peer-sleep", false);
+        p.workerPid = peer.pid();
+        ObjectNode sleep = RealRuntime.template("s-bench-rt-s64", "echo", "default",
+            "{\"sleep_ms\":50}".getBytes(StandardCharsets.UTF_8));
+        realRow("8c", "real runtime: 50 ms handler, concurrency 64", h, p, sleep, 64, "s64",
+            0.98);
+      } finally {
+        peer.close();
+      }
+    }
+  }
+
+  /** Whether {@code rt} has {@code n} workers for echo@default; fails when it has exited. */
+  private static boolean registered(RealRuntime rt, int n) {
+    if (!rt.alive()) {
+      throw new IllegalStateException("the runtime exited; its output:\n" + rt.tail(20));
+    }
+    try {
+      return rt.workerCount(ECHO_KEY) == n;
+    } catch (IOException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** The {@code --peer-bin} worker serving echo@default with 64 slots, once it is registered. */
+  private BinaryProcess startPeerBin(RealRuntime rt, String id, boolean noop) throws Exception {
+    List<String> cmd = new ArrayList<>(List.of(peerBin.toString(), "--addr", rt.target(),
+        "--worker-id", id, "--tool", "echo", "--version", "default", "--max-concurrency", "64"));
+    if (noop) {
+      cmd.add("--noop");
+    }
+    BinaryProcess peer = BinaryProcess.start(id, cmd, work.resolve(id + ".log"));
+    try {
+      awaitUntil(() -> {
+        if (!peer.alive()) {
+          throw new IllegalStateException("peer " + id + " exited; its output:\n"
+              + peer.tail(20));
+        }
+        return registered(rt, 1);
+      }, START_TIMEOUT);
+    } catch (RuntimeException e) {
+      peer.close();
+      throw e;
+    }
+    return peer;
+  }
+
+  /**
+   * {@code side} at concurrency 64 for at least the warm-up and until it has served
+   * {@code calls} (at most 20 s); returns the calls and the nanoseconds.
+   */
+  private long[] warmUpReal(RealSide side, RealSide idle, ObjectNode template, long calls)
+      throws Exception {
+    long t0 = System.nanoTime();
+    long served = 0;
+    long elapsed;
+    do {
+      served += realBatch(side, idle, template, 64, Duration.ofSeconds(1), "warm").batch().ok();
+      elapsed = System.nanoTime() - t0;
+    } while (elapsed < TimeUnit.SECONDS.toNanos(20)
+        && (served < calls || elapsed < warmup.toNanos()));
+    return new long[] {served, elapsed};
+  }
+
+  private void realRow(String id, String scenario, RealSide h, RealSide p, ObjectNode template,
+      int concurrency, String tag, double goal) throws Exception {
+    int slices = quick ? 1 : PAIRED_SLICES;
+    Duration slice = measure.dividedBy(slices);
+    Duration rewarm = SLICE_WARMUP.compareTo(warmup) < 0 ? SLICE_WARMUP : warmup;
+    Duration first = REAL_FIRST_ROUND.compareTo(warmup) < 0 ? REAL_FIRST_ROUND : warmup;
+    List<RealSide> sides = List.of(h, p);
+    for (RealSide s : sides) {
+      s.rate = Double.NaN; // a new load: the first batch is small, the next ones sized by rate
+      s.slices.clear();
+    }
+    for (RealSide s : sides) {
+      runReal(s, other(s, sides), template, concurrency, first, tag + "-w");
+    }
+    for (int i = 0; i < slices; i++) {
+      for (int k = 0; k < sides.size(); k++) {
+        RealSide s = sides.get((i + k) % sides.size());
+        runReal(s, other(s, sides), template, concurrency, rewarm, tag + "-w");
+        s.slices.add(realBatch(s, other(s, sides), template, concurrency, slice, tag));
+      }
+    }
+    List<Double> hostRates = h.slices.stream().map(x -> x.batch().perSecond()).toList();
+    List<Double> peerRates = p.slices.stream().map(x -> x.batch().perSecond()).toList();
+    List<Double> ratios = new ArrayList<>();
+    for (int i = 0; i < slices; i++) {
+      ratios.add(Math.round(1000 * hostRates.get(i) / peerRates.get(i)) / 1000.0);
+    }
+    double ratio = median(ratios);
+    Map<String, Object> f = new LinkedHashMap<>();
+    f.put("concurrency", concurrency);
+    f.put("host", realFigures(h));
+    f.put("peer", realFigures(p));
+    f.put("ratio", ratio);
+    f.put("slice_ratios", ratios);
+    report.add(new Report.Row(id, scenario,
+        realLine("host", h) + "; " + realLine("peer", p),
+        String.format(Locale.ROOT, "host %.2fx peer%s", ratio, spread(ratios)),
+        String.format(Locale.ROOT, ">= %.2fx", goal), Double.isNaN(ratio) ? null : ratio >= goal,
+        f));
+  }
+
+  private static RealSide other(RealSide s, List<RealSide> sides) {
+    return sides.get(0) == s ? sides.get(1) : sides.get(0);
+  }
+
+  /**
+   * {@code duration} in equal batches of at most 1 s, nothing counted. Equal: a short last
+   * batch would leave a rate that its start and end weigh on, and the next batch is sized by it.
+   */
+  private void runReal(RealSide side, RealSide idle, ObjectNode template, int concurrency,
+      Duration duration, String tag) throws Exception {
+    long n = Math.max(1, (duration.toNanos() + TimeUnit.SECONDS.toNanos(1) - 1)
+        / TimeUnit.SECONDS.toNanos(1));
+    for (long i = 0; i < n && !duration.isZero(); i++) {
+      realBatch(side, idle, template, concurrency, duration.dividedBy(n), tag);
+    }
+  }
+
+  /**
+   * One {@code /dispatch-batch} of about {@code duration} at the side's last rate (a whole
+   * number of rounds of {@code concurrency}; 10 rounds when there is no rate yet), a call id
+   * prefix of its own, and the CPU of all four processes around it.
+   */
+  private RealSlice realBatch(RealSide side, RealSide idle, ObjectNode template, int concurrency,
+      Duration duration, String tag) throws Exception {
+    long rounds = Double.isNaN(side.rate) ? 10
+        : Math.max(1, (long) Math.ceil(side.rate * duration.toNanos() / 1e9 / concurrency));
+    long count = rounds * concurrency;
+    String prefix = String.format(Locale.ROOT, "rt-%s-%s-%d-", tag, side.name, ++realBatches);
+    Duration timeout = Duration.ofSeconds(60).plus(duration.multipliedBy(10));
+    long[] before = realCpu(side, idle);
+    long t0 = System.nanoTime();
+    RealRuntime.Batch b = side.runtime.batch(template, count, concurrency, prefix, timeout);
+    long wall = System.nanoTime() - t0;
+    long[] after = realCpu(side, idle);
+    if (b.ok() > 0 && b.elapsedMs() > 0 && (Double.isNaN(side.rate) || b.elapsedMs() >= 100)) {
+      side.rate = b.perSecond();
+    }
+    boolean known = Arrays.stream(before).allMatch(v -> v >= 0)
+        && Arrays.stream(after).allMatch(v -> v >= 0);
+    return new RealSlice(b, known ? after[0] - before[0] : -1, known ? after[1] - before[1] : -1,
+        known ? after[2] + after[3] - before[2] - before[3] : -1, wall);
+  }
+
+  /** CPU (ns) of the side's worker, its runtime, the idle worker and its runtime. */
+  private static long[] realCpu(RealSide side, RealSide idle) {
+    return new long[] {HostProcess.cpuNanos(side.workerPid), HostProcess.cpuNanos(
+        side.runtime.pid()), HostProcess.cpuNanos(idle.workerPid),
+        HostProcess.cpuNanos(idle.runtime.pid())};
+  }
+
+  /** "N calls/s, CPU/call NAME x + runtime y": the median slice and CPU over all slices. */
+  private static String realLine(String name, RealSide s) {
+    Map<String, Object> f = realFigures(s);
+    long errors = (long) f.get("errors");
+    return String.format(Locale.ROOT, "%s %s calls/s, CPU/call %s %s + runtime %s%s", name,
+        rate((double) f.get("per_s")), name, us((double) f.get("worker_cpu_us_per_call")),
+        us((double) f.get("runtime_cpu_us_per_call")),
+        errors == 0 ? "" : "; " + errors + " errors " + f.get("error_kinds"));
+  }
+
+  private static Map<String, Object> realFigures(RealSide s) {
+    long ok = 0;
+    long errors = 0;
+    long workerCpu = 0;
+    long runtimeCpu = 0;
+    long idleCpu = 0;
+    long wall = 0;
+    boolean known = true;
+    Map<String, Long> kinds = new java.util.TreeMap<>();
+    for (RealSlice x : s.slices) {
+      ok += x.batch().ok();
+      errors += x.batch().errors() + x.batch().dispatchErrors();
+      x.batch().errorKinds().forEach((k, v) -> kinds.merge(k, v, Long::sum));
+      known &= x.workerCpu() >= 0;
+      workerCpu += x.workerCpu();
+      runtimeCpu += x.runtimeCpu();
+      idleCpu += x.idleCpu();
+      wall += x.wallNanos();
+    }
+    List<Double> rates = s.slices.stream().map(x -> x.batch().perSecond()).toList();
+    return figures("per_s", median(rates), "slices_per_s", rates,
+        "p50_ms", median(s.slices.stream().map(x -> x.batch().p50Ms()).toList()),
+        "p99_ms", median(s.slices.stream().map(x -> x.batch().p99Ms()).toList()),
+        "calls", ok, "errors", errors, "error_kinds", kinds,
+        "worker_cpu_us_per_call", known ? workerCpu / 1e3 / ok : Double.NaN,
+        "runtime_cpu_us_per_call", known ? runtimeCpu / 1e3 / ok : Double.NaN,
+        "idle_pair_cpu_ms_per_s", known ? idleCpu / 1e6 / (wall / 1e9) : Double.NaN);
+  }
+
+  private static double median(List<Double> values) {
+    return values.isEmpty() ? Double.NaN
+        : median(values.stream().mapToDouble(Double::doubleValue).toArray());
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private HostProcess startHost(String name, List<String> javaOpts, List<String> extraArgs)
@@ -975,11 +1275,25 @@ public final class Bench {
   /** A host on {@code runtime} as worker {@code bench-<n>} ({@link #hosts}), once it is registered. */
   private HostProcess startHost(LocalRuntime runtime, String name, List<String> javaOpts,
       List<String> extraArgs) throws Exception {
+    return startHost(runtime.target(), name, javaOpts, extraArgs,
+        id -> runtime.worker(id).filter(WorkerView::connected).isPresent());
+  }
+
+  /**
+   * A host on the runtime at {@code target} as worker {@code bench-<n>}, once
+   * {@code registered} holds for its worker id. {@code --drain-timeout} is 10 s and
+   * {@code --http} none unless {@code extraArgs} sets them.
+   */
+  private HostProcess startHost(String target, String name, List<String> javaOpts,
+      List<String> extraArgs, java.util.function.Predicate<String> registered) throws Exception {
     String id = "bench-" + (++hosts);
     javaOpts = withExtraOpts(javaOpts);
-    List<String> args = new ArrayList<>(List.of("run", "--runtime", runtime.target(),
-        "--worker-id", id, "--drain-timeout", "10s", "--state-dir-in-build-output",
+    List<String> args = new ArrayList<>(List.of("run", "--runtime", target,
+        "--worker-id", id, "--state-dir-in-build-output",
         "--state-dir", work.resolve("state-" + name).toString()));
+    if (!extraArgs.contains("--drain-timeout")) {
+      args.addAll(List.of("--drain-timeout", "10s"));
+    }
     if (!extraArgs.contains("--http")) {
       args.addAll(List.of("--http", "none"));
     }
@@ -990,7 +1304,7 @@ public final class Bench {
         if (!host.alive()) {
           throw new IllegalStateException(name + " exited; stderr:\n" + host.stderr());
         }
-        return runtime.worker(id).filter(WorkerView::connected).isPresent();
+        return registered.test(id);
       }, START_TIMEOUT);
     } catch (RuntimeException e) {
       host.close();
