@@ -130,8 +130,7 @@ final class RunCommand implements Callable<Integer> {
         CountDownLatch stopped = new CountDownLatch(1);
         ShutdownSignals.install(() -> {
           try {
-            watcher.close(); // no reload while the worker leaves
-            reloader.close();
+            reloader.close(); // no reload while the worker leaves (the watcher's end comes after)
             client.drain();
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

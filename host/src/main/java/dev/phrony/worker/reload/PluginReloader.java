@@ -120,7 +120,13 @@ public final class PluginReloader implements AutoCloseable {
    * generation); the old one may still wind down.
    */
   public CompletableFuture<Outcome> reload(String trigger) {
-    return CompletableFuture.supplyAsync(() -> reloadNow(trigger), thread);
+    try {
+      return CompletableFuture.supplyAsync(() -> reloadNow(trigger), thread);
+    } catch (java.util.concurrent.RejectedExecutionException e) { // closed: the worker stops
+      Served now = served;
+      return CompletableFuture.completedFuture(new Outcome(Result.REFUSED, now.generation(),
+          none(), List.of(), "plugins not reloaded (" + trigger + "): the worker is stopping"));
+    }
   }
 
   private Outcome reloadNow(String trigger) {

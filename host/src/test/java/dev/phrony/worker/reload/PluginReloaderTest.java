@@ -183,6 +183,16 @@ class PluginReloaderTest {
     }
   }
 
+  @Test
+  void a_reload_asked_for_while_the_worker_stops_is_refused_not_thrown() throws Exception {
+    deploy("a.jar", plugin("a", "a", 2, "A"));
+    PluginReloader reloader = start(false);
+    reloader.close(); // a drain started: the watcher may still see a change
+    PluginReloader.Outcome o = reloader.reload("folder changed").get(30, TimeUnit.SECONDS);
+    assertThat(o.result()).isEqualTo(PluginReloader.Result.REFUSED);
+    assertThat(o.message()).contains("the worker is stopping");
+  }
+
   private int registers() {
     return (int) rt.events().stream().filter(Event.in(WorkClientMsg.BodyCase.REGISTER)).count();
   }
