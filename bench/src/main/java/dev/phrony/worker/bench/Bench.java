@@ -51,11 +51,11 @@ public final class Bench {
   static final String USAGE = """
       usage: bench [--quick] [--only STEPS] [--dist DIR] [--out FILE.json]
                    [--runtime-bin PATH --peer-bin PATH]
-        --quick        small counts, well under a minute (without the reload rows unless
-                       --only names them)
-        --only STEPS   comma-separated: ceiling,64,1000,10k,durable,start,realrt,reload,list
-                       (default: all); c1, c64, s64 run only those rows of step 64 (2a/2c,
-                       2b/2d, 3a/3c)
+        --quick        small counts, well under a minute (without the reload rows and the
+                       100 000-in-flight row unless --only names them)
+        --only STEPS   comma-separated: ceiling,64,1000,10k,durable,start,realrt,reload,list,
+                       inflight (default: all); c1, c64, s64 run only those rows of step 64
+                       (2a/2c, 2b/2d, 3a/3c)
         --runtime-bin PATH  a runtime binary with realrt's flags and HTTP control API, and
         --peer-bin PATH     a worker binary taking testworker's flags: with both, step realrt
                        (rows 8a-8c) runs the host and that worker on that runtime, paired;
@@ -204,6 +204,15 @@ public final class Bench {
         step("reload", this::reload);
       }
       step("list", this::listHandlers);
+      if (quick && !only.contains("inflight")) {
+        // its hold is 60 s whatever the counts: ~1.5 min
+        if (only.isEmpty()) {
+          System.err.println("bench: 100 000-in-flight row (9) left out of a --quick run; --quick"
+              + " --only inflight runs it");
+        }
+      } else {
+        step("inflight", this::hundredThousand);
+      }
     } finally {
       closeCeiling();
     }
@@ -496,6 +505,182 @@ public final class Bench {
               mib(gc.maxBeforeMib()), hwm / 1024.0),
           String.format(Locale.ROOT, "heap %s MiB", mib(Math.max(live, gc.maxAfterMib()))),
           "heap <= 256 MiB", ok == n && !Double.isNaN(live) ? live <= 256 : null, f));
+    }
+  }
+
+  // ---------------------------------------------------------------- 9. 100 000 in flight
+
+  /** Calls row 9 holds at once, each sleeping {@link #INFLIGHT_HOLD}. */
+  static final int INFLIGHT_CALLS = 100_000;
+  static final Duration INFLIGHT_HOLD = Duration.ofSeconds(60);
+
+  /**
+   * 100 000 {@code echo} calls sleeping 60 s (a timer each: echo is an AsyncToolHandler) in one
+   * host run with {@code -Xmx256m} and {@code max-concurrency=100000}, on a LocalRuntime of its
+   * own whose bounds outlast the hold. The live heap (used after a full GC, from
+   * {@code GC.heap_info}) idle, with all calls in flight, and after they ended; the host's slots
+   * in use from its /metrics.
+   */
+  private void hundredThousand() throws Exception {
+    int n = INFLIGHT_CALLS;
+    long holdMs = INFLIGHT_HOLD.toMillis();
+    try (LocalRuntime rt = LocalRuntime.builder().port(0).queueWait(Duration.ofSeconds(60))
+        .executionTimeout(INFLIGHT_HOLD.plus(Duration.ofMinutes(2))).maxQueuePerKey(n)
+        .eventLogCapacity(4096).start()) {
+      List<String> hostArgs = new ArrayList<>(echoSlots(n));
+      hostArgs.addAll(List.of("--http", "127.0.0.1:0"));
+      try (HostProcess host = startHost(rt, "host-inflight", List.of("-Xmx256m"), hostArgs)) {
+        int port = httpPort(host);
+        String worker = "bench-" + hosts;
+        // Idle: once a few calls have warmed the path up, so its classes count as idle.
+        LongFunction<Call> warm = echo(ARGS, "inflight-warm");
+        for (int i = 0; i < 1000; i++) {
+          rt.dispatch(warm.apply(i)).get(30, TimeUnit.SECONDS);
+        }
+        rt.clearLedger();
+        double idleMib = liveHeapMib(host);
+        byte[] args = ("{\"sleep_ms\":" + holdMs + "}").getBytes(StandardCharsets.UTF_8);
+        LongFunction<Call> calls = echo(args, "inflight");
+        long t0 = System.nanoTime();
+        List<CompletableFuture<Outcome>> futures = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+          futures.add(rt.dispatch(calls.apply(i)));
+        }
+        double dispatchedS = (System.nanoTime() - t0) / 1e9;
+        double leasedS = Double.NaN;
+        try {
+          long allLeased = awaitUntil(() -> {
+            if (!host.alive()) {
+              throw new IllegalStateException("host exited with calls in flight");
+            }
+            return rt.worker(worker).map(w -> w.busy("echo@default")).orElse(0) >= n;
+          }, INFLIGHT_HOLD.minusSeconds(10));
+          leasedS = (allLeased - t0) / 1e9;
+        } catch (IllegalStateException e) {
+          System.err.println("bench: inflight: not all " + n + " calls leased: " + e.getMessage());
+        }
+        // All are leased; give the host a moment to have started the last of them.
+        LockSupport.parkNanos(Duration.ofSeconds(2).toNanos());
+        double slotsPeak = host.alive() ? slotsInUse(port) : Double.NaN;
+        long rssAtPeak = host.procStatusKb("VmRSS");
+        double peakMib = host.alive() ? liveHeapMib(host) : Double.NaN;
+        double heldS = (System.nanoTime() - t0) / 1e9;
+        long ok = 0;
+        long missing = 0;
+        String firstError = null;
+        long deadline = t0 + INFLIGHT_HOLD.plus(Duration.ofSeconds(90)).toNanos();
+        for (CompletableFuture<Outcome> f : futures) {
+          try {
+            Outcome o = f.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            if (o instanceof Outcome.Result) {
+              ok++;
+            } else if (firstError == null) {
+              firstError = o.toString();
+            }
+          } catch (java.util.concurrent.TimeoutException e) {
+            missing++;
+          }
+        }
+        double allDoneS = (System.nanoTime() - t0) / 1e9;
+        futures.clear();
+        rt.clearLedger();
+        boolean alive = host.alive();
+        double slotsAfter = Double.NaN;
+        double afterMib = Double.NaN;
+        int runtimeBusyAfter = rt.worker(worker).map(w -> w.busy("echo@default")).orElse(-1);
+        if (alive) {
+          try {
+            awaitUntil(() -> slotsInUse(port) == 0, Duration.ofSeconds(10));
+          } catch (IllegalStateException e) {
+            // reported below
+          }
+          slotsAfter = slotsInUse(port);
+          afterMib = liveHeapMib(host);
+        }
+        // What is left, by class (live objects: the histogram runs a full GC first).
+        String histogramAfter = alive ? jcmd(host.pid(), "GC.class_histogram").lines().limit(18)
+            .collect(java.util.stream.Collectors.joining("\n")) : "";
+        long hwm = host.procStatusKb("VmHWM");
+        Gc gc = Gc.parse(host.gcLog());
+        double perCall = (peakMib - idleMib) * 1024 * 1024 / n;
+        Map<String, Object> f = new LinkedHashMap<>();
+        f.put("calls", n);
+        f.put("ok", ok);
+        f.put("not_done", missing);
+        f.put("first_error", firstError);
+        f.put("hold_ms", holdMs);
+        f.put("xmx_mib", 256);
+        f.put("dispatched_s", dispatchedS);
+        f.put("all_invoked_s", leasedS);
+        f.put("measured_at_s", heldS);
+        f.put("all_done_s", allDoneS);
+        f.put("slots_in_use_in_flight", slotsPeak);
+        f.put("live_heap_idle_mib", idleMib);
+        f.put("live_heap_in_flight_mib", peakMib);
+        f.put("live_heap_after_mib", afterMib);
+        f.put("bytes_per_call", perCall);
+        f.put("slots_in_use_after", slotsAfter);
+        f.put("runtime_busy_after", runtimeBusyAfter);
+        f.put("peak_heap_used_mib", gc.maxBeforeMib());
+        f.put("gc_pauses", gc.pauses());
+        f.put("gc_pause_total_ms", gc.pauseMs());
+        f.put("rss_in_flight_mib", rssAtPeak / 1024.0);
+        f.put("rss_hwm_mib", hwm / 1024.0);
+        f.put("host_alive_after", alive);
+        f.put("histogram_after", histogramAfter);
+        boolean oom = host.stderr().contains("OutOfMemoryError")
+            || host.stdout().contains("OutOfMemoryError");
+        f.put("out_of_memory", oom);
+        // "Near idle": what is left after is under a tenth of what the calls held.
+        boolean clean = slotsAfter == 0
+            && afterMib - idleMib <= Math.max(4, (peakMib - idleMib) / 10);
+        report.add(new Report.Row("9", "host: 100 000 calls in flight, sleeping "
+            + human(INFLIGHT_HOLD) + " (-Xmx256m)",
+            String.format(Locale.ROOT, "%d/%d ok%s; all invoked in %.1f s (dispatched %.1f s),"
+                + " %s slots in use; live heap idle %.1f MiB, in flight %.1f MiB, after %.1f MiB;"
+                + " %.0f B/call; slots in use after %s; peak used %s MiB, RSS peak %.0f MiB%s",
+                ok, n, missing == 0 ? "" : " (" + missing + " not done)", leasedS, dispatchedS,
+                Double.isNaN(slotsPeak) ? "n/a" : String.format(Locale.ROOT, "%.0f", slotsPeak),
+                idleMib, peakMib, afterMib, perCall,
+                Double.isNaN(slotsAfter) ? "n/a" : String.format(Locale.ROOT, "%.0f", slotsAfter),
+                mib(gc.maxBeforeMib()), hwm / 1024.0,
+                alive ? "" : "; host died" + (oom ? " (OutOfMemoryError)" : "")),
+            String.format(Locale.ROOT, "heap %.0f MiB, %.0f B/call", peakMib, perCall),
+            "heap <= 256 MiB (the -Xmx), nothing left after",
+            ok == n && !Double.isNaN(peakMib) ? peakMib <= 256 && clean : Boolean.FALSE, f));
+      }
+    }
+  }
+
+  private static final Pattern HEAP_USED = Pattern.compile("heap\\s+total\\b[^\\n]*?used (\\d+)K");
+
+  /** A full GC in {@code host} ({@code jcmd GC.run}), then its heap used, MiB; NaN if unknown. */
+  private static double liveHeapMib(HostProcess host) {
+    jcmd(host.pid(), "GC.run");
+    Matcher m = HEAP_USED.matcher(jcmd(host.pid(), "GC.heap_info"));
+    return m.find() ? Long.parseLong(m.group(1)) / 1024.0 : Double.NaN;
+  }
+
+  /** {@code phrony_worker_slots_in_use} over all tools, from the host's /metrics. */
+  private static double slotsInUse(int port) {
+    try {
+      var client = java.net.http.HttpClient.newHttpClient();
+      String text = client.send(java.net.http.HttpRequest.newBuilder(
+              java.net.URI.create("http://127.0.0.1:" + port + "/metrics")).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+      double sum = 0;
+      for (String line : text.lines().toList()) {
+        if (line.startsWith("phrony_worker_slots_in_use{")
+            || line.startsWith("phrony_worker_slots_in_use ")) {
+          sum += Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+        }
+      }
+      return sum;
+    } catch (IOException e) {
+      return Double.NaN;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return Double.NaN;
     }
   }
 
