@@ -384,21 +384,29 @@ public final class WorkClient implements AutoCloseable {
       }
     }), options.drainTimeout());
     s.ended().whenComplete((e, t) -> timeout.cancel());
-    afterLapse(s, () -> closeWhenIdle(s));
+    lapsed(s).thenRun(() -> closeWhenIdle(s));
   }
 
-  /** Runs {@code then} once the lease of {@code s} has lapsed (a late ack moves it on). */
-  private void afterLapse(WorkSession s, Runnable then) {
-    Instant lapses = s.leaseLapses();
+  /**
+   * Completes once the lease of {@code s}, which no longer heartbeats, has surely lapsed (an ack
+   * that was on its way moves it on), or once {@code s} ended. Timers of the scheduler, checked in
+   * the context.
+   */
+  private CompletableFuture<Void> lapsed(WorkSession s) {
+    CompletableFuture<Void> f = new CompletableFuture<>();
+    s.ended().whenComplete((e, t) -> f.complete(null));
+    checkLapsed(s, s.leaseLapses(), f);
+    return f;
+  }
+
+  private void checkLapsed(WorkSession s, Instant lapses, CompletableFuture<Void> f) {
     Duration wait = Duration.between(scheduler.clock().instant(), lapses).plus(LAPSE_MARGIN);
     scheduler.schedule(() -> dispatcher.execute(() -> {
-      if (!s.live()) {
-        return;
-      }
-      if (s.leaseLapses().isAfter(lapses)) {
-        afterLapse(s, then);
+      Instant now = s.leaseLapses();
+      if (s.live() && now.isAfter(lapses)) {
+        checkLapsed(s, now, f);
       } else {
-        then.run();
+        f.complete(null);
       }
     }), wait);
   }
@@ -583,52 +591,40 @@ public final class WorkClient implements AutoCloseable {
    */
   private void leaveRouting(Instant deadline) throws InterruptedException {
     leaving = true;
-    CompletableFuture<Instant> lapses = new CompletableFuture<>();
+    CompletableFuture<List<CompletableFuture<Void>>> leases = new CompletableFuture<>();
     dispatcher.execute(() -> {
       reconnect.cancel();
-      Instant last = null;
+      List<CompletableFuture<Void>> each = new ArrayList<>();
       for (WorkSession s : open.keySet()) {
         if (s.registered()) {
           s.leaveRouting();
-          Instant l = s.leaseLapses();
-          last = last == null || l.isAfter(last) ? l : last;
+          each.add(lapsed(s));
         }
       }
-      lapses.complete(last);
+      leases.complete(each);
     });
-    Instant last;
+    List<CompletableFuture<Void>> each;
     try {
-      last = lapses.get();
+      each = leases.get();
     } catch (ExecutionException e) {
       throw new IllegalStateException(e.getCause());
     }
-    while (last != null) {
-      Instant until = last.plus(LAPSE_MARGIN);
-      if (until.isAfter(deadline)) {
-        until = deadline;
-      }
-      Duration wait = Duration.between(scheduler.clock().instant(), until);
-      log.info("draining: left routing; serving what still comes for {} ms, until the lease"
-          + " lapses ({} calls running)", Math.max(0, wait.toMillis()),
-          dispatcher.runningCount());
-      CompletableFuture<Void> waited = new CompletableFuture<>();
-      Scheduler.Handle timer = scheduler.schedule(() -> waited.complete(null), wait);
-      CompletableFuture<Void> allEnded = CompletableFuture.allOf(open.keySet().stream()
-          .map(WorkSession::ended).toArray(CompletableFuture[]::new));
-      try {
-        CompletableFuture.anyOf(waited, allEnded).get();
-      } catch (ExecutionException e) {
-        // a stream that failed has ended all the same
-      } finally {
-        timer.cancel();
-      }
-      Instant later = null; // an ack that was on its way renewed a lease further
-      for (WorkSession s : open.keySet()) {
-        if (s.live() && s.leaseLapses().isAfter(last)) {
-          later = later == null || s.leaseLapses().isAfter(later) ? s.leaseLapses() : later;
-        }
-      }
-      last = later == null || !scheduler.clock().instant().isBefore(deadline) ? null : later;
+    if (each.isEmpty()) {
+      return;
+    }
+    log.info("draining: left routing; serving what still comes until the lease lapses (at most"
+        + " {} ms; {} calls running)", Math.max(0, Duration.between(scheduler.clock().instant(),
+        deadline).toMillis()), dispatcher.runningCount());
+    CompletableFuture<Void> deadlinePassed = new CompletableFuture<>();
+    Scheduler.Handle timer = scheduler.schedule(() -> deadlinePassed.complete(null),
+        Duration.between(scheduler.clock().instant(), deadline));
+    try {
+      CompletableFuture.anyOf(CompletableFuture.allOf(each.toArray(CompletableFuture[]::new)),
+          deadlinePassed).get();
+    } catch (ExecutionException e) {
+      throw new IllegalStateException(e.getCause());
+    } finally {
+      timer.cancel();
     }
   }
 
