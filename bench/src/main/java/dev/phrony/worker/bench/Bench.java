@@ -53,13 +53,14 @@ public final class Bench {
                    [--runtime-bin PATH --peer-bin PATH]
         --quick        small counts, well under a minute (without the reload rows and the
                        100 000-in-flight row unless --only names them)
-        --only STEPS   comma-separated: ceiling,64,1000,10k,durable,start,realrt,reload,list,
-                       inflight (default: all); c1, c64, s64 run only those rows of step 64
+        --only STEPS   comma-separated: ceiling,64,1000,10k,durable,start,realrt,frames,
+                       reload,list,inflight (default: all); c1, c64, s64 run only those rows of step 64
                        (2a/2c, 2b/2d, 3a/3c)
         --runtime-bin PATH  a runtime binary with realrt's flags and HTTP control API, and
         --peer-bin PATH     a worker binary taking testworker's flags: with both, step realrt
-                       (rows 8a-8c) runs the host and that worker on that runtime, paired;
-                       without them it is skipped
+                       (rows 8a-8c) runs the host and that worker on that runtime, paired,
+                       and step frames (row 8d) counts their HTTP/2 frames per call through
+                       a relay; without them both are skipped
         --warmup S     seconds of warm-up before each measured figure (default 5, quick 0.7)
         --measure S    seconds measured per figure (default 10, quick 1.5)
         --dist DIR     the assembled distribution (default: dist/target/dist/phrony-worker)
@@ -190,8 +191,9 @@ public final class Bench {
       }
       if (runtimeBin != null) {
         step("realrt", this::realRuntime);
+        step("frames", this::frames);
       } else if (only.isEmpty() || only.contains("realrt")) {
-        System.err.println("bench: real-runtime rows (8a-8c) skipped: they run with"
+        System.err.println("bench: real-runtime rows (8a-8d) skipped: they run with"
             + " --runtime-bin PATH --peer-bin PATH");
       }
       if (quick && !only.contains("reload")) {
@@ -1260,6 +1262,65 @@ public final class Bench {
     }
   }
 
+  /**
+   * Row 8d: what crosses the wire per call between each worker and a runtime binary of its own,
+   * counted by a {@link FrameRelay} in between: HTTP/2 frames by type each way, DATA payload
+   * bytes, and the relay's reads (each at least one write of the sender). No goal: it explains
+   * the CPU each side spends in rows 8a-8b (fewer frames and writes per call, less CPU).
+   */
+  private void frames() throws Exception {
+    long c64 = quick ? 2_000 : 40_000;
+    long c1 = quick ? 200 : 4_000;
+    Map<String, Object> f = new LinkedHashMap<>();
+    List<String> lines = new ArrayList<>();
+    for (String side : List.of("host", "peer")) {
+      try (RealRuntime rt = RealRuntime.start(runtimeBin, work.resolve("frames-" + side + ".log"),
+              START_TIMEOUT);
+          FrameRelay relay = FrameRelay.to(rt.target());
+          AutoCloseable worker = side.equals("host")
+              ? startHost(relay.target(), "host-frames", List.of(), List.of("--drain-timeout",
+                  "1s", "--handler", ECHO_KEY + ":max-concurrency=64"), id -> registered(rt, 1))
+              : startPeerBin(rt, relay.target(), "peer-frames", true)) {
+        ObjectNode noop = RealRuntime.template("s-bench-frames", "echo", "default", ARGS);
+        rt.batch(noop, quick ? 2_000 : 100_000, 64, "frames-w-" + side + "-",
+            Duration.ofMinutes(2)); // the host's JIT first: a cold host frames differently
+        Map<String, Object> sideFigures = new LinkedHashMap<>();
+        for (long[] load : List.of(new long[] {64, c64}, new long[] {1, c1})) {
+          FrameRelay.Counts up0 = relay.workerToRuntime();
+          FrameRelay.Counts down0 = relay.runtimeToWorker();
+          RealRuntime.Batch b = rt.batch(noop, load[1], (int) load[0],
+              "frames-" + side + "-c" + load[0] + "-", Duration.ofMinutes(2));
+          FrameRelay.Counts up = relay.workerToRuntime().minus(up0);
+          FrameRelay.Counts down = relay.runtimeToWorker().minus(down0);
+          sideFigures.put("c" + load[0], Map.of("calls", b.ok(), "worker_to_runtime",
+              up.perCall(b.ok()), "runtime_to_worker", down.perCall(b.ok())));
+          if (load[0] == 64) {
+            lines.add(String.format(Locale.ROOT, "%s c=64 per call: up %s; down %s", side,
+                frameLine(up, b.ok()), frameLine(down, b.ok())));
+          }
+        }
+        f.put(side, sideFigures);
+      }
+    }
+    report.add(new Report.Row("8d", "real runtime: HTTP/2 frames per call (relay-counted)",
+        String.join("; ", lines), "", "", null, f));
+  }
+
+  /** "F frames (DATA d x B B, HEADERS h, WINDOW_UPDATE w, PING p), R reads". */
+  private static String frameLine(FrameRelay.Counts c, long calls) {
+    StringBuilder b = new StringBuilder(String.format(Locale.ROOT, "%.2f frames (",
+        (double) c.frames() / calls));
+    b.append(String.format(Locale.ROOT, "DATA %.2f x %.0f B", (double) c.frames("DATA") / calls,
+        c.frames("DATA") == 0 ? 0.0 : (double) c.dataBytes() / c.frames("DATA")));
+    for (String t : List.of("HEADERS", "WINDOW_UPDATE", "PING", "SETTINGS", "RST_STREAM")) {
+      if (c.frames(t) > 0) {
+        b.append(String.format(Locale.ROOT, ", %s %.3f", t, (double) c.frames(t) / calls));
+      }
+    }
+    return b.append(String.format(Locale.ROOT, "), %.2f reads", (double) c.reads() / calls))
+        .toString();
+  }
+
   /** Whether {@code rt} has {@code n} workers for echo@default; fails when it has exited. */
   private static boolean registered(RealRuntime rt, int n) {
     if (!rt.alive()) {
@@ -1277,7 +1338,13 @@ public final class Bench {
 
   /** The {@code --peer-bin} worker serving echo@default with 64 slots, once it is registered. */
   private BinaryProcess startPeerBin(RealRuntime rt, String id, boolean noop) throws Exception {
-    List<String> cmd = new ArrayList<>(List.of(peerBin.toString(), "--addr", rt.target(),
+    return startPeerBin(rt, rt.target(), id, noop);
+  }
+
+  /** The same, dialling {@code addr} (a relay in front of {@code rt}). */
+  private BinaryProcess startPeerBin(RealRuntime rt, String addr, String id, boolean noop)
+      throws Exception {
+    List<String> cmd = new ArrayList<>(List.of(peerBin.toString(), "--addr", addr,
         "--worker-id", id, "--tool", "echo", "--version", "default", "--max-concurrency", "64"));
     if (noop) {
       cmd.add("--noop");
