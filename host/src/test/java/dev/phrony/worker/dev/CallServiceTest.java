@@ -9,7 +9,7 @@ import dev.phrony.worker.plugin.LoadProblem;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.Outcome;
-import dev.phrony.worker.testing.FakeScheduler;
+import dev.phrony.worker.testkit.FakeScheduler;
 import dev.phrony.worker.work.WorkClient;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;

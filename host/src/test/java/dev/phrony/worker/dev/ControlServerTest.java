@@ -7,7 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
-import dev.phrony.worker.testing.FakeScheduler;
+import dev.phrony.worker.testkit.FakeScheduler;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.URI;

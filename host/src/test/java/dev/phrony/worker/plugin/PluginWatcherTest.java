@@ -3,7 +3,7 @@ package dev.phrony.worker.plugin;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.phrony.worker.testkit.Await;
-import dev.phrony.worker.testing.FakeScheduler;
+import dev.phrony.worker.testkit.FakeScheduler;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

@@ -15,7 +15,7 @@ import dev.phrony.worker.call.CallPipeline;
 import dev.phrony.worker.call.JsonCodec;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.ops.WorkerMetrics;
-import dev.phrony.worker.testing.FakeScheduler;
+import dev.phrony.worker.testkit.FakeScheduler;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;

@@ -9,7 +9,7 @@ import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.state.StateDir;
-import dev.phrony.worker.testing.FakeScheduler;
+import dev.phrony.worker.testkit.FakeScheduler;
 import io.grpc.Status;
 import java.nio.file.Path;
 import java.time.Duration;

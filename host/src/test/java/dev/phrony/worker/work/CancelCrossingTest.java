@@ -8,7 +8,7 @@ import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.MemoryOutbox;
-import dev.phrony.worker.testing.FakeScheduler;
+import dev.phrony.worker.testkit.FakeScheduler;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.Event;
 import dev.phrony.worker.testkit.LocalRuntime;

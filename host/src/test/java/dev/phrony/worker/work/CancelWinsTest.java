@@ -12,7 +12,7 @@ import dev.phrony.worker.call.CallPipeline;
 import dev.phrony.worker.call.JsonCodec;
 import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.outbox.MemoryOutbox;
-import dev.phrony.worker.testing.FakeScheduler;
+import dev.phrony.worker.testkit.FakeScheduler;
 import io.grpc.stub.ClientCallStreamObserver;
 import java.util.ArrayDeque;
 import java.util.ArrayList;

@@ -11,7 +11,7 @@ import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.plugin.HandlerCatalog;
-import dev.phrony.worker.testing.FakeScheduler;
+import dev.phrony.worker.testkit.FakeScheduler;
 import io.grpc.Status;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;

@@ -2,7 +2,7 @@ package dev.phrony.worker.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.phrony.worker.testing.FakeScheduler;
+import dev.phrony.worker.testkit.FakeScheduler;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;

@@ -9,7 +9,7 @@ import ch.qos.logback.core.read.ListAppender;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.MemoryOutbox;
-import dev.phrony.worker.testing.FakeScheduler;
+import dev.phrony.worker.testkit.FakeScheduler;
 import dev.phrony.worker.testkit.LocalRuntime;
 import io.grpc.ConnectivityState;
 import java.time.Duration;

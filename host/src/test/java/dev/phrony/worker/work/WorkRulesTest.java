@@ -13,7 +13,7 @@ import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.Event;
 import dev.phrony.worker.testkit.LocalRuntime;
-import dev.phrony.worker.testing.FakeScheduler;
+import dev.phrony.worker.testkit.FakeScheduler;
 import dev.phrony.worker.testkit.Outcome;
 import io.grpc.Status;
 import java.nio.charset.StandardCharsets;
@@ -76,7 +76,7 @@ class WorkRulesTest {
     TestHandler echo = TestHandler.of("echo", maxConcurrency, call -> {
       count(call.callId());
       Matcher m = SLEEP.matcher(new String(call.argsBytes(), StandardCharsets.UTF_8));
-      if (m.find()) {
+      if (m.find()) { // a handler that takes time, as a real one does; no test waits on it
         Thread.sleep(Long.parseLong(m.group(1)));
       }
       return ToolResult.json(call.argsBytes());
@@ -467,10 +467,24 @@ class WorkRulesTest {
           assertThat(e.code()).isEqualTo("invalid_args");
           assertThat(e.message()).isEqualTo("city is required");
         });
+  }
+
+  @Test
+  void a_call_past_its_deadline_ends_as_a_deadline_exceeded_tool_error() throws Exception {
+    FakeScheduler timers = new FakeScheduler();
+    LocalRuntime rt = runtime(Duration.ofSeconds(30), timers.clock());
+    WorkClient worker = worker(rt, "w1", timers);
+    advanceUntil(timers, "registered", worker::registered);
     Call c = Call.of("block", "1.0.0", "{}");
     Call withDeadline = new Call(c.callId(), c.sessionId(), c.agentVersionId(), c.turn(),
-        c.tool(), c.version(), c.args(), "read_only", System.currentTimeMillis() + 200);
-    assertThat(await(rt.dispatch(withDeadline)))
+        c.tool(), c.version(), c.args(), "read_only", timers.clock().millis() + 200);
+    CompletableFuture<Outcome> outcome = rt.dispatch(withDeadline);
+    Await.until("the handler runs", () -> runsOf(c.callId()) == 1, WAIT);
+
+    timers.advance(Duration.ofMillis(199));
+    assertThat(outcome).isNotDone();
+    timers.advance(Duration.ofMillis(1)); // the worker's deadline timer: no real time passes
+    assertThat(await(outcome))
         .isInstanceOfSatisfying(Outcome.ToolError.class,
             e -> assertThat(e.code()).isEqualTo("deadline_exceeded"));
   }

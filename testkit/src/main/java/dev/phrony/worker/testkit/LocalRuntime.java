@@ -1,5 +1,7 @@
 package dev.phrony.worker.testkit;
 
+import dev.phrony.worker.time.ExecutorScheduler;
+import dev.phrony.worker.time.Scheduler;
 import io.grpc.Server;
 import io.netty.channel.ChannelOption;
 import java.io.IOException;
@@ -21,7 +23,6 @@ import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -55,7 +56,9 @@ import org.slf4j.LoggerFactory;
  * and a bounded {@linkplain #events() event log} of every message and stream end.
  *
  * <p>Time: leases are computed from the {@linkplain Builder#clock injected clock}, so a test can
- * expire one with a {@link ManualClock}; the queue wait and execution bound run on real time.
+ * expire one with a {@link ManualClock}. The queue wait, the execution bound and crossing mode's
+ * delayed cancels run on the {@linkplain Builder#scheduler injected scheduler} (a fake one in
+ * tests, so they fire when the test advances it), by default a timer thread of its own.
  *
  * <p>Threads: dispatch futures complete, and event listeners run, on runtime threads (gRPC callback
  * or timer threads). Do not block in them; use the {@code *Async} stages for slow work.
@@ -80,8 +83,13 @@ public final class LocalRuntime implements AutoCloseable {
     private final AtomicLong streamIds = new AtomicLong();
     private final AtomicBoolean withholdResultAcks;
     private final AtomicBoolean loseHeartbeats = new AtomicBoolean();
+    /** Listens tried since this runtime was built, for the test that a busy first port is not retried. */
+    private final java.util.concurrent.atomic.AtomicInteger bindAttempts =
+            new java.util.concurrent.atomic.AtomicInteger();
     private final ExecutorService callbacks;
-    private final ScheduledThreadPoolExecutor timers;
+    private final Scheduler timers;
+    /** The default timer thread, closed with the runtime; null when the builder gave a scheduler. */
+    private final ExecutorScheduler ownTimers;
 
     private final Object lifecycle = new Object();
     // Guarded by lifecycle (written only under it; the volatiles are read without it, e.g. during a stop).
@@ -94,16 +102,17 @@ public final class LocalRuntime implements AutoCloseable {
     /** The current incarnation's registry (a shut-down one while stopped); read without the lifecycle lock. */
     private volatile Registry registry;
 
-    private LocalRuntime(Settings settings, boolean withholdResultAcks) {
+    private LocalRuntime(Settings settings, boolean withholdResultAcks, Scheduler scheduler) {
         this.settings = settings;
         this.port = settings.port();
         this.events = new EventLog(settings.clock(), settings.eventLogCapacity());
         this.withholdResultAcks = new AtomicBoolean(withholdResultAcks);
         this.callbacks = Executors.newCachedThreadPool(
                 Thread.ofPlatform().name("local-runtime-grpc-", 1).daemon().factory());
-        this.timers = new ScheduledThreadPoolExecutor(1,
-                Thread.ofPlatform().name("local-runtime-timer-", 1).daemon().factory());
-        this.timers.setRemoveOnCancelPolicy(true); // a re-armed call timeout must not linger for the whole wait
+        // ExecutorScheduler drops a cancelled task at once: a re-armed call timeout must not
+        // linger for the whole wait
+        this.ownTimers = scheduler == null ? new ExecutorScheduler("local-runtime-timer") : null;
+        this.timers = scheduler == null ? ownTimers : scheduler;
     }
 
     /** A builder with the real runtime's defaults (30 s lease, 10 s queue wait, 256 waiting per key, 4 MiB inbound). */
@@ -215,7 +224,14 @@ public final class LocalRuntime implements AutoCloseable {
             }
         }
         callbacks.shutdown();
-        timers.shutdownNow();
+        if (ownTimers != null) {
+            ownTimers.close();
+        }
+    }
+
+    /** Listens tried so far (a busy port retried after a restart counts each try). */
+    int bindAttempts() {
+        return bindAttempts.get();
     }
 
     /** True between {@link #start()} and {@link #stop()}, {@link #crash()} or {@link #close()}. */
@@ -408,8 +424,11 @@ public final class LocalRuntime implements AutoCloseable {
 
     private Server bind(int wantedPort, Registry fresh) {
         InetSocketAddress address = new InetSocketAddress(loopback(), wantedPort);
+        // Real time on purpose: a restart waits for the kernel to let go of the port, which no
+        // injected clock can speed up.
         long deadline = System.nanoTime() + BIND_RETRY.toNanos();
         while (true) {
+            bindAttempts.incrementAndGet();
             Server candidate = settings.security().serverBuilder(address)
                     .withOption(ChannelOption.SO_REUSEADDR, true)
                     .executor(callbacks)
@@ -499,7 +518,8 @@ public final class LocalRuntime implements AutoCloseable {
         private Duration queueWait = Duration.ofSeconds(10);
         private Duration executionTimeout;
         private int maxQueuePerKey = 256;
-        private InstantSource clock = InstantSource.system();
+        private InstantSource clock;
+        private Scheduler scheduler;
         private Duration shutdownGrace = Duration.ofSeconds(5);
         private int eventLogCapacity = 100_000;
         private int maxInboundMessageSize = DEFAULT_MAX_INBOUND_MESSAGE_SIZE;
@@ -625,14 +645,19 @@ public final class LocalRuntime implements AutoCloseable {
             return this;
         }
 
+        /**
+         * The scheduler the queue wait, the execution bound and delayed cancels run on; its clock
+         * is also the runtime's unless {@link #clock} sets another. Not closed by the runtime.
+         * Default: a timer thread of the runtime's own, on the system clock.
+         */
+        public Builder scheduler(Scheduler scheduler) {
+            this.scheduler = scheduler;
+            return this;
+        }
+
         /** Builds and starts the runtime. */
         public LocalRuntime start() {
-            Settings settings = new Settings(port, leaseTtl, queueWait,
-                    executionTimeout == null ? queueWait : executionTimeout, maxQueuePerKey, clock,
-                    shutdownGrace, eventLogCapacity, maxInboundMessageSize, version, schemaVersion,
-                    new ServerSecurity(tlsCertChain, tlsPrivateKey, clientCa, bearerToken),
-                    cancelDelay);
-            LocalRuntime runtime = new LocalRuntime(settings, withholdResultAcks);
+            LocalRuntime runtime = build();
             try {
                 runtime.start();
             } catch (RuntimeException e) {
@@ -640,6 +665,17 @@ public final class LocalRuntime implements AutoCloseable {
                 throw e;
             }
             return runtime;
+        }
+
+        /** Builds the runtime without starting it. */
+        LocalRuntime build() {
+            Settings settings = new Settings(port, leaseTtl, queueWait,
+                    executionTimeout == null ? queueWait : executionTimeout, maxQueuePerKey,
+                    clock != null ? clock : scheduler != null ? scheduler.clock() : InstantSource.system(),
+                    shutdownGrace, eventLogCapacity, maxInboundMessageSize, version, schemaVersion,
+                    new ServerSecurity(tlsCertChain, tlsPrivateKey, clientCa, bearerToken),
+                    cancelDelay);
+            return new LocalRuntime(settings, withholdResultAcks, scheduler);
         }
     }
 }

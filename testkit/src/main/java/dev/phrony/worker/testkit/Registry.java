@@ -5,6 +5,7 @@ import dev.phrony.runtime.v1.WorkInFlightCall;
 import dev.phrony.runtime.v1.WorkRegister;
 import dev.phrony.runtime.v1.WorkToolNack;
 import dev.phrony.runtime.v1.WorkToolResult;
+import dev.phrony.worker.time.Scheduler;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
@@ -18,7 +19,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentMap;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 import org.slf4j.Logger;
@@ -62,9 +62,9 @@ final class Registry {
     private final HashMap<String, Pending> inflight = new HashMap<>();
     private final HashMap<String, Set<String>> bySession = new HashMap<>();
 
-    private final ScheduledExecutorService timers;
+    private final Scheduler timers;
 
-    Registry(Settings settings, ConcurrentMap<String, Outcome> ledger, ScheduledExecutorService timers,
+    Registry(Settings settings, ConcurrentMap<String, Outcome> ledger, Scheduler timers,
              BooleanSupplier withholdResultAcks, BooleanSupplier loseHeartbeats) {
         this.settings = settings;
         this.ledger = ledger;
@@ -107,7 +107,7 @@ final class Registry {
     private final class Pending {
         final Call call;
         final String key;
-        final long startNanos = System.nanoTime();
+        final long startNanos = Timeouts.now(timers.clock());
         final DispatchFuture future = new DispatchFuture(this);
         String workerId;
         boolean queued;
@@ -119,7 +119,7 @@ final class Registry {
         }
 
         Outcome.Trace trace() {
-            return new Outcome.Trace(call.callId(), workerId, Duration.ofNanos(System.nanoTime() - startNanos), false);
+            return new Outcome.Trace(call.callId(), workerId, Duration.ofNanos(Timeouts.now(timers.clock()) - startNanos), false);
         }
 
         Outcome error(Outcome.Kind kind, String message) {
@@ -373,7 +373,7 @@ final class Registry {
                 if (inflight.get(p.call.callId()) != p) {
                     return;
                 }
-                long elapsed = System.nanoTime() - p.startNanos;
+                long elapsed = Timeouts.now(timers.clock()) - p.startNanos;
                 long bound = p.queued ? firstBound() : settings.executionTimeout().toNanos();
                 if (elapsed < bound) {
                     // Leased since the first bound was set: wait for the execution bound.

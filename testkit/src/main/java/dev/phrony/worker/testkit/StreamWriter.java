@@ -1,13 +1,13 @@
 package dev.phrony.worker.testkit;
 
 import dev.phrony.runtime.v1.WorkServerMsg;
+import dev.phrony.worker.time.Scheduler;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import java.time.Duration;
+import java.time.InstantSource;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -87,19 +87,19 @@ final class StreamWriter {
     }
 
     /** A message held back until {@code dueNanos}, and everything queued behind it with it. */
-    private record Later(WorkServerMsg msg, long dueNanos) {}
+    private record Later(WorkServerMsg msg, long dueNanos, InstantSource clock) {}
 
     /**
      * Enqueues {@code msg} to be written {@code delay} from now; what is sent after it waits behind
      * it, so the stream's order stays as sent. False when the stream is closed.
      */
-    boolean sendAfter(WorkServerMsg msg, Duration delay, ScheduledExecutorService timers) {
+    boolean sendAfter(WorkServerMsg msg, Duration delay, Scheduler timers) {
         if (!open.get()) {
             return false;
         }
-        queue.add(new Later(msg, System.nanoTime() + delay.toNanos()));
+        queue.add(new Later(msg, Timeouts.now(timers.clock()) + delay.toNanos(), timers.clock()));
         backlog.incrementAndGet();
-        timers.schedule(this::flush, delay.toNanos(), TimeUnit.NANOSECONDS);
+        timers.schedule(this::flush, delay);
         return true;
     }
 
@@ -158,7 +158,7 @@ final class StreamWriter {
                 return;
             }
             if (!call.isReady()
-                    || head instanceof Later later && later.dueNanos() - System.nanoTime() > 0) {
+                    || head instanceof Later later && later.dueNanos() - Timeouts.now(later.clock()) > 0) {
                 break; // a held-back message is written by the flush its timer runs
             }
             queue.poll();

@@ -1,10 +1,11 @@
 package dev.phrony.worker.testkit;
 
+import dev.phrony.worker.time.Scheduler;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
@@ -19,6 +20,9 @@ import java.util.function.Consumer;
  *
  * <p>Guarded by the owner's {@code lock}, which every method but the task itself is called under.
  * Due items are handed to {@code onDue} after the lock is released, in deadline order.
+ *
+ * <p>Time is the {@link Scheduler}'s: deadlines are nanoseconds of its clock ({@link #now}), so a
+ * test on a fake scheduler moves queue waits and execution bounds by advancing it.
  */
 final class Timeouts<T> {
 
@@ -39,26 +43,32 @@ final class Timeouts<T> {
     }
 
     private final Object lock;
-    private final ScheduledExecutorService executor;
+    private final Scheduler scheduler;
     private final Consumer<T> onDue;
     private final Entry<T>[] heads;
     private final Entry<T>[] tails;
     // Guarded by lock.
-    private ScheduledFuture<?> armed;
+    private Scheduler.Handle armed;
     private long armedFor;
     /** Counts arms, so a task that was replaced while it waited for the lock leaves {@link #armed} alone. */
     private long generation;
 
     @SuppressWarnings("unchecked")
-    Timeouts(Object lock, ScheduledExecutorService executor, int lanes, Consumer<T> onDue) {
+    Timeouts(Object lock, Scheduler scheduler, int lanes, Consumer<T> onDue) {
         this.lock = lock;
-        this.executor = executor;
+        this.scheduler = scheduler;
         this.onDue = onDue;
         this.heads = new Entry[lanes];
         this.tails = new Entry[lanes];
     }
 
-    /** Schedules {@code item} in {@code lane} for {@code deadlineNanos} ({@link System#nanoTime()}). */
+    /** Now on {@code clock}, in nanoseconds since the epoch: the unit of every deadline here. */
+    static long now(InstantSource clock) {
+        Instant i = clock.instant();
+        return i.getEpochSecond() * 1_000_000_000L + i.getNano();
+    }
+
+    /** Schedules {@code item} in {@code lane} for {@code deadlineNanos} (see {@link #now}). */
     Entry<T> add(int lane, T item, long deadlineNanos) {
         Entry<T> e = new Entry<>(item, deadlineNanos, lane);
         Entry<T> after = tails[lane];
@@ -105,11 +115,12 @@ final class Timeouts<T> {
 
     private void arm(long deadlineNanos) {
         if (armed != null) {
-            armed.cancel(false);
+            armed.cancel();
         }
         armedFor = deadlineNanos;
         long g = ++generation;
-        armed = executor.schedule(() -> fire(g), deadlineNanos - System.nanoTime(), TimeUnit.NANOSECONDS);
+        armed = scheduler.schedule(() -> fire(g),
+                Duration.ofNanos(deadlineNanos - now(scheduler.clock())));
     }
 
     private void fire(long g) {
@@ -118,7 +129,7 @@ final class Timeouts<T> {
             if (g == generation) {
                 armed = null;
             }
-            long now = System.nanoTime();
+            long now = now(scheduler.clock());
             Entry<T> earliest = null;
             for (int lane = 0; lane < heads.length; lane++) {
                 Entry<T> head;

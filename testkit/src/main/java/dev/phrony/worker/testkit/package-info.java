@@ -19,7 +19,8 @@
  *       dispatch). The Go executor applies its queue wait (15 s in the source read, env
  *       {@code RUNTIME_DISPATCH_QUEUE_WAIT}; protocol.md says 10 s, our default) only when the session
  *       context has no deadline of its own.</li>
- *   <li>Both timeouts run on real time; only leases and event times follow the injected clock.</li>
+ *   <li>Leases and event times follow the injected clock; both timeouts run on the injected
+ *       scheduler ({@code LocalRuntime.Builder.scheduler}), real time unless a test gives a fake one.</li>
  *   <li>A cancel reaches the worker the moment the call is forgotten, unless {@code
  *       Builder.cancelDelay} is set: against the real runtime a worker's result can still be on its
  *       way when the call is forgotten (it forgets first, then writes its ledger and sends the

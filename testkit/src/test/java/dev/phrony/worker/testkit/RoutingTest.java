@@ -80,27 +80,36 @@ class RoutingTest extends RuntimeTestSupport {
 
     @Test
     void aCallWaitingLongerThanTheQueueWaitEndsCapacityExhaustedWhenWorkersExist() {
-        start(b -> b.queueWait(Duration.ofMillis(200)).executionTimeout(Duration.ofSeconds(30)));
+        FakeScheduler timers = new FakeScheduler();
+        start(b -> b.scheduler(timers).queueWait(Duration.ofMillis(200))
+                .executionTimeout(Duration.ofSeconds(30)));
         worker().registered("w1", "echo", "1", 1);
         runtime.dispatch(Call.of("busy", "s", "echo", "1", "{}"));
+        CompletableFuture<Outcome> waiting = runtime.dispatch(Call.of("waiting", "s", "echo", "1", "{}"));
 
-        Outcome outcome = await(runtime.dispatch(Call.of("waiting", "s", "echo", "1", "{}")));
+        timers.advance(Duration.ofMillis(199));
+        assertThat(waiting).isNotDone();
+        timers.advance(Duration.ofMillis(1));
+        Outcome outcome = await(waiting);
 
         assertThat(outcome).isInstanceOfSatisfying(Outcome.DispatchError.class, e -> {
             assertThat(e.kind()).isEqualTo(Outcome.Kind.CAPACITY_EXHAUSTED);
             assertThat(e.message()).isEqualTo("tool handler capacity exhausted\ncontext deadline exceeded");
             assertThat(e.trace().workerId()).isNull();
-            assertThat(e.trace().elapsed()).isGreaterThanOrEqualTo(Duration.ofMillis(200));
+            assertThat(e.trace().elapsed()).isEqualTo(Duration.ofMillis(200)); // by the runtime's clock
         });
         assertThat(runtime.queues()).isEmpty();
     }
 
     @Test
     void aCallWaitingLongerThanTheQueueWaitEndsNoHandlerWhenNoWorkerAdvertisesTheKey() {
-        start(b -> b.queueWait(Duration.ofMillis(100)));
+        FakeScheduler timers = new FakeScheduler();
+        start(b -> b.scheduler(timers).queueWait(Duration.ofMillis(100)));
         worker().registered("w1", "other", "1", 1);
+        CompletableFuture<Outcome> waiting = runtime.dispatch(Call.of("c1", "s", "echo", "1", "{}"));
 
-        Outcome outcome = await(runtime.dispatch(Call.of("c1", "s", "echo", "1", "{}")));
+        timers.advance(Duration.ofMillis(100));
+        Outcome outcome = await(waiting);
 
         assertThat(outcome).isInstanceOfSatisfying(Outcome.DispatchError.class, e -> {
             assertThat(e.kind()).isEqualTo(Outcome.Kind.NO_HANDLER);
@@ -172,11 +181,15 @@ class RoutingTest extends RuntimeTestSupport {
 
     @Test
     void aCallStillRunningWhenTheDispatchBoundPassesIsForgottenAndCancelled() {
-        start(b -> b.executionTimeout(Duration.ofMillis(200)));
+        FakeScheduler timers = new FakeScheduler();
+        start(b -> b.scheduler(timers).executionTimeout(Duration.ofMillis(200)));
         ScriptedWorker w = worker().registered("w1", "slow", "1", 1);
         CompletableFuture<Outcome> slow = runtime.dispatch(Call.of("slow-1", "s", "slow", "1", "{}"));
         w.expectInvoke();
+        timers.advance(Duration.ofMillis(199));
+        assertThat(slow).isNotDone();
 
+        timers.advance(Duration.ofMillis(1));
         Outcome outcome = await(slow);
 
         assertThat(outcome).isInstanceOfSatisfying(Outcome.DispatchError.class, e -> {
@@ -194,11 +207,14 @@ class RoutingTest extends RuntimeTestSupport {
 
     @Test
     void theExecutionBoundDefaultsToTheQueueWaitAndCountsFromDispatch() {
-        start(b -> b.queueWait(Duration.ofMillis(300)));
+        FakeScheduler timers = new FakeScheduler();
+        start(b -> b.scheduler(timers).queueWait(Duration.ofMillis(300)));
         assertThat(runtime.executionTimeout()).isEqualTo(Duration.ofMillis(300));
         ScriptedWorker w = worker().registered("w1", "slow", "1", 1);
+        CompletableFuture<Outcome> call = runtime.dispatch(Call.of("c1", "s", "slow", "1", "{}"));
+        timers.advance(Duration.ofMillis(300));
 
-        Outcome outcome = await(runtime.dispatch(Call.of("c1", "s", "slow", "1", "{}")));
+        Outcome outcome = await(call);
 
         assertThat(outcome).isInstanceOfSatisfying(Outcome.DispatchError.class,
                 e -> assertThat(e.kind()).isEqualTo(Outcome.Kind.TIMEOUT));

@@ -49,7 +49,7 @@ class StreamEndTest extends RuntimeTestSupport {
     @Test
     void aStreamTheRuntimeEndsWithAnErrorLeavesAStaleRegistrationThatFailsCallsAtOnceUntilItsLeaseExpires() {
         ManualClock clock = new ManualClock();
-        start(b -> b.clock(clock).queueWait(Duration.ofMillis(200)));
+        start(b -> b.scheduler(new FakeScheduler(clock)).queueWait(Duration.ofMillis(200)));
         ScriptedWorker dead = worker().registered("w1", "echo", "1", 1);
         ScriptedWorker live = worker().registered("w2", "echo", "1", 1);
         assertThat(dead.result("never-sent", "{}").awaitEnd().getCode()).isEqualTo(Status.Code.NOT_FOUND);

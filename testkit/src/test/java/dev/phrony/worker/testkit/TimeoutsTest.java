@@ -2,76 +2,71 @@ package dev.phrony.worker.testkit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-/** {@link Timeouts} on a real scheduler: what fires, in which order, and what never does. */
+/** {@link Timeouts} on a fake scheduler: what fires, in which order, when, and what never does. */
 class TimeoutsTest {
 
-    private static final long MS = TimeUnit.MILLISECONDS.toNanos(1);
-
     private final Object lock = new Object();
-    private final ScheduledThreadPoolExecutor executor = new ScheduledThreadPoolExecutor(1);
-    private final BlockingQueue<String> fired = new LinkedBlockingQueue<>();
-    private final Timeouts<String> timeouts = new Timeouts<>(lock, executor, 2, fired::add);
-
-    @AfterEach
-    void stop() {
-        executor.shutdownNow();
-    }
+    private final FakeScheduler scheduler = new FakeScheduler();
+    private final List<String> fired = new ArrayList<>();
+    private final Timeouts<String> timeouts = new Timeouts<>(lock, scheduler, 2, fired::add);
 
     private Timeouts.Entry<String> add(int lane, String item, long inMs) {
         synchronized (lock) {
-            return timeouts.add(lane, item, System.nanoTime() + inMs * MS);
+            return timeouts.add(lane, item, Timeouts.now(scheduler.clock()) + inMs * 1_000_000);
         }
     }
 
-    /** The next {@code n} items fired, waiting at most 5 s for each. */
-    private List<String> next(int n) throws InterruptedException {
-        List<String> got = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            String item = fired.poll(5, TimeUnit.SECONDS);
-            assertThat(item).as("item %d of %d fired within 5 s (got %s)", i + 1, n, got).isNotNull();
-            got.add(item);
-        }
-        return got;
+    private void advanceMs(long ms) {
+        scheduler.advance(Duration.ofMillis(ms));
     }
 
     @Test
-    void firesEachLaneInDeadlineOrder() throws InterruptedException {
+    void firesEachLaneInDeadlineOrderAndNothingBeforeItIsDue() {
         add(0, "a1", 30);
         add(0, "a2", 60);
         add(1, "b1", 10);
         add(0, "a3", 90);
 
-        assertThat(next(4)).containsExactly("b1", "a1", "a2", "a3");
+        advanceMs(9);
+        assertThat(fired).isEmpty();
+        advanceMs(1);
+        assertThat(fired).containsExactly("b1");
+        advanceMs(80);
+        assertThat(fired).containsExactly("b1", "a1", "a2", "a3");
+        assertThat(scheduler.pending()).isZero(); // nothing left armed once every lane is empty
     }
 
     @Test
-    void aDeadlineEarlierThanTheTailIsPlacedInOrder() throws InterruptedException {
+    void aDeadlineEarlierThanTheTailIsPlacedInOrder() {
         add(0, "late", 200);
         add(0, "early", 20);
 
-        assertThat(next(2)).containsExactly("early", "late");
+        advanceMs(20);
+        assertThat(fired).containsExactly("early");
+        advanceMs(180);
+        assertThat(fired).containsExactly("early", "late");
     }
 
     @Test
-    void anEarlierDeadlineReArmsTheTask() throws InterruptedException {
+    void anEarlierDeadlineReArmsTheTaskAndCancelsTheOldOne() {
         add(0, "in an hour", 3_600_000);
         add(1, "soon", 20);
 
-        assertThat(next(1)).containsExactly("soon");
+        assertThat(scheduler.pending()).isOne();
+        advanceMs(20);
+        assertThat(fired).containsExactly("soon");
+        advanceMs(3_600_000);
+        assertThat(fired).containsExactly("soon", "in an hour");
     }
 
     @Test
-    void aRemovedEntryNeverFires() throws InterruptedException {
+    void aRemovedEntryNeverFires() {
         Timeouts.Entry<String> head = add(0, "removed head", 20);
         Timeouts.Entry<String> middle = add(0, "removed middle", 40);
         add(0, "kept", 60);
@@ -84,28 +79,29 @@ class TimeoutsTest {
             timeouts.remove(tail); // twice: no effect
         }
 
-        // "last" is due after every removed one, so they had their chance to fire before it.
-        assertThat(next(2)).containsExactly("kept", "last");
-        assertThat(fired).isEmpty();
+        advanceMs(1_000);
+        assertThat(fired).containsExactly("kept", "last");
     }
 
     @Test
-    void entriesAddedWhileItemsFireAreServedToo() throws InterruptedException {
-        BlockingQueue<String> out = new LinkedBlockingQueue<>();
+    void entriesAddedWhileItemsFireAreServedToo() {
+        List<String> out = new ArrayList<>();
         AtomicReference<Timeouts<String>> self = new AtomicReference<>();
-        self.set(new Timeouts<>(lock, executor, 2, item -> {
+        self.set(new Timeouts<>(lock, scheduler, 2, item -> {
             out.add(item);
             if (item.equals("first")) {
                 synchronized (lock) { // as Registry does: a leased call waits for its execution bound
-                    self.get().add(1, "second", System.nanoTime() + 10 * MS);
+                    self.get().add(1, "second", Timeouts.now(scheduler.clock()) + 10_000_000);
                 }
             }
         }));
         synchronized (lock) {
-            self.get().add(0, "first", System.nanoTime() + 10 * MS);
+            self.get().add(0, "first", Timeouts.now(scheduler.clock()) + 10_000_000);
         }
 
-        assertThat(out.poll(5, TimeUnit.SECONDS)).isEqualTo("first");
-        assertThat(out.poll(5, TimeUnit.SECONDS)).isEqualTo("second");
+        advanceMs(10);
+        assertThat(out).containsExactly("first");
+        advanceMs(10);
+        assertThat(out).containsExactly("first", "second");
     }
 }

@@ -1,6 +1,5 @@
-package dev.phrony.worker.testing;
+package dev.phrony.worker.testkit;
 
-import dev.phrony.worker.testkit.ManualClock;
 import dev.phrony.worker.time.Scheduler;
 import java.time.Duration;
 import java.time.Instant;
