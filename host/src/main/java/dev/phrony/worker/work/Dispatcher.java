@@ -1,6 +1,5 @@
 package dev.phrony.worker.work;
 
-import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.worker.call.CallContext;
 import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.call.CallPipeline;
@@ -216,11 +215,6 @@ public final class Dispatcher {
 
   void onInvoke(Invoke invoke, CallSink sink) {
     post(() -> admit(invoke, sink));
-  }
-
-  /** The same, from the generated message. */
-  void onInvoke(WorkInvoke invoke, CallSink sink) {
-    onInvoke(Invoke.of(invoke), sink);
   }
 
   void onCancel(String callId, CallSink sink) {

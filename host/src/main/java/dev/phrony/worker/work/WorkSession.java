@@ -204,9 +204,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
         log.info("registered as {}: {} handlers, lease TTL {} ms", identity.workerId(),
             catalog.size(), heartbeat.ttl().toMillis());
       }
-      // Inbound reads invokes and acks as records, never as Other; served here all the same.
-      case INVOKE -> dispatcher.onInvoke(msg.getInvoke(), this);
-      case RESULT_ACK -> dispatcher.onResultAck(msg.getResultAck().getCallId());
+      case INVOKE, RESULT_ACK -> { } // Inbound reads these as records: they never come as Other
       case CANCEL -> dispatcher.onCancel(msg.getCancel().getCallId(), this);
       case HEARTBEAT_ACK -> {
         heartbeat.onAck();

@@ -62,9 +62,13 @@ class AsyncDispatchTest {
     return TestDispatchers.of(TestHandler.catalog(h), outbox, timers);
   }
 
-  private static WorkInvoke invoke(String callId) {
+  private static Inbound.Invoke invoke(String callId) {
+    return Inbound.Invoke.of(msg(callId).build());
+  }
+
+  private static WorkInvoke.Builder msg(String callId) {
     return WorkInvoke.newBuilder().setCallId(callId).setSessionId("s1").setTool("a")
-        .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8("{}")).build();
+        .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8("{}"));
   }
 
   private static CallOutcome outcome(FakeSink.Sent s) {
@@ -132,7 +136,7 @@ class AsyncDispatchTest {
     CompletableFuture<ToolResult> later = new CompletableFuture<>();
     Dispatcher d = dispatcher(new AsyncHandler(c -> later));
     long deadline = timers.clock().millis() + 1_000;
-    d.onInvoke(invoke("c1").toBuilder().setDeadlineUnixMs(deadline).build(), sink);
+    d.onInvoke(Inbound.Invoke.of(msg("c1").setDeadlineUnixMs(deadline).build()), sink);
     timers.advance(Duration.ofMillis(999));
     sink.assertNothingMore();
     timers.advance(Duration.ofMillis(1));

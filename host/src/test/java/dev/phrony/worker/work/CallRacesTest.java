@@ -54,10 +54,14 @@ class CallRacesTest {
     stateDir.close();
   }
 
-  private static WorkInvoke invoke(String callId, String tool, long deadlineUnixMs) {
+  private static Inbound.Invoke invoke(String callId, String tool, long deadlineUnixMs) {
+    return Inbound.Invoke.of(msg(callId, tool, deadlineUnixMs).build());
+  }
+
+  private static WorkInvoke.Builder msg(String callId, String tool, long deadlineUnixMs) {
     return WorkInvoke.newBuilder().setCallId(callId).setSessionId("s").setTool(tool)
         .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8("{}"))
-        .setDeadlineUnixMs(deadlineUnixMs).build();
+        .setDeadlineUnixMs(deadlineUnixMs);
   }
 
   private static TestHandler payment(int max, TestHandler.Body body) {

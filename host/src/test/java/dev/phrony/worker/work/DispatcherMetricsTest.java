@@ -33,9 +33,13 @@ class DispatcherMetricsTest {
     registry.close();
   }
 
-  private static WorkInvoke invoke(String callId, String tool, String args) {
+  private static Inbound.Invoke invoke(String callId, String tool, String args) {
+    return Inbound.Invoke.of(msg(callId, tool, args).build());
+  }
+
+  private static WorkInvoke.Builder msg(String callId, String tool, String args) {
     return WorkInvoke.newBuilder().setCallId(callId).setSessionId("s1").setTool(tool)
-        .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8(args)).build();
+        .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8(args));
   }
 
   private double count(String tool, String outcome, String code) {
@@ -124,8 +128,8 @@ class DispatcherMetricsTest {
     });
     Dispatcher d = TestDispatchers.of(TestHandler.catalog(block), new MemoryOutbox(), timers,
         1 << 20, metrics);
-    d.onInvoke(invoke("c1", "block", "{}").toBuilder()
-        .setDeadlineUnixMs(timers.clock().millis() + 10).build(), sink);
+    d.onInvoke(Inbound.Invoke.of(msg("c1", "block", "{}")
+        .setDeadlineUnixMs(timers.clock().millis() + 10).build()), sink);
     timers.advance(java.time.Duration.ofMillis(10));
     sink.next();
     assertThat(count("block@1.0.0", "deadline_exceeded", "")).isEqualTo(1);

@@ -42,9 +42,13 @@ class DispatcherTest {
         WorkerMetrics.NONE);
   }
 
-  private static WorkInvoke invoke(String callId, String tool, String args) {
+  private static Inbound.Invoke invoke(String callId, String tool, String args) {
+    return Inbound.Invoke.of(msg(callId, tool, args).build());
+  }
+
+  private static WorkInvoke.Builder msg(String callId, String tool, String args) {
     return WorkInvoke.newBuilder().setCallId(callId).setSessionId("s1").setTool(tool)
-        .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8(args)).build();
+        .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8(args));
   }
 
   private TestHandler blocking(String tool, int max) {
@@ -157,7 +161,7 @@ class DispatcherTest {
     Dispatcher d = dispatcher(TestHandler.of("t", 1, call -> ToolResult.json("{}")));
     d.onInvoke(invoke("c1", "nope", "{}"), sink);
     assertThat(((FakeSink.Nack) sink.next()).code()).isEqualTo("unknown_tool");
-    d.onInvoke(invoke("c1b", "t", "{}").toBuilder().setVersion("2.0.0").build(), sink);
+    d.onInvoke(Inbound.Invoke.of(msg("c1b", "t", "{}").setVersion("2.0.0").build()), sink);
     assertThat(((FakeSink.Nack) sink.next()).code())
         .as("a served tool at a version not served").isEqualTo("unknown_tool");
     d.onInvoke(invoke("c2", "t", "{not json"), sink);
@@ -284,8 +288,8 @@ class DispatcherTest {
       return ToolResult.json("{}");
     });
     Dispatcher d = dispatcher(h);
-    d.onInvoke(invoke("c1", "t", "{}").toBuilder()
-        .setDeadlineUnixMs(timers.clock().millis() + 50).build(), sink);
+    d.onInvoke(Inbound.Invoke.of(msg("c1", "t", "{}")
+        .setDeadlineUnixMs(timers.clock().millis() + 50).build()), sink);
     Await.until("handler started", () -> h.runs.get() == 1);
     timers.advance(Duration.ofMillis(49));
     assertThat(sink.sent).isEmpty();

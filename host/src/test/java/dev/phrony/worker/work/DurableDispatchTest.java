@@ -34,9 +34,13 @@ class DurableDispatchTest {
     release.countDown();
   }
 
-  private static WorkInvoke invoke(String callId) {
+  private static Inbound.Invoke invoke(String callId) {
+    return Inbound.Invoke.of(msg(callId).build());
+  }
+
+  private static WorkInvoke.Builder msg(String callId) {
     return WorkInvoke.newBuilder().setCallId(callId).setSessionId("s1").setTool("pay")
-        .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8("{}")).build();
+        .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8("{}"));
   }
 
   private TestHandler payment(TestHandler.Body body) {

@@ -88,16 +88,6 @@ public record Call(
         return new String(args, StandardCharsets.UTF_8);
     }
 
-    /** This call with another id. */
-    public Call withCallId(String newCallId) {
-        return new Call(newCallId, sessionId, agentVersionId, turn, tool, version, args, sideEffectClass, deadlineUnixMs);
-    }
-
-    /** This call in another session (the id is kept). */
-    public Call withSessionId(String newSessionId) {
-        return new Call(callId, newSessionId, agentVersionId, turn, tool, version, args, sideEffectClass, deadlineUnixMs);
-    }
-
     /** This call with other JSON arguments. */
     public Call withArgs(String argsJson) {
         return new Call(callId, sessionId, agentVersionId, turn, tool, version, utf8(argsJson), sideEffectClass, deadlineUnixMs);

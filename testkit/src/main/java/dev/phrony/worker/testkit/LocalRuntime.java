@@ -339,11 +339,6 @@ public final class LocalRuntime implements AutoCloseable {
         log.info("LocalRuntime heartbeats {}", lose ? "lost" : "received");
     }
 
-    /** Whether result acks are being withheld. */
-    public boolean withholdingResultAcks() {
-        return withholdResultAcks.get();
-    }
-
     /** The lease TTL sent in {@code registered}. */
     public Duration leaseTtl() {
         return settings.leaseTtl();
