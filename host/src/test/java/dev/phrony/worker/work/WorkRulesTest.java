@@ -498,7 +498,7 @@ class WorkRulesTest {
     long firstStream = rt.worker("w1").orElseThrow().streamId();
     // Another stream registering the same id, then closing, removes our registration
     // (the close-ordering hazard); our next heartbeat is answered with NOT_FOUND.
-    try (ScriptedWorker impostor = ScriptedWorker.connect(rt.target())) {
+    try (RawWorkClient impostor = RawWorkClient.connect(rt.target())) {
       impostor.register("w1");
       impostor.awaitRegistered(WAIT);
     }

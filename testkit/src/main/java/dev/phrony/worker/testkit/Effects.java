@@ -10,11 +10,11 @@ import java.util.concurrent.CompletableFuture;
  */
 final class Effects {
 
-    private final List<StreamWriter> writers = new ArrayList<>(2);
+    private final List<WorkerStream> writers = new ArrayList<>(2);
     private List<CompletableFuture<Outcome>> futures;
     private List<Outcome> outcomes;
 
-    void flush(StreamWriter writer) {
+    void flush(WorkerStream writer) {
         if (!writers.contains(writer)) {
             writers.add(writer);
         }
@@ -31,7 +31,7 @@ final class Effects {
 
     /** Flushes first, so acks and invokes are on their way before caller callbacks run. */
     void run() {
-        for (StreamWriter writer : writers) {
+        for (WorkerStream writer : writers) {
             writer.flush();
         }
         if (futures != null) {

@@ -76,7 +76,7 @@ public final class LocalRuntime implements AutoCloseable {
     /** How long to wait for a forced shutdown to finish. */
     private static final Duration FORCED_STOP_WAIT = Duration.ofSeconds(5);
 
-    private final Settings settings;
+    private final RuntimeSettings settings;
     private final EventLog events;
     /** call_id to outcome for every call a worker completed; survives restarts. */
     private final ConcurrentMap<String, Outcome> ledger = new ConcurrentHashMap<>();
@@ -102,7 +102,7 @@ public final class LocalRuntime implements AutoCloseable {
     /** The current incarnation's registry (a shut-down one while stopped); read without the lifecycle lock. */
     private volatile Registry registry;
 
-    private LocalRuntime(Settings settings, boolean withholdResultAcks, Scheduler scheduler) {
+    private LocalRuntime(RuntimeSettings settings, boolean withholdResultAcks, Scheduler scheduler) {
         this.settings = settings;
         this.port = settings.port();
         this.events = new EventLog(settings.clock(), settings.eventLogCapacity());
@@ -664,7 +664,7 @@ public final class LocalRuntime implements AutoCloseable {
 
         /** Builds the runtime without starting it. */
         LocalRuntime build() {
-            Settings settings = new Settings(port, leaseTtl, queueWait,
+            RuntimeSettings settings = new RuntimeSettings(port, leaseTtl, queueWait,
                     executionTimeout == null ? queueWait : executionTimeout, maxQueuePerKey,
                     clock != null ? clock : scheduler != null ? scheduler.clock() : InstantSource.system(),
                     shutdownGrace, eventLogCapacity, maxInboundMessageSize, version, schemaVersion,

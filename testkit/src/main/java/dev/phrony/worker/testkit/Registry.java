@@ -39,7 +39,7 @@ final class Registry {
 
     private static final Logger log = LoggerFactory.getLogger(LocalRuntime.class);
 
-    private final Settings settings;
+    private final RuntimeSettings settings;
     private final ConcurrentMap<String, Outcome> ledger;
     private final Timeouts<Pending> timeouts;
     private final BooleanSupplier withholdResultAcks;
@@ -64,7 +64,7 @@ final class Registry {
 
     private final Scheduler timers;
 
-    Registry(Settings settings, ConcurrentMap<String, Outcome> ledger, Scheduler timers,
+    Registry(RuntimeSettings settings, ConcurrentMap<String, Outcome> ledger, Scheduler timers,
              BooleanSupplier withholdResultAcks, BooleanSupplier loseHeartbeats) {
         this.settings = settings;
         this.ledger = ledger;
@@ -77,13 +77,13 @@ final class Registry {
     /** One registration: a worker id bound to the stream it registered on. */
     private static final class Worker {
         final String id;
-        final StreamWriter stream;
+        final WorkerStream stream;
         final WorkRegister register;
         final Map<String, Slot> handlers = new LinkedHashMap<>();
         final Instant registeredAt;
         Instant lease;
 
-        Worker(String id, StreamWriter stream, WorkRegister register, Instant now) {
+        Worker(String id, WorkerStream stream, WorkRegister register, Instant now) {
             this.id = id;
             this.stream = stream;
             this.register = register;
@@ -148,7 +148,7 @@ final class Registry {
     // ---------------------------------------------------------------- stream side
 
     /** Handles {@code register}; returns the error text (the stream then ends INVALID_ARGUMENT) or null. */
-    String register(WorkRegister reg, StreamWriter stream) {
+    String register(WorkRegister reg, WorkerStream stream) {
         String id = reg.getWorkerId();
         if (id.isEmpty()) {
             return Wire.WORKER_ID_REQUIRED;
@@ -505,7 +505,7 @@ final class Registry {
         p.queued = false;
         if (!w.stream.send(Wire.invoke(p.call))) {
             slot.busy--;
-            return "send invoke: " + StreamWriter.DEAD_STREAM_ERROR;
+            return "send invoke: " + WorkerStream.DEAD_STREAM_ERROR;
         }
         fx.flush(w.stream);
         return null;

@@ -16,9 +16,9 @@ final class RuntimeService extends RuntimeGrpc.RuntimeImplBase {
     private final Registry registry;
     private final EventLog events;
     private final AtomicLong streamIds;
-    private final Settings settings;
+    private final RuntimeSettings settings;
 
-    RuntimeService(Registry registry, EventLog events, AtomicLong streamIds, Settings settings) {
+    RuntimeService(Registry registry, EventLog events, AtomicLong streamIds, RuntimeSettings settings) {
         this.registry = registry;
         this.events = events;
         this.streamIds = streamIds;
@@ -28,12 +28,12 @@ final class RuntimeService extends RuntimeGrpc.RuntimeImplBase {
     @Override
     public StreamObserver<WorkClientMsg> work(StreamObserver<WorkServerMsg> responseObserver) {
         var call = (ServerCallStreamObserver<WorkServerMsg>) responseObserver;
-        StreamWriter out = new StreamWriter(streamIds.incrementAndGet(), call, events);
+        WorkerStream out = new WorkerStream(streamIds.incrementAndGet(), call, events);
         // Inbound credit is handed out in batches by the writer, not one message at a time.
         call.disableAutoRequest();
         call.setOnReadyHandler(out::flush);
         call.setOnCancelHandler(() -> out.abort(Status.CANCELLED.withDescription("cancelled by the client or transport")));
-        call.request(StreamWriter.INITIAL_REQUEST);
+        call.request(WorkerStream.INITIAL_REQUEST);
         return new WorkStream(registry, out, events, settings.leaseTtl().toMillis(), settings.maxInboundMessageSize());
     }
 

@@ -18,10 +18,10 @@ import org.slf4j.LoggerFactory;
 final class WorkStream implements StreamObserver<WorkClientMsg> {
 
     private static final Logger log = LoggerFactory.getLogger(LocalRuntime.class);
-    private static final Logger wire = LoggerFactory.getLogger(StreamWriter.class);
+    private static final Logger wire = LoggerFactory.getLogger(WorkerStream.class);
 
     private final Registry registry;
-    private final StreamWriter out;
+    private final WorkerStream out;
     private final EventLog events;
     private final long leaseTtlMs;
     private final int maxMessageSize;
@@ -29,7 +29,7 @@ final class WorkStream implements StreamObserver<WorkClientMsg> {
     private String workerId;
     private boolean ended;
 
-    WorkStream(Registry registry, StreamWriter out, EventLog events, long leaseTtlMs, int maxMessageSize) {
+    WorkStream(Registry registry, WorkerStream out, EventLog events, long leaseTtlMs, int maxMessageSize) {
         this.registry = registry;
         this.out = out;
         this.events = events;

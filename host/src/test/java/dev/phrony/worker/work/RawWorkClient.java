@@ -4,6 +4,7 @@ import dev.phrony.runtime.v1.RuntimeGrpc;
 import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkRegister;
 import dev.phrony.runtime.v1.WorkServerMsg;
+import dev.phrony.worker.testkit.Await;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.StreamObserver;
@@ -12,12 +13,12 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /** A raw Work client whose every message the test chooses: for provoking the runtime. */
-final class ScriptedWorker implements AutoCloseable {
+final class RawWorkClient implements AutoCloseable {
   private final ManagedChannel channel;
   private final StreamObserver<WorkClientMsg> out;
   final LinkedBlockingQueue<WorkServerMsg> received = new LinkedBlockingQueue<>();
 
-  private ScriptedWorker(String target) {
+  private RawWorkClient(String target) {
     channel = NettyChannelBuilder.forTarget(target).usePlaintext().build();
     out = RuntimeGrpc.newStub(channel).work(new StreamObserver<>() {
       @Override
@@ -33,8 +34,8 @@ final class ScriptedWorker implements AutoCloseable {
     });
   }
 
-  static ScriptedWorker connect(String target) {
-    return new ScriptedWorker(target);
+  static RawWorkClient connect(String target) {
+    return new RawWorkClient(target);
   }
 
   void register(String workerId) {
@@ -42,15 +43,11 @@ final class ScriptedWorker implements AutoCloseable {
         .setRegister(WorkRegister.newBuilder().setWorkerId(workerId)).build());
   }
 
-  void awaitRegistered(Duration timeout) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (System.nanoTime() < deadline) {
-      WorkServerMsg m = received.poll(100, TimeUnit.MILLISECONDS);
-      if (m != null && m.hasRegistered()) {
-        return;
-      }
-    }
-    throw new AssertionError("no registered within " + timeout);
+  void awaitRegistered(Duration timeout) {
+    Await.until("registered", () -> {
+      WorkServerMsg m = received.poll();
+      return m != null && m.hasRegistered();
+    }, timeout);
   }
 
   /** Ends the stream cleanly (the runtime then removes the registration). */

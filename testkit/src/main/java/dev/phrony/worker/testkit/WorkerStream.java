@@ -23,9 +23,9 @@ import org.slf4j.LoggerFactory;
  * ({@code request(n)} in batches) but stops doing so while the outbound backlog is large, so a
  * worker that stops reading eventually stops being read, as with the real runtime's blocking sends.
  */
-final class StreamWriter {
+final class WorkerStream {
 
-    private static final Logger log = LoggerFactory.getLogger(StreamWriter.class);
+    private static final Logger log = LoggerFactory.getLogger(WorkerStream.class);
 
     /** Inbound messages requested when the stream opens. */
     static final int INITIAL_REQUEST = 128;
@@ -52,7 +52,7 @@ final class StreamWriter {
     private volatile boolean finished;
     private volatile String workerId;
 
-    StreamWriter(long streamId, ServerCallStreamObserver<WorkServerMsg> call, EventLog events) {
+    WorkerStream(long streamId, ServerCallStreamObserver<WorkServerMsg> call, EventLog events) {
         this.streamId = streamId;
         this.call = call;
         this.events = events;

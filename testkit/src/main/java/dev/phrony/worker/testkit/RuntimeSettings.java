@@ -5,7 +5,7 @@ import java.time.InstantSource;
 import java.util.Objects;
 
 /** The validated configuration of a {@link LocalRuntime}; built by {@link LocalRuntime.Builder}. */
-record Settings(
+record RuntimeSettings(
         int port,
         Duration leaseTtl,
         Duration queueWait,
@@ -20,7 +20,7 @@ record Settings(
         ServerSecurity security,
         Duration cancelDelay) {
 
-    Settings {
+    RuntimeSettings {
         if (port < 0 || port > 65_535) {
             throw new IllegalArgumentException("port out of range: " + port);
         }
