@@ -77,26 +77,32 @@ sealed interface Inbound {
     };
   }
 
-  /** Reads {@code WorkServerMsg} as an {@link Inbound}. */
-  MethodDescriptor.Marshaller<Inbound> MARSHALLER = new MethodDescriptor.Marshaller<>() {
-    @Override
-    public InputStream stream(Inbound value) { // the client never sends one; for tests
-      return toProto(value).toByteString().newInput();
-    }
-
-    @Override
-    public Inbound parse(InputStream stream) {
-      try {
-        byte[] bytes = bytesOf(stream);
-        Inbound plain = Plain.read(bytes);
-        return plain != null ? plain : of(WorkServerMsg.parseFrom(bytes));
-      } catch (IOException e) {
-        // As gRPC's own protobuf marshaller reports a message that does not parse.
-        throw Status.INTERNAL.withDescription("Invalid protobuf byte sequence").withCause(e)
-            .asRuntimeException();
+  /**
+   * Reads {@code WorkServerMsg} as an {@link Inbound}; each marshaller keeps its own
+   * {@linkplain Plain last strings seen}, so two workers in one JVM share no state.
+   */
+  static MethodDescriptor.Marshaller<Inbound> marshaller() {
+    Plain plain = new Plain();
+    return new MethodDescriptor.Marshaller<>() {
+      @Override
+      public InputStream stream(Inbound value) { // the client never sends one; for tests
+        return toProto(value).toByteString().newInput();
       }
-    }
-  };
+
+      @Override
+      public Inbound parse(InputStream stream) {
+        try {
+          byte[] bytes = bytesOf(stream);
+          Inbound read = plain.read(bytes);
+          return read != null ? read : of(WorkServerMsg.parseFrom(bytes));
+        } catch (IOException e) {
+          // As gRPC's own protobuf marshaller reports a message that does not parse.
+          throw Status.INTERNAL.withDescription("Invalid protobuf byte sequence").withCause(e)
+              .asRuntimeException();
+        }
+      }
+    };
+  }
 
   /** All of {@code stream}: gRPC's message streams know their length, so one exact array. */
   private static byte[] bytesOf(InputStream stream) throws IOException {
@@ -119,22 +125,24 @@ sealed interface Inbound {
     return all.toByteArray();
   }
 
-  /** {@code Runtime.Work} with {@link #MARSHALLER} for what the runtime sends. */
-  MethodDescriptor<Outbound, Inbound> WORK_METHOD = RuntimeGrpc.getWorkMethod()
-      .toBuilder(Outbound.MARSHALLER, MARSHALLER).build();
+  /** {@code Runtime.Work} with a {@link #marshaller} of its own for what the runtime sends. */
+  static MethodDescriptor<Outbound, Inbound> workMethod() {
+    return RuntimeGrpc.getWorkMethod().toBuilder(Outbound.MARSHALLER, marshaller()).build();
+  }
 
   /** The plain encodings of an invoke and an ack, read by hand. */
   final class Plain {
     private static final int INVOKE = 2 << 3 | 2;
     private static final int RESULT_ACK = 4 << 3 | 2;
 
-    private Plain() {}
+    /** By field; written by whichever thread reads (records: a racing reader sees a whole one). */
+    private final Seen[] seen = new Seen[4];
 
     /**
      * The invoke or ack {@code bytes} hold as their one field, or null for anything else
      * (including what does not parse: the generated parser then says why).
      */
-    static Inbound read(byte[] bytes) {
+    Inbound read(byte[] bytes) {
       CodedInputStream in = CodedInputStream.newInstance(bytes);
       in.enableAliasing(true); // the array is this message's own: args may point into it
       try {
@@ -154,7 +162,7 @@ sealed interface Inbound {
       }
     }
 
-    private static Invoke invoke(CodedInputStream in, byte[] bytes) throws IOException {
+    private Invoke invoke(CodedInputStream in, byte[] bytes) throws IOException {
       String callId = "";
       String sessionId = "";
       String agentVersionId = "";
@@ -195,21 +203,18 @@ sealed interface Inbound {
     private static final int TOOL = 1;
     private static final int VERSION = 2;
     private static final int SIDE_EFFECT_CLASS = 3;
-    /** By field; written by whichever thread reads (records: a racing reader sees a whole one). */
-    private static final Seen[] SEEN = new Seen[4];
-
-    private static String repeated(CodedInputStream in, byte[] bytes, int field)
+    private String repeated(CodedInputStream in, byte[] bytes, int field)
         throws IOException {
       int length = in.readRawVarint32();
       if (length < 0 || length > in.getBytesUntilLimit()) {
         throw new InvalidProtocolBufferException("truncated string field");
       }
       int at = in.getTotalBytesRead(); // the reader started at 0 of bytes
-      Seen seen = SEEN[field];
-      if (seen != null && Arrays.equals(bytes, at, at + length, seen.utf8(), 0,
-          seen.utf8().length)) {
+      Seen last = seen[field];
+      if (last != null && Arrays.equals(bytes, at, at + length, last.utf8(), 0,
+          last.utf8().length)) {
         in.skipRawBytes(length);
-        return seen.text();
+        return last.text();
       }
       byte[] utf8 = in.readRawBytes(length);
       ByteString value = UnsafeByteOperations.unsafeWrap(utf8);
@@ -217,7 +222,7 @@ sealed interface Inbound {
         throw new InvalidProtocolBufferException("string field is not valid UTF-8");
       }
       String text = value.toStringUtf8();
-      SEEN[field] = new Seen(utf8, text);
+      seen[field] = new Seen(utf8, text);
       return text;
     }
 

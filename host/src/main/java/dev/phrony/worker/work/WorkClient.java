@@ -14,6 +14,7 @@ import dev.phrony.worker.transport.TlsFailure;
 import io.grpc.CallOptions;
 import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCalls;
 import io.netty.channel.Channel;
@@ -97,6 +98,8 @@ public final class WorkClient implements AutoCloseable {
   private final ExecutorScheduler ownScheduler;
   private final Backoff backoff;
   private final ManagedChannel channel;
+  /** Work with this worker's own inbound marshaller (its string cache is this worker's). */
+  private final MethodDescriptor<Outbound, Inbound> workMethod = Inbound.workMethod();
   /**
    * The channel's one I/O thread. Inbound messages are handled on it directly (nothing in
    * {@link WorkSession#onNext} blocks) and every stream's writes are drained on it (see
@@ -258,7 +261,7 @@ public final class WorkClient implements AutoCloseable {
           callOptions = callOptions.withCallCredentials(credentials.get());
         }
         // The generated stub's call, with invokes and acks read by Inbound's own marshaller.
-        ClientCalls.asyncBidiStreamingCall(channel.newCall(Inbound.WORK_METHOD, callOptions), s);
+        ClientCalls.asyncBidiStreamingCall(channel.newCall(workMethod, callOptions), s);
         s.register();
         s.registration().thenRun(() -> {
           watchConnection(s);

@@ -33,7 +33,7 @@ class InboundTest {
           : WorkServerMsg.newBuilder().setInvoke(randomInvoke()).build();
       byte[] bytes = msg.toByteArray();
       Inbound expected = Inbound.of(WorkServerMsg.parseFrom(bytes));
-      assertThat(Inbound.Plain.read(bytes)).as("read by hand: %s", msg).isEqualTo(expected);
+      assertThat(new Inbound.Plain().read(bytes)).as("read by hand: %s", msg).isEqualTo(expected);
       assertThat(parse(bytes, true)).isEqualTo(expected);
       assertThat(parse(bytes, false)).isEqualTo(expected);
       assertThat(Inbound.toProto(expected)).isEqualTo(msg);
@@ -50,11 +50,11 @@ class InboundTest {
           .setVersion(i % 2 == 0 ? "1.0.0" : "1.0.1").setSideEffectClass("read_only")
           .setAgentVersionId(i < 5 ? "av" : "av2").setArgs(ByteString.copyFromUtf8("{}")).build();
       byte[] bytes = WorkServerMsg.newBuilder().setInvoke(invoke).build().toByteArray();
-      assertThat(Inbound.Plain.read(bytes)).isEqualTo(Inbound.Invoke.of(invoke));
+      assertThat(new Inbound.Plain().read(bytes)).isEqualTo(Inbound.Invoke.of(invoke));
     }
     // Bytes that are not UTF-8 where a known value was: refused, as the generated parser does.
     byte[] badTool = concat(new byte[] {0x12, 0x03, 0x2a, 0x01, (byte) 0xc3});
-    assertThat(Inbound.Plain.read(badTool)).isNull();
+    assertThat(new Inbound.Plain().read(badTool)).isNull();
     assertThatThrownBy(() -> parse(badTool, true)).isInstanceOf(StatusRuntimeException.class);
   }
 
@@ -67,7 +67,7 @@ class InboundTest {
         WorkServerMsg.newBuilder().setCancel(WorkToolCancel.newBuilder().setCallId("c1")).build(),
         WorkServerMsg.newBuilder().setHeartbeatAck(WorkHeartbeatAck.getDefaultInstance())
             .build()}) {
-      assertThat(Inbound.Plain.read(msg.toByteArray())).isNull();
+      assertThat(new Inbound.Plain().read(msg.toByteArray())).isNull();
       assertThat(parse(msg.toByteArray(), true)).isEqualTo(new Inbound.Other(msg));
     }
   }
@@ -93,7 +93,7 @@ class InboundTest {
         concat(one, new byte[] {(byte) 0xa0, 0x06, 0x01}),
     };
     for (byte[] bytes : odd) {
-      assertThat(Inbound.Plain.read(bytes)).isNull();
+      assertThat(new Inbound.Plain().read(bytes)).isNull();
       assertThat(parse(bytes, true)).isEqualTo(Inbound.of(WorkServerMsg.parseFrom(bytes)));
     }
   }
@@ -118,8 +118,8 @@ class InboundTest {
         return Math.min(3, super.available());
       }
     };
-    assertThat(Inbound.MARSHALLER.parse(underCounting))
-        .isEqualTo(Inbound.Plain.read(bytes));
+    assertThat(Inbound.marshaller().parse(underCounting))
+        .isEqualTo(new Inbound.Plain().read(bytes));
   }
 
   private WorkInvoke randomInvoke() {
@@ -173,7 +173,7 @@ class InboundTest {
   }
 
   private static Inbound parse(byte[] bytes, boolean knownLength) {
-    return Inbound.MARSHALLER.parse(knownLength ? new KnownLengthStream(bytes)
+    return Inbound.marshaller().parse(knownLength ? new KnownLengthStream(bytes)
         : new ByteArrayInputStream(bytes));
   }
 
