@@ -69,7 +69,8 @@ public final class WorkClient implements AutoCloseable {
   private record IoTransport(String name, java.util.function.Supplier<IoHandlerFactory> handlers,
       java.util.function.Supplier<Channel> newChannel) {}
 
-  private static final IoTransport TRANSPORT =
+  /** This worker's I/O transport, chosen when it is built (a test may choose per worker). */
+  private final IoTransport transport =
       !"nio".equals(System.getProperty("phrony.work.transport")) && Epoll.isAvailable()
           ? new IoTransport("epoll", EpollIoHandler::newFactory, EpollSocketChannel::new)
           : new IoTransport("nio", NioIoHandler::newFactory, NioSocketChannel::new);
@@ -169,7 +170,7 @@ public final class WorkClient implements AutoCloseable {
     // Netty's factory makes FastThreadLocalThreads: its buffer caches are then plain field
     // reads, not ThreadLocal lookups (5% of this thread's time when it was a plain Thread).
     this.ioThread = new MultiThreadIoEventLoopGroup(1,
-        new DefaultThreadFactory("phrony-work-io", true), TRANSPORT.handlers().get());
+        new DefaultThreadFactory("phrony-work-io", true), transport.handlers().get());
     EventLoop loop = ioThread.next();
     this.loop = loop;
     this.writes = r -> {
@@ -187,7 +188,7 @@ public final class WorkClient implements AutoCloseable {
         options.identity().forGeneration(options.generation(), options.identity().imageDigest()),
         dispatcher.initialHandlers());
     try {
-      this.channel = channel(options, ioThread, dispatcher.timings());
+      this.channel = channel(options, transport, ioThread, dispatcher.timings());
     } catch (RuntimeException e) {
       if (ownScheduler != null) {
         ownScheduler.close();
@@ -197,7 +198,8 @@ public final class WorkClient implements AutoCloseable {
     }
   }
 
-  private static ManagedChannel channel(WorkOptions options, EventLoopGroup io,
+  private static ManagedChannel channel(WorkOptions options, IoTransport transport,
+      EventLoopGroup io,
       WireTimings timings) {
     NettyChannelBuilder b;
     try {
@@ -210,7 +212,7 @@ public final class WorkClient implements AutoCloseable {
     // layer only adds work to every message.
     b.eventLoopGroup(io).directExecutor().disableRetry();
     b.channelFactory(() -> {
-      Channel ch = TRANSPORT.newChannel().get();
+      Channel ch = transport.newChannel().get();
       ch.pipeline().addFirst(new WireTap(timings)); // next to the socket: before gRPC's handlers
       return ch;
     });
@@ -249,7 +251,7 @@ public final class WorkClient implements AutoCloseable {
       WorkSession s = new WorkSession(++streamIds, g.handlers(), dispatcher, g.identity(),
           scheduler, dispatcher.inFlightIds(), metrics, writes, loop);
       log.info("connecting to {} (stream {}, {}, as {})", options.target(), s.id(),
-          TRANSPORT.name(), g.identity().workerId());
+          transport.name(), g.identity().workerId());
       // Our backoff paces reconnects; the channel's own (1 s and up) would only add to it.
       channel.resetConnectBackoff();
       session = s;
