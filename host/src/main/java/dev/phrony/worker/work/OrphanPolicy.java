@@ -3,8 +3,6 @@ package dev.phrony.worker.work;
 import dev.phrony.worker.outbox.ResultOutbox;
 import dev.phrony.worker.time.Scheduler;
 import io.grpc.Status;
-import java.io.ByteArrayOutputStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.Set;
@@ -165,74 +163,6 @@ final class OrphanPolicy {
     if (at < 0) {
       return Optional.empty();
     }
-    return unquoteGo(description, at + "call_id ".length());
-  }
-
-  /** Go's {@code strconv.Unquote} of the double-quoted string starting at {@code from}. */
-  static Optional<String> unquoteGo(String s, int from) {
-    if (from >= s.length() || s.charAt(from) != '"') {
-      return Optional.empty();
-    }
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    int i = from + 1;
-    while (i < s.length()) {
-      char c = s.charAt(i);
-      if (c == '"') {
-        return Optional.of(out.toString(StandardCharsets.UTF_8));
-      }
-      if (c != '\\') {
-        int cp = s.codePointAt(i);
-        out.writeBytes(new String(Character.toChars(cp)).getBytes(StandardCharsets.UTF_8));
-        i += Character.charCount(cp);
-        continue;
-      }
-      if (i + 1 >= s.length()) {
-        return Optional.empty();
-      }
-      char e = s.charAt(i + 1);
-      i += 2;
-      switch (e) {
-        case 'a' -> out.write(7);
-        case 'b' -> out.write('\b');
-        case 'f' -> out.write('\f');
-        case 'n' -> out.write('\n');
-        case 'r' -> out.write('\r');
-        case 't' -> out.write('\t');
-        case 'v' -> out.write(0x0b);
-        case '\\', '"', '\'' -> out.write(e);
-        case 'x', 'u', 'U' -> {
-          int n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-          if (i + n > s.length()) {
-            return Optional.empty();
-          }
-          int v;
-          try {
-            v = Integer.parseUnsignedInt(s.substring(i, i + n), 16);
-          } catch (NumberFormatException ex) {
-            return Optional.empty();
-          }
-          i += n;
-          if (e == 'x') {
-            out.write(v); // one raw byte
-          } else if (Character.isValidCodePoint(v)) {
-            out.writeBytes(new String(Character.toChars(v)).getBytes(StandardCharsets.UTF_8));
-          } else {
-            return Optional.empty();
-          }
-        }
-        default -> {
-          if (e < '0' || e > '7' || i + 2 > s.length()) {
-            return Optional.empty();
-          }
-          try {
-            out.write(Integer.parseInt(s.substring(i - 1, i + 2), 8));
-          } catch (NumberFormatException ex) {
-            return Optional.empty();
-          }
-          i += 2;
-        }
-      }
-    }
-    return Optional.empty(); // no closing quote
+    return GoQuoted.unquote(description, at + "call_id ".length());
   }
 }
