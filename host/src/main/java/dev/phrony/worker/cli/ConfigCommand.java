@@ -2,12 +2,12 @@ package dev.phrony.worker.cli;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.fasterxml.jackson.dataformat.yaml.YAMLGenerator;
+import dev.phrony.worker.HostJson;
 import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.config.LayeredDefaults;
 import dev.phrony.worker.config.Source;
@@ -91,7 +91,7 @@ final class ConfigCommand implements Callable<Integer> {
       n.put("from", r.source().origin());
     }
     ObjectMapper mapper = format == Format.json
-        ? new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)
+        ? HostJson.MAPPER
         : new ObjectMapper(YAMLFactory.builder()
             .disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER)
             .enable(YAMLGenerator.Feature.MINIMIZE_QUOTES)

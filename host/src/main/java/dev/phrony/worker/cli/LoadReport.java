@@ -1,20 +1,19 @@
 package dev.phrony.worker.cli;
 
-import dev.phrony.worker.config.DurationParser;
+import dev.phrony.worker.HostJson;
 import dev.phrony.worker.TextColumns;
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.databind.json.JsonMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.api.ToolDescriptor;
+import dev.phrony.worker.config.DurationParser;
 import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.config.Source;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.plugin.LoadProblem;
 import dev.phrony.worker.plugin.LoadResult;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -24,8 +23,7 @@ import java.util.Map;
  * advertised, every problem, and the image digest.
  */
 final class LoadReport {
-  private static final ObjectMapper JSON =
-      JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
+  private static final ObjectMapper JSON = HostJson.MAPPER;
   private static final List<String> HEADER =
       List.of("KEY", "CONTRACT", "CONCURRENCY", "SIDE EFFECT", "PLUGIN", "HASH");
   private static final int SHORT_HASH = 12;

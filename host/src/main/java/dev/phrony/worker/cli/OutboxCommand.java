@@ -1,16 +1,11 @@
 package dev.phrony.worker.cli;
 
-import dev.phrony.worker.config.DurationParser;
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.phrony.worker.HostJson;
 import dev.phrony.worker.Printable;
 import dev.phrony.worker.TextColumns;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.call.CallOutcome;
+import dev.phrony.worker.config.DurationParser;
 import dev.phrony.worker.outbox.Durability;
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.outbox.OutboxEntry;
@@ -18,6 +13,11 @@ import dev.phrony.worker.outbox.OutboxView;
 import dev.phrony.worker.state.StateDir;
 import dev.phrony.worker.state.StateDirLockedException;
 import dev.phrony.worker.state.StateDirRefusedException;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
@@ -58,8 +58,7 @@ import picocli.CommandLine.ParentCommand;
         + " worker running during purge, I/O error)"})
 public final class OutboxCommand implements Runnable {
 
-  private static final ObjectMapper JSON =
-      new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+  private static final ObjectMapper JSON = HostJson.MAPPER;
 
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;

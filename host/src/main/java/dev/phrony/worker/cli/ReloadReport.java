@@ -3,9 +3,8 @@ package dev.phrony.worker.cli;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.phrony.worker.HostJson;
 import dev.phrony.worker.ops.OpsHttpServer;
 import dev.phrony.worker.reload.PluginReloader;
 import java.util.concurrent.ExecutionException;
@@ -18,8 +17,7 @@ import java.util.concurrent.TimeoutException;
  * {@code POST /plugins/reload} answers with the reload's outcome.
  */
 final class ReloadReport {
-  private static final ObjectMapper JSON =
-      JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
+  private static final ObjectMapper JSON = HostJson.MAPPER;
   /** How long {@code POST /plugins/reload} waits for the new set to be served. */
   private static final long RELOAD_WAIT_S = 60;
 

@@ -3,6 +3,7 @@ package dev.phrony.worker.cli;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.phrony.worker.HostJson;
 import dev.phrony.worker.TextColumns;
 import dev.phrony.worker.UserErrorException;
 import java.io.IOException;
@@ -16,7 +17,7 @@ import java.util.List;
 
 /** {@code list-handlers --worker URL}: what a running worker serves, from its {@code /handlers}. */
 final class WorkerHandlers {
-  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final ObjectMapper JSON = HostJson.MAPPER;
   private static final Duration TIMEOUT = Duration.ofSeconds(5);
 
   private WorkerHandlers() {}

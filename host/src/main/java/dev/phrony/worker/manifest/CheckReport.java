@@ -1,15 +1,14 @@
 package dev.phrony.worker.manifest;
 
+import dev.phrony.worker.HostJson;
 import dev.phrony.worker.TextColumns;
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.databind.json.JsonMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.manifest.Binding.Route;
 import dev.phrony.worker.plugin.HandlerCatalog;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
@@ -28,8 +27,7 @@ import java.util.stream.Collectors;
  * @param rows one per binding, in file order
  */
 public record CheckReport(String manifest, List<Row> rows) {
-  private static final ObjectMapper JSON =
-      JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
+  private static final ObjectMapper JSON = HostJson.MAPPER;
 
   /** What a check found for one binding. */
   public enum Status {
