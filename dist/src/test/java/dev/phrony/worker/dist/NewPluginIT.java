@@ -103,7 +103,9 @@ class NewPluginIT {
         .isRegularFile();
 
     // A plain mvn on a JDK older than 21 stops at once, naming the JDK and JAVA_HOME (the
-    // wrapper finds a newer JDK by itself; an author's own Maven does not).
+    // wrapper finds a newer JDK by itself; an author's own Maven does not). That Maven (3.8)
+    // cannot chain local repositories: it reads the user's, where only the kit's parent POM is
+    // needed before the JDK check stops it.
     Path jdk17 = Path.of("/usr/lib/jvm/java-17-openjdk-amd64");
     Path mvn = Path.of("/usr/bin/mvn");
     if (Files.isExecutable(jdk17.resolve("bin/java")) && Files.isExecutable(mvn)) {
