@@ -15,12 +15,41 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A new plugin author's path, in a folder outside the checkout, with nothing edited: the one
  * install command of the README, then {@code new-plugin}, {@code mvn package} (which runs the
- * generated test), {@code list-handlers} and {@code dev} + {@code call}.
+ * generated test), {@code list-handlers} and {@code dev} + {@code call}. Then the author adds a
+ * library that brings an older Jackson than the worker's, and the harness still runs the tests.
+ *
+ * <p>The kit is installed into a local repository of this test's own, in front of the user's
+ * (read, never written), so that builds in other checkouts sharing it are not disturbed.
  */
 class NewPluginIT {
   /** The README's install command for the plugin kit. */
   static final List<String> INSTALL_KIT =
       List.of("install", "-pl", "plugin-parent", "-am", "-DskipTests");
+
+  /** Older than the worker's Jackson, and without its JsonSerializeAs. */
+  static final String OLD_JACKSON = "2.17.2";
+
+  /** A test the author adds: the harness, with the older Jackson on the test class path. */
+  private static final String OWN_JACKSON_TEST = """
+      package com.example.greeting;
+
+      import static org.assertj.core.api.Assertions.assertThat;
+
+      import com.fasterxml.jackson.databind.ObjectMapper;
+      import dev.phrony.worker.harness.HandlerHarness;
+      import org.junit.jupiter.api.Test;
+
+      class OwnJacksonTest {
+        @Test
+        void the_harness_runs_the_handler_beside_an_older_jackson() {
+          assertThat(new ObjectMapper().version().toString()).isEqualTo("%s");
+          try (HandlerHarness h = HandlerHarness.forTool("greet.say-hello@1.0.0")) {
+            assertThat(HandlerHarness.payloadText(h.call("{\\\"name\\\":\\\"Ada\\\"}")))
+                .isEqualTo("{\\\"text\\\":\\\"Hello, Ada!\\\"}");
+          }
+        }
+      }
+      """.formatted(OLD_JACKSON);
 
   @TempDir
   Path tmp;
@@ -29,6 +58,7 @@ class NewPluginIT {
   void a_new_plugin_builds_lists_and_is_served_by_dev_without_edits() throws Exception {
     Path repo = Path.of(System.getProperty("phrony.repo.dir")).toRealPath();
     maven(repo, tmp.resolve("install-kit.log"), INSTALL_KIT);
+    assertThat(tmp.resolve("m2/dev/phrony/worker/phrony-plugin-testing")).isDirectory();
 
     Path project = tmp.resolve("authors/greeting");
     DistProcess.Result created = DistProcess.run(tmp, "new-plugin", "greeting", "--tool",
@@ -50,8 +80,32 @@ class NewPluginIT {
     assertThat(stale).doesNotExist();
     assertThat(plugins.resolve("greeting/greeting-1.0.0.jar")).isRegularFile();
 
+    // A library with an older Jackson (one without the annotations the worker's Jackson needs):
+    // on the tests' flat class path Maven picks it, and the harness still runs the handler as the
+    // worker does, its own Jackson apart. The worker below serves the plugin with it in lib/.
+    Path pom = project.resolve("pom.xml");
+    Files.writeString(pom, Files.readString(pom).replace("</project>", """
+          <dependencies>
+            <dependency>
+              <groupId>com.fasterxml.jackson.core</groupId>
+              <artifactId>jackson-databind</artifactId>
+              <version>%s</version>
+            </dependency>
+          </dependencies>
+        </project>
+        """.formatted(OLD_JACKSON)));
+    Files.writeString(project.resolve("src/test/java/com/example/greeting/OwnJacksonTest.java"),
+        OWN_JACKSON_TEST);
+    Path withJackson = tmp.resolve("package-old-jackson.log");
+    maven(project, withJackson, List.of("package"));
+    assertThat(Files.readString(withJackson)).contains("Tests run: 3, Failures: 0, Errors: 0");
+    assertThat(plugins.resolve("greeting/lib/jackson-databind-" + OLD_JACKSON + ".jar"))
+        .isRegularFile();
+
     // A plain mvn on a JDK older than 21 stops at once, naming the JDK and JAVA_HOME (the
-    // wrapper finds a newer JDK by itself; an author's own Maven does not).
+    // wrapper finds a newer JDK by itself; an author's own Maven does not). That Maven (3.8)
+    // cannot chain local repositories: it reads the user's, where only the kit's parent POM is
+    // needed before the JDK check stops it.
     Path jdk17 = Path.of("/usr/lib/jvm/java-17-openjdk-amd64");
     Path mvn = Path.of("/usr/bin/mvn");
     if (Files.isExecutable(jdk17.resolve("bin/java")) && Files.isExecutable(mvn)) {
@@ -91,11 +145,20 @@ class NewPluginIT {
     }
   }
 
-  /** Runs the checkout's Maven wrapper in {@code dir}, on this JDK; fails with its output. */
-  private static void maven(Path dir, Path log, List<String> goals)
+  /**
+   * Runs the checkout's Maven wrapper in {@code dir}, on this JDK, offline, installing into this
+   * test's own local repository and reading what is not there from the user's; fails with its
+   * output.
+   */
+  private void maven(Path dir, Path log, List<String> goals)
       throws IOException, InterruptedException {
     Path repo = Path.of(System.getProperty("phrony.repo.dir")).toRealPath();
-    int exit = maven(repo.resolve("mvnw"), dir, log, goals,
+    List<String> args = new java.util.ArrayList<>(List.of("-o",
+        "-Dmaven.repo.local=" + tmp.resolve("m2"),
+        "-Dmaven.repo.local.tail=" + Path.of(System.getProperty("user.home"), ".m2/repository"),
+        "-Dmaven.repo.local.tail.ignoreAvailability=true"));
+    args.addAll(goals);
+    int exit = maven(repo.resolve("mvnw"), dir, log, args,
         Path.of(System.getProperty("java.home")));
     assertThat(exit).as("maven %s in %s:%n%s", goals, dir, Files.readString(log)).isZero();
   }

@@ -1,7 +1,7 @@
 package dev.phrony.worker.cli;
 
 import com.sun.management.HotSpotDiagnosticMXBean;
-import dev.phrony.worker.plugin.PluginClassLoader;
+import dev.phrony.worker.isolation.PluginClassLoader;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;

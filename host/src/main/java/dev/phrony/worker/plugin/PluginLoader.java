@@ -5,6 +5,7 @@ import dev.phrony.worker.call.ContextClassLoader;
 import dev.phrony.worker.call.SchemaCheck;
 import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.api.ToolHandler;
+import dev.phrony.worker.isolation.PluginClassLoader;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;

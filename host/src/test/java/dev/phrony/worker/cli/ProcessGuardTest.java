@@ -2,7 +2,7 @@ package dev.phrony.worker.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.phrony.worker.plugin.PluginClassLoader;
+import dev.phrony.worker.isolation.PluginClassLoader;
 import dev.phrony.worker.testing.ChildJvm;
 import java.util.List;
 import org.junit.jupiter.api.Test;

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.phrony.worker.api.ToolResult;
+import dev.phrony.worker.isolation.PluginClassLoader;
 import java.io.IOException;
 import java.net.URL;
 import java.net.URLClassLoader;

@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolHandler;
 import dev.phrony.worker.api.ToolResult;
+import dev.phrony.worker.isolation.PluginClassLoader;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

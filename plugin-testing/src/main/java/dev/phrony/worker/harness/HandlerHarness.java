@@ -3,63 +3,94 @@ package dev.phrony.worker.harness;
 import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.api.ToolHandler;
-import dev.phrony.worker.call.ArgsCheck;
-import dev.phrony.worker.call.CallContext;
-import dev.phrony.worker.call.CallOutcome;
-import dev.phrony.worker.call.CallPipeline;
-import dev.phrony.worker.call.JsonCodec;
-import dev.phrony.worker.call.SchemaCheck;
-import java.nio.ByteBuffer;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Modifier;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Runs a handler through the host's own call pipeline, without a runtime: the arguments are
- * checked as the worker checks them, the handler runs on a virtual thread of its own with its
- * classloader as context loader (an {@link AsyncToolHandler} is started there, and its stage
- * awaited), and what it returns or throws is encoded and mapped exactly as the worker would
- * send it.
+ * Runs a handler as the worker runs it, without a runtime: the arguments are checked as the
+ * worker checks them, the handler runs on a virtual thread of its own with its classloader as
+ * context loader (an {@link AsyncToolHandler} is started there, and its stage awaited), and what
+ * it returns or throws is encoded and mapped exactly as the worker would send it.
  *
  * <pre>{@code
  * try (var harness = HandlerHarness.of(new GetForecast())) {
  *   CallOutcome out = harness.call("{\"city\":\"Oslo\"}");
  * }
  * }</pre>
+ *
+ * <p>The worker's call pipeline, and the Jackson it encodes with, come inside the harness's own
+ * jar and are loaded apart from the test's class path, so whatever Jackson or Guava a plugin puts
+ * there cannot replace them. The handler is loaded as the worker loads a plugin: a classloader of
+ * its own over the test's class path (the plugin's classes and its libraries), which takes the
+ * plugin API, SLF4J and the Jackson annotations from the harness's side (the annotations are the
+ * pipeline's own copy, so {@code @JsonProperty} on a record means what it means in the worker).
+ * Each harness has its own such loader, closed with it, as the worker has one per plugin.
  */
 public final class HandlerHarness implements AutoCloseable {
   /** The result size the worker allows by default (the runtime's 4 MiB minus the envelope). */
   public static final int DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024 - 16 * 1024;
-  private static final Duration WAIT = Duration.ofMinutes(1);
 
-  private final ToolHandler handler;
-  private final ToolDescriptor descriptor;
-  private final CallPipeline pipeline;
-  private final ArgsCheck argsCheck;
+  private final HarnessPipeline.Handler handler;
   private final AtomicLong ids = new AtomicLong();
 
-  private HandlerHarness(ToolHandler handler, CallPipeline pipeline, ArgsCheck argsCheck) {
+  private HandlerHarness(HarnessPipeline.Handler handler) {
     this.handler = handler;
-    this.descriptor = handler.descriptor();
-    this.pipeline = pipeline;
-    this.argsCheck = argsCheck;
   }
 
   /**
-   * A harness for one handler instance, with the worker's default settings: arguments are
+   * A harness for {@code handler}'s class, with the worker's default settings: arguments are
    * checked against the descriptor's input schema, compiled as the worker compiles it.
    *
-   * @throws SchemaCheck.InvalidSchemaException if the input schema cannot serve (the worker
-   *     would refuse to load the plugin, naming the same reason)
+   * <p>When the class is public and its only constructor is public and takes no arguments (what
+   * the worker's {@code ServiceLoader} needs, and all it would call), the instance given only
+   * names the class: the harness loads the class afresh from the test's class path as the worker
+   * loads a plugin's, and creates its own instance. Otherwise (another constructor, e.g. one that
+   * takes test doubles; a class that is not public) the instance given runs itself, in the
+   * test's own loader: the pipeline is still the worker's, but the handler's classes and
+   * libraries are the test class path's, and Jackson annotations on its records are not the
+   * pipeline's, which then ignores them (the worker would honour them). Use {@link #forTool} to
+   * find a handler exactly as the worker does.
+   *
+   * @throws IllegalArgumentException if the input schema cannot serve (the worker would refuse
+   *     to load the plugin, naming the same reason)
+   * @throws IllegalStateException if the class cannot be loaded or created as the worker would
    */
   public static HandlerHarness of(ToolHandler handler) {
-    return new HandlerHarness(handler, new CallPipeline(new JsonCodec(),
-        new CallPipeline.Settings(DEFAULT_MAX_RESULT_BYTES, false)),
-        SchemaCheck.of(handler.descriptor().inputSchema()));
+    Class<?> c = handler.getClass();
+    HarnessPipeline pipeline = IsolatedPipeline.get();
+    return new HandlerHarness(loadable(c) ? pipeline.load(c.getName(), TestClasspath.of(c))
+        : pipeline.adopt(handler));
+  }
+
+  /**
+   * A harness for the handler serving {@code key} ({@code tool@version}; {@code tool@default}
+   * for an unversioned one), found as the worker finds a plugin's handlers: through the {@code
+   * ServiceLoader} of a plugin loader over the test's class path (the context classloader's),
+   * which reads {@code META-INF/services/dev.phrony.worker.api.ToolHandler} and creates each
+   * listed handler with its public no-argument constructor.
+   *
+   * @throws IllegalArgumentException if no listed handler serves {@code key} (naming those that
+   *     do serve), or the input schema cannot serve
+   */
+  public static HandlerHarness forTool(String key) {
+    ClassLoader context = Thread.currentThread().getContextClassLoader();
+    return new HandlerHarness(IsolatedPipeline.get().discover(key, TestClasspath.of(
+        context != null ? context : HandlerHarness.class.getClassLoader())));
+  }
+
+  /** True if the worker would create {@code c} the one way there is: its public no-arg one. */
+  private static boolean loadable(Class<?> c) {
+    Constructor<?>[] constructors = c.getDeclaredConstructors();
+    return Modifier.isPublic(c.getModifiers()) && !c.isHidden() && c.getCanonicalName() != null
+        && constructors.length == 1 && Modifier.isPublic(constructors[0].getModifiers())
+        && constructors[0].getParameterCount() == 0;
+  }
+
+  /** The handler's descriptor, as the worker reads it. */
+  public ToolDescriptor descriptor() {
+    return handler.descriptor();
   }
 
   /** Calls the handler with JSON arguments under a fresh call id and waits for the outcome. */
@@ -73,42 +104,7 @@ public final class HandlerHarness implements AutoCloseable {
    * a nack the worker would send (as an error with the nack's code).
    */
   public CallOutcome call(String callId, String argsJson, long deadlineUnixMs) {
-    ByteBuffer args = ByteBuffer.wrap(argsJson.getBytes(StandardCharsets.UTF_8));
-    CallContext call = new CallContext(callId, "harness", "harness", 1, descriptor.tool(),
-        descriptor.version(), descriptor.sideEffectClass().wireName(), deadlineUnixMs, args,
-        pipeline.codec());
-    CallPipeline.Refusal refusal = pipeline.checkArgs(call.rawArgs(), argsCheck);
-    if (refusal != null) {
-      return CallOutcome.error(refusal.code(), refusal.message());
-    }
-    CompletableFuture<CallOutcome> outcome = new CompletableFuture<>();
-    long started = System.currentTimeMillis();
-    ClassLoader loader = handler.getClass().getClassLoader();
-    Thread thread = Thread.ofVirtual().name("call-" + callId).start(() -> {
-      if (handler instanceof AsyncToolHandler async) { // started, then completed by its stage
-        pipeline.start(async, loader, call).thenAccept(outcome::complete);
-      } else {
-        outcome.complete(pipeline.run(handler, loader, call));
-      }
-    });
-    long waitMs = deadlineUnixMs > 0 ? Math.max(0, deadlineUnixMs - started) : WAIT.toMillis();
-    try {
-      return outcome.get(waitMs, TimeUnit.MILLISECONDS);
-    } catch (TimeoutException e) {
-      if (deadlineUnixMs <= 0) {
-        thread.interrupt();
-        throw new IllegalStateException("no outcome for " + callId + " within " + WAIT);
-      }
-      call.markCancelled(); // as the worker does: the handler is told (its thread interrupted,
-      thread.interrupt(); // its stage cancelled), and its outcome is not awaited
-      return CallPipeline.deadlineExceeded(System.currentTimeMillis() - started);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      thread.interrupt();
-      throw new IllegalStateException("interrupted waiting for " + callId, e);
-    } catch (ExecutionException e) {
-      throw new IllegalStateException(e.getCause());
-    }
+    return handler.call(callId, argsJson, deadlineUnixMs);
   }
 
   /** The payload of a successful call as text, or an AssertionError naming the tool error. */
@@ -120,6 +116,9 @@ public final class HandlerHarness implements AutoCloseable {
     };
   }
 
+  /** Closes the loader the handler was loaded in (none for a handler that runs in place). */
   @Override
-  public void close() {}
+  public void close() {
+    handler.close();
+  }
 }

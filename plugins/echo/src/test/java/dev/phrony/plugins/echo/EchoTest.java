@@ -3,7 +3,7 @@ package dev.phrony.plugins.echo;
 import static dev.phrony.worker.harness.HandlerHarness.payloadText;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.phrony.worker.call.CallOutcome;
+import dev.phrony.worker.harness.CallOutcome;
 import dev.phrony.worker.harness.HandlerHarness;
 import org.junit.jupiter.api.Test;
 

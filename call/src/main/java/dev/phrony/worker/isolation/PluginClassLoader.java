@@ -1,4 +1,4 @@
-package dev.phrony.worker.plugin;
+package dev.phrony.worker.isolation;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -29,6 +29,10 @@ import java.util.stream.Stream;
  * consulted, so a plugin cannot depend on it by accident and may bundle any version of any
  * library. Resources follow the same rules, except that the plugin's own resources come before
  * the JDK's; the host's resources (such as its {@code META-INF/services}) are never visible.
+ *
+ * <p>The worker loads each plugin in one; the plugin test harness loads the handler under test in
+ * one too, over the test's class path, with the loader of its own copy of the call pipeline as
+ * the host. It lives beside the pipeline so that both use these rules, not copies of them.
  */
 public final class PluginClassLoader extends URLClassLoader {
   static {
