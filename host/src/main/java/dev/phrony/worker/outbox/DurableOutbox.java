@@ -29,8 +29,8 @@ import org.slf4j.LoggerFactory;
  * of calls that must not run twice.
  *
  * <p>All results live in a {@link MemoryOutbox} (the index, and the whole story for non-durable
- * results); a durable result is also in the {@link OutboxLog}, written and flushed before its
- * {@link #holdAsync} future completes. Concurrent holds are group-committed: they share one batch
+ * results); a durable result is also in the log ({@link LogWriter}), written and flushed before
+ * its {@link #holdAsync} future completes. Concurrent holds are group-committed: they share one batch
  * file and its two flushes. Releases, orphan marks and dropped intents are written lazily with the next batch.
  *
  * <p>At open it loads held and orphaned results and intents. An intent without a result is
@@ -96,7 +96,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private final MemoryOutbox memory;
   private final Set<String> onDisk = ConcurrentHashMap.newKeySet();
   private final ConcurrentHashMap<String, IntentState> intents = new ConcurrentHashMap<>();
-  private final OutboxLog journal;
+  private final LogWriter journal;
   private final List<String> problems;
   private final AtomicLong durabilityFailures = new AtomicLong();
   private static final long FIRST_RETRY_MS = 100;
@@ -111,7 +111,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   /** Serialises pruning and purging with re-holds of known calls. */
   private final Object removals = new Object();
 
-  private DurableOutbox(Path dir, Options options, OutboxLog outboxLog, List<String> problems) {
+  private DurableOutbox(Path dir, Options options, LogWriter outboxLog, List<String> problems) {
     this.dir = dir;
     this.options = options;
     this.memory = new MemoryOutbox(options.clock());
@@ -121,18 +121,18 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
 
   /** Opens the outbox in {@code stateDir} (which this process has locked). */
   public static DurableOutbox open(StateDir stateDir, Options options) throws IOException {
-    return open(stateDir, options, OutboxLog.Tuning.DEFAULT);
+    return open(stateDir, options, LogWriter.Tuning.DEFAULT);
   }
 
-  static DurableOutbox open(StateDir stateDir, Options options, OutboxLog.Tuning tuning)
+  static DurableOutbox open(StateDir stateDir, Options options, LogWriter.Tuning tuning)
       throws IOException {
     Path dir = stateDir.subdir(OUTBOX_DIR);
-    OutboxLog.Loaded loaded = OutboxLog.read(dir, true);
+    LogReader.Loaded loaded = LogReader.read(dir, true);
     List<String> problems = loaded.problems();
     for (String p : problems) {
       log.warn("outbox damage found at start: {}", p);
     }
-    OutboxLog outboxLog = OutboxLog.start(dir, stateDir.path().resolve(CORRUPT_DIR), loaded,
+    LogWriter outboxLog = LogWriter.start(dir, stateDir.path().resolve(CORRUPT_DIR), loaded,
         options.clock(), tuning);
     DurableOutbox o = new DurableOutbox(dir, options, outboxLog, problems);
     try {

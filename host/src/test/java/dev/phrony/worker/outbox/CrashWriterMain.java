@@ -24,7 +24,7 @@ public final class CrashWriterMain {
     int threads = Integer.parseInt(args[2]);
     StateDir sd = StateDir.open(dir);
     DurableOutbox o = DurableOutbox.open(sd, new DurableOutbox.Options(Durability.WRITES, null,
-        InstantSource.system()), new OutboxLog.Tuning(6, 64, TimeUnit.MILLISECONDS.toNanos(2), true, 64 << 10));
+        InstantSource.system()), new LogWriter.Tuning(6, 64, TimeUnit.MILLISECONDS.toNanos(2), true, 64 << 10));
     PrintStream out = System.out;
     Object printLock = new Object();
     AtomicInteger seq = new AtomicInteger();

@@ -52,10 +52,10 @@ class DurableOutboxTest {
   }
 
   private DurableOutbox open(Durability d) throws IOException {
-    return open(d, OutboxLog.Tuning.DEFAULT);
+    return open(d, LogWriter.Tuning.DEFAULT);
   }
 
-  private DurableOutbox open(Durability d, OutboxLog.Tuning tuning) throws IOException {
+  private DurableOutbox open(Durability d, LogWriter.Tuning tuning) throws IOException {
     stateDir = StateDir.open(dir());
     outbox = DurableOutbox.open(stateDir,
         new DurableOutbox.Options(d, Duration.ofDays(7), clock), tuning);
@@ -88,7 +88,7 @@ class DurableOutboxTest {
   void preallocated_room_is_no_torn_append_and_only_a_real_one_is_warned_about()
       throws IOException {
     ListAppender<ILoggingEvent> logs = new ListAppender<>();
-    Logger logLog = (Logger) LoggerFactory.getLogger(OutboxLog.class);
+    Logger logLog = (Logger) LoggerFactory.getLogger(LogReader.class);
     logs.start();
     logLog.addAppender(logs);
     try {
@@ -208,7 +208,7 @@ class DurableOutboxTest {
       throws IOException {
     // Lazy records linger for an hour here: only close (or an urgent batch) writes them.
     DurableOutbox o = open(Durability.WRITES,
-        new OutboxLog.Tuning(32, 1024, TimeUnit.HOURS.toNanos(1)));
+        new LogWriter.Tuning(32, 1024, TimeUnit.HOURS.toNanos(1)));
     o.hold(result("a", "idempotent_write", "{}"));
     o.markOrphaned("a");
     o.sync();
@@ -347,7 +347,7 @@ class DurableOutboxTest {
 
   @Test
   void compaction_keeps_the_log_small_and_the_state_right() throws IOException {
-    DurableOutbox o = open(Durability.ALL, new OutboxLog.Tuning(4, 16, 0));
+    DurableOutbox o = open(Durability.ALL, new LogWriter.Tuning(4, 16, 0));
     for (int i = 0; i < 100; i++) {
       o.hold(result("c" + i, "read_only", "{\"i\":" + i + "}"));
       if (i % 10 != 0) {
@@ -373,7 +373,7 @@ class DurableOutboxTest {
 
   @Test
   void leftovers_of_a_crash_mid_publish_or_mid_compaction_are_cleaned_up() throws IOException {
-    DurableOutbox o = open(Durability.ALL, new OutboxLog.Tuning(2, 16, 0));
+    DurableOutbox o = open(Durability.ALL, new LogWriter.Tuning(2, 16, 0));
     o.hold(result("a", "read_only", "{}"));
     o.hold(result("b", "read_only", "{}"));
     o.hold(result("c", "read_only", "{}")); // compaction: one snapshot
