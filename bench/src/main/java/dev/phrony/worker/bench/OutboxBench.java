@@ -23,8 +23,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * does: the outbox alone, no gRPC and no handler.
  *
  * <pre>
- * java -cp "bench/target/phrony-worker-bench-*.jar:bench/target/lib/*" \
- *     dev.phrony.worker.bench.OutboxBench [threads,...] [seconds] [payloadBytes] [dir]
+ * bin/bench --outbox [threads,...] [seconds] [payloadBytes] [dir]
  * </pre>
  */
 public final class OutboxBench {
