@@ -68,6 +68,8 @@ public final class Bench {
       bench --probe host|inline|threads [--concurrency N] [--warmup S] [--measure S] [--args JSON]
                        one worker at one concurrency, with its CPU and context switches per call
                        by thread group (and this JVM's: the runtime and the driver)
+      bench --outbox [THREADS,...] [SECONDS] [PAYLOAD_BYTES] [DIR]
+                       the durable outbox alone (OutboxBench): holds/s, latency, batches, flushes
       PHRONY_BENCH_HOST_OPTS: extra JVM options for every host process (e.g. profiling)""";
 
   private final boolean quick;
@@ -121,6 +123,10 @@ public final class Bench {
           Probe.run(home.resolve("dist/target/dist/phrony-worker"),
               home.resolve("bench/target/probe"), args);
           System.exit(0);
+        }
+        case "--outbox" -> {
+          OutboxBench.main(Arrays.copyOfRange(args, i + 1, args.length));
+          return;
         }
         case "-h", "--help" -> {
           System.out.println(USAGE);

@@ -25,13 +25,10 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.BindException;
-import java.time.Instant;
 import java.time.InstantSource;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
@@ -150,12 +147,8 @@ final class RunCommand implements Callable<Integer> {
           watcher.start();
         }
         ReloadSignal.install(() -> reloader.reload("SIGHUP"));
-        try (var pruner = Executors.newSingleThreadScheduledExecutor(
-            Thread.ofPlatform().name("phrony-outbox-prune").daemon().factory())) {
-          pruner.scheduleAtFixedRate(() -> outbox.prune(Instant.now()), 1, 1, TimeUnit.HOURS);
-          stopped.await();
-          pruner.shutdownNow();
-        }
+        outbox.pruneEvery(DurableOutbox.PRUNE_PERIOD); // on the outbox's timer, until it closes
+        stopped.await();
       }
     } finally {
       registry.close();

@@ -1,6 +1,8 @@
 package dev.phrony.worker.outbox;
 
 import dev.phrony.worker.state.StateDir;
+import dev.phrony.worker.time.ExecutorScheduler;
+import dev.phrony.worker.time.Scheduler;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -16,9 +18,6 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -29,9 +28,10 @@ import org.slf4j.LoggerFactory;
  * of calls that must not run twice.
  *
  * <p>All results live in a {@link MemoryOutbox} (the index, and the whole story for non-durable
- * results); a durable result is also in the {@link OutboxLog}, written and flushed before its
- * {@link #holdAsync} future completes. Concurrent holds are group-committed: they share one batch
- * file and its two flushes. Releases, orphan marks and dropped intents are written lazily with the next batch.
+ * results); a durable result is also in the log ({@link LogWriter}), written and flushed before
+ * its {@link #holdAsync} future completes. Concurrent holds are group-committed: they share one
+ * batch and its flush. Releases, orphan marks and dropped intents are written lazily with the
+ * next batch.
  *
  * <p>At open it loads held and orphaned results and intents. An intent without a result is
  * <em>interrupted</em> (the process died while its handler ran): it is logged, listed, advertised
@@ -45,6 +45,9 @@ import org.slf4j.LoggerFactory;
  * reports not-ready), and the write is retried with backoff; once the disk takes it, every
  * waiting hold completes and its result goes out. A failed intent fails its future instead, so
  * the handler does not run.
+ *
+ * <p>Time comes from the options: the clock stamps completions and orphan marks, and the
+ * scheduler times the disk retry and {@link #pruneEvery}, so tests drive both.
  */
 public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(DurableOutbox.class);
@@ -52,6 +55,8 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   public static final String OUTBOX_DIR = "outbox";
   public static final String CORRUPT_DIR = "corrupt";
   public static final Duration DEFAULT_ORPHAN_RETENTION = Duration.ofDays(7);
+  /** How often a running worker prunes: retention is counted in days, so hourly is plenty. */
+  public static final Duration PRUNE_PERIOD = Duration.ofHours(1);
 
   /**
    * How the outbox behaves.
@@ -59,14 +64,25 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
    * @param durability which results go to disk
    * @param orphanRetention how long orphaned and interrupted records are kept; null: forever
    * @param clock time of completions, orphan marks and pruning
+   * @param scheduler times the disk retry and {@link #pruneEvery}, on {@code clock}; its owner
+   *     closes it. Null: the outbox has a timer thread of its own, on the system's time
    */
-  public record Options(Durability durability, Duration orphanRetention, InstantSource clock) {
+  public record Options(Durability durability, Duration orphanRetention, InstantSource clock,
+      Scheduler scheduler) {
     public Options {
       Objects.requireNonNull(durability, "durability");
       Objects.requireNonNull(clock, "clock");
       if (orphanRetention != null && orphanRetention.isNegative()) {
         throw new IllegalArgumentException("orphan retention must not be negative");
       }
+      if (scheduler != null && !scheduler.clock().equals(clock)) {
+        throw new IllegalArgumentException("the scheduler must run on the outbox's clock");
+      }
+    }
+
+    /** Timers on a thread of the outbox's own. */
+    public Options(Durability durability, Duration orphanRetention, InstantSource clock) {
+      this(durability, orphanRetention, clock, null);
     }
 
     /** {@code writes}, 7 days, the system clock. */
@@ -75,15 +91,12 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     }
 
     public Options withDurability(Durability d) {
-      return new Options(d, orphanRetention, clock);
+      return new Options(d, orphanRetention, clock, scheduler);
     }
 
-    public Options withOrphanRetention(Duration r) {
-      return new Options(durability, r, clock);
-    }
-
-    public Options withClock(InstantSource c) {
-      return new Options(durability, orphanRetention, c);
+    /** All time from {@code s}: the timers, and its clock for timestamps and pruning. */
+    public Options withScheduler(Scheduler s) {
+      return new Options(durability, orphanRetention, s.clock(), s);
     }
   }
 
@@ -96,49 +109,56 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private final MemoryOutbox memory;
   private final Set<String> onDisk = ConcurrentHashMap.newKeySet();
   private final ConcurrentHashMap<String, IntentState> intents = new ConcurrentHashMap<>();
-  private final OutboxLog journal;
+  private final LogWriter journal;
   private final List<String> problems;
   private final AtomicLong durabilityFailures = new AtomicLong();
-  private static final long FIRST_RETRY_MS = 100;
-  private static final long MAX_RETRY_MS = 5_000;
-  /** Holds whose write failed, waiting for a retry; guards the retry state below too. */
+  private static final Duration FIRST_RETRY = Duration.ofMillis(100);
+  private static final Duration MAX_RETRY = Duration.ofSeconds(5);
+  private final Scheduler timers;
+  /** The timer thread when the options bring no scheduler; closed with the outbox. */
+  private final ExecutorScheduler ownTimers;
+  /** Holds whose write failed, waiting for a retry; guards the timer state below too. */
   private final List<Waiting> waiting = new ArrayList<>();
   private volatile String diskProblem;
+  private Scheduler.Handle retryTimer = Scheduler.NONE;
   private boolean retryScheduled;
-  private long retryDelayMs = FIRST_RETRY_MS;
-  private ScheduledExecutorService retrier;
+  private Duration retryDelay = FIRST_RETRY;
+  private Scheduler.Handle pruneTimer = Scheduler.NONE;
   private boolean closed;
   /** Serialises pruning and purging with re-holds of known calls. */
   private final Object removals = new Object();
 
-  private DurableOutbox(Path dir, Options options, OutboxLog outboxLog, List<String> problems) {
+  private DurableOutbox(Path dir, Options options, LogWriter journal, List<String> problems) {
     this.dir = dir;
     this.options = options;
     this.memory = new MemoryOutbox(options.clock());
-    this.journal = outboxLog;
+    this.journal = journal;
     this.problems = problems;
+    this.ownTimers = options.scheduler() == null ? new ExecutorScheduler("phrony-outbox-timer")
+        : null;
+    this.timers = ownTimers != null ? ownTimers : options.scheduler();
   }
 
   /** Opens the outbox in {@code stateDir} (which this process has locked). */
   public static DurableOutbox open(StateDir stateDir, Options options) throws IOException {
-    return open(stateDir, options, OutboxLog.Tuning.DEFAULT);
+    return open(stateDir, options, LogWriter.Tuning.DEFAULT);
   }
 
-  static DurableOutbox open(StateDir stateDir, Options options, OutboxLog.Tuning tuning)
+  static DurableOutbox open(StateDir stateDir, Options options, LogWriter.Tuning tuning)
       throws IOException {
     Path dir = stateDir.subdir(OUTBOX_DIR);
-    OutboxLog.Loaded loaded = OutboxLog.read(dir, true);
+    LogReader.Loaded loaded = LogReader.read(dir, true);
     List<String> problems = loaded.problems();
     for (String p : problems) {
       log.warn("outbox damage found at start: {}", p);
     }
-    OutboxLog outboxLog = OutboxLog.start(dir, stateDir.path().resolve(CORRUPT_DIR), loaded,
+    LogWriter journal = LogWriter.start(dir, stateDir.path().resolve(CORRUPT_DIR), loaded,
         options.clock(), tuning);
-    DurableOutbox o = new DurableOutbox(dir, options, outboxLog, problems);
+    DurableOutbox o = new DurableOutbox(dir, options, journal, problems);
     try {
       o.load(loaded.state());
     } catch (RuntimeException e) {
-      outboxLog.close();
+      o.close();
       throw e;
     }
     return o;
@@ -243,7 +263,6 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private void diskFailed(List<Waiting> batch, Throwable cause) {
     durabilityFailures.addAndGet(batch.size());
     String reason = DiskErrors.reason(cause);
-    long delay;
     synchronized (waiting) {
       waiting.addAll(batch);
       boolean first = diskProblem == null;
@@ -256,10 +275,12 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
         return;
       }
       retryScheduled = true;
-      delay = retryDelayMs;
-      retryDelayMs = Math.min(MAX_RETRY_MS, retryDelayMs * 2);
+      retryTimer = timers.schedule(this::retry, retryDelay);
+      retryDelay = retryDelay.multipliedBy(2);
+      if (retryDelay.compareTo(MAX_RETRY) > 0) {
+        retryDelay = MAX_RETRY;
+      }
     }
-    retrier().schedule(this::retry, delay, TimeUnit.MILLISECONDS);
   }
 
   private void retry() {
@@ -280,19 +301,9 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
         return;
       }
       diskProblem = null;
-      retryDelayMs = FIRST_RETRY_MS;
+      retryDelay = FIRST_RETRY;
     }
     log.info("the outbox writes to {} again: held results are sent", dir);
-  }
-
-  private ScheduledExecutorService retrier() {
-    synchronized (waiting) {
-      if (retrier == null) {
-        retrier = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform()
-            .name("phrony-outbox-retry").daemon().factory());
-      }
-      return retrier;
-    }
   }
 
   /**
@@ -473,6 +484,33 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     return pruned;
   }
 
+  /**
+   * Prunes every {@code period} from now on (on the options' scheduler and clock) until the outbox
+   * closes; a second call replaces the first.
+   */
+  public void pruneEvery(Duration period) {
+    if (period.isNegative() || period.isZero()) {
+      throw new IllegalArgumentException("prune period must be positive, not " + period);
+    }
+    synchronized (waiting) {
+      if (closed) {
+        throw new IllegalStateException("the outbox is closed");
+      }
+      pruneTimer.cancel();
+      pruneTimer = timers.schedule(() -> prunePeriodically(period), period);
+    }
+  }
+
+  private void prunePeriodically(Duration period) {
+    synchronized (waiting) {
+      if (closed) {
+        return;
+      }
+      pruneTimer = timers.schedule(() -> prunePeriodically(period), period);
+      prune(options.clock().instant()); // under the lock close takes: the log is still open
+    }
+  }
+
   /** Forgets {@code callId} whatever its state (operator purge). True if it was known. */
   public boolean remove(String callId) {
     synchronized (removals) {
@@ -521,7 +559,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     return journal.flushCount();
   }
 
-  /** Batch files written so far. */
+  /** Batches written so far (each with one {@code fdatasync} of its file). */
   public long batchCount() {
     return journal.batchCount();
   }
@@ -552,9 +590,11 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
       closed = true;
       left = List.copyOf(waiting);
       waiting.clear();
-      if (retrier != null) {
-        retrier.shutdownNow();
-      }
+      retryTimer.cancel();
+      pruneTimer.cancel();
+    }
+    if (ownTimers != null) {
+      ownTimers.close();
     }
     IOException notDurable = new IOException("the outbox closed before the result could be"
         + " written: it was never sent");

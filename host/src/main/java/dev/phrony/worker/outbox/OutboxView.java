@@ -44,7 +44,7 @@ public final class OutboxView {
     Path dir = stateDir.resolve(DurableOutbox.OUTBOX_DIR);
     for (int attempt = 1; ; attempt++) {
       try {
-        OutboxLog.Loaded loaded = OutboxLog.read(dir, false);
+        LogReader.Loaded loaded = LogReader.read(dir, false);
         return new OutboxView(stateDir, toEntries(loaded.state(), pid.isPresent()),
             loaded.problems(), pid);
       } catch (NoSuchFileException e) {

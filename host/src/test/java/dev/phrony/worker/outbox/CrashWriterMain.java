@@ -16,6 +16,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * in compactions.
  */
 public final class CrashWriterMain {
+  /** When each intent's call started: nothing reads it back but the record's shape. */
+  private static final Instant STARTED = Instant.parse("2026-03-01T12:00:00Z");
+
   private CrashWriterMain() {}
 
   public static void main(String[] args) throws Exception {
@@ -24,7 +27,8 @@ public final class CrashWriterMain {
     int threads = Integer.parseInt(args[2]);
     StateDir sd = StateDir.open(dir);
     DurableOutbox o = DurableOutbox.open(sd, new DurableOutbox.Options(Durability.WRITES, null,
-        InstantSource.system()), new OutboxLog.Tuning(6, 64, TimeUnit.MILLISECONDS.toNanos(2), true, 64 << 10));
+        InstantSource.system()),
+        new LogWriter.Tuning(6, 64, TimeUnit.MILLISECONDS.toNanos(2), true, 64 << 10));
     PrintStream out = System.out;
     Object printLock = new Object();
     AtomicInteger seq = new AtomicInteger();
@@ -40,12 +44,12 @@ public final class CrashWriterMain {
           String id = prefix + "-" + i;
           String payload = "{\"call\":\"" + id + "\",\"pad\":\"" + "x".repeat(i % 7 * 300) + "\"}";
           if (i % 11 == 0) {
-            o.recordIntent(Results.intent(id, Instant.now())); // never gets a result
+            o.recordIntent(Results.intent(id, STARTED)); // never gets a result
             say(out, printLock, "INTENT " + id);
             continue;
           }
           if (i % 3 == 0) {
-            o.recordIntent(Results.intent(id, Instant.now()));
+            o.recordIntent(Results.intent(id, STARTED));
           }
           o.hold(Results.result(id, i % 2 == 0 ? "idempotent_write" : "non_idempotent_write",
               payload));

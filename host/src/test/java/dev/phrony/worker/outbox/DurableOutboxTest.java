@@ -5,6 +5,8 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import dev.phrony.worker.call.CallOutcome;
+import dev.phrony.worker.testing.FakeScheduler;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.ManualClock;
 import static dev.phrony.worker.outbox.Results.intent;
 import static dev.phrony.worker.outbox.Results.json;
@@ -23,22 +25,24 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.slf4j.LoggerFactory;
 
-/** The durable outbox on real files: round trips through close and reopen. */
+/**
+ * The durable outbox on real files: round trips through close and reopen. Its timers (the disk
+ * retry, the prune job) run on a fake scheduler: only when a test advances its clock.
+ */
 class DurableOutboxTest {
   @TempDir
   Path tmp;
 
   private final ManualClock clock = new ManualClock(Instant.parse("2026-03-01T12:00:00Z"));
+  private final FakeScheduler timers = new FakeScheduler(clock);
   private StateDir stateDir;
   private DurableOutbox outbox;
 
@@ -52,13 +56,13 @@ class DurableOutboxTest {
   }
 
   private DurableOutbox open(Durability d) throws IOException {
-    return open(d, OutboxLog.Tuning.DEFAULT);
+    return open(d, LogWriter.Tuning.DEFAULT);
   }
 
-  private DurableOutbox open(Durability d, OutboxLog.Tuning tuning) throws IOException {
+  private DurableOutbox open(Durability d, LogWriter.Tuning tuning) throws IOException {
     stateDir = StateDir.open(dir());
     outbox = DurableOutbox.open(stateDir,
-        new DurableOutbox.Options(d, Duration.ofDays(7), clock), tuning);
+        new DurableOutbox.Options(d, Duration.ofDays(7), clock, timers), tuning);
     return outbox;
   }
 
@@ -88,7 +92,7 @@ class DurableOutboxTest {
   void preallocated_room_is_no_torn_append_and_only_a_real_one_is_warned_about()
       throws IOException {
     ListAppender<ILoggingEvent> logs = new ListAppender<>();
-    Logger logLog = (Logger) LoggerFactory.getLogger(OutboxLog.class);
+    Logger logLog = (Logger) LoggerFactory.getLogger(LogReader.class);
     logs.start();
     logLog.addAppender(logs);
     try {
@@ -208,7 +212,7 @@ class DurableOutboxTest {
       throws IOException {
     // Lazy records linger for an hour here: only close (or an urgent batch) writes them.
     DurableOutbox o = open(Durability.WRITES,
-        new OutboxLog.Tuning(32, 1024, TimeUnit.HOURS.toNanos(1)));
+        new LogWriter.Tuning(32, 1024, TimeUnit.HOURS.toNanos(1)));
     o.hold(result("a", "idempotent_write", "{}"));
     o.markOrphaned("a");
     o.sync();
@@ -289,65 +293,81 @@ class DurableOutboxTest {
   void a_completion_callback_that_waits_for_the_log_is_refused_instead_of_hanging()
       throws Exception {
     DurableOutbox o = open(Durability.ALL);
-    // Holds complete on the writer thread. A callback there that waited for the log would wait
-    // for its own thread; it gets an IllegalStateException at once instead.
-    CompletableFuture<Object> onWriter = new CompletableFuture<>();
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    for (int i = 0; !onWriter.isDone() && System.nanoTime() < deadline; i++) {
-      // A hold that is done before the callback is attached runs it here: try another.
-      o.holdAsync(result("cb" + i, "non_idempotent_write", "{}")).thenRun(() -> {
-        if (!Thread.currentThread().getName().equals("phrony-outbox-writer")) {
-          return;
-        }
-        try {
-          o.sync();
-          onWriter.complete("sync returned");
-        } catch (RuntimeException e) {
-          onWriter.complete(e);
-        }
-      }).get(10, TimeUnit.SECONDS);
-    }
-    assertThat(onWriter.get(10, TimeUnit.SECONDS)).isInstanceOf(IllegalStateException.class)
+    // A callback there that waited for the log would wait for its own thread; it gets an
+    // IllegalStateException at once instead.
+    CompletableFuture<Object> outcome = new CompletableFuture<>();
+    onWriter(o, () -> {
+      try {
+        o.sync();
+        outcome.complete("sync returned");
+      } catch (RuntimeException e) {
+        outcome.complete(e);
+      }
+    });
+    assertThat(outcome.get(10, TimeUnit.SECONDS)).isInstanceOf(IllegalStateException.class)
         .asString().contains("a completion callback must not block");
     o.sync(); // the writer goes on
   }
 
-  @Test
-  void concurrent_holds_are_group_committed() throws Exception {
-    DurableOutbox o = open(Durability.ALL);
-    int calls = 200;
-    long before = o.flushCount();
-    CountDownLatch go = new CountDownLatch(1);
-    List<Future<?>> fs = new ArrayList<>();
-    long t0;
-    try (ExecutorService vt = Executors.newVirtualThreadPerTaskExecutor()) {
-      for (int i = 0; i < calls; i++) {
-        String id = "c" + i;
-        fs.add(vt.submit(() -> {
-          go.await();
-          o.hold(result(id, "non_idempotent_write", "{\"i\":\"" + id + "\"}"));
-          return null;
-        }));
-      }
-      t0 = System.nanoTime();
-      go.countDown();
-      for (Future<?> f : fs) {
-        f.get();
+  /**
+   * Runs {@code body} on the writer thread, in the completion callback of a hold (holds complete
+   * there). A hold done before its callback is attached runs the callback on this thread instead:
+   * then it does nothing, and another hold is tried.
+   */
+  private static void onWriter(DurableOutbox o, Runnable body) {
+    Thread test = Thread.currentThread();
+    for (int i = 0; i < 1_000; i++) {
+      AtomicBoolean ranHere = new AtomicBoolean();
+      o.holdAsync(result("cb" + i, "non_idempotent_write", "{}")).thenRun(() -> {
+        if (Thread.currentThread() == test) {
+          ranHere.set(true);
+        } else {
+          body.run();
+        }
+      });
+      if (!ranHere.get()) {
+        return;
       }
     }
-    long ms = (System.nanoTime() - t0) / 1_000_000;
-    long flushes = o.flushCount() - before;
-    System.out.printf("group commit: %d concurrent holds -> %d batches, %d flushes in %d ms%n",
-        calls, o.batchCount(), flushes, ms);
-    assertThat(flushes).isLessThan(calls / 4);
-    assertThat(o.pendingIds()).hasSize(calls);
+    throw new AssertionError("no hold of 1000 was still being written when its callback came");
+  }
+
+  @Test
+  void holds_queued_while_the_writer_writes_share_one_batch_and_one_flush() throws Exception {
+    DurableOutbox o = open(Durability.ALL);
+    CountDownLatch writerHeld = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    onWriter(o, () -> { // after a batch that opened the file the next ones are appended to
+      writerHeld.countDown();
+      try {
+        release.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    });
+    assertThat(writerHeld.await(10, TimeUnit.SECONDS)).as("the writer is held").isTrue();
+    long batches = o.batchCount();
+    long flushes = o.flushCount();
+    int calls = 50;
+    List<CompletableFuture<Void>> holds = new ArrayList<>();
+    List<String> ids = new ArrayList<>();
+    for (int i = 0; i < calls; i++) {
+      ids.add("c" + i);
+      holds.add(o.holdAsync(result("c" + i, "non_idempotent_write", "{\"i\":" + i + "}")));
+    }
+    assertThat(holds).as("queued, not written").noneMatch(CompletableFuture::isDone);
+
+    release.countDown();
+    CompletableFuture.allOf(holds.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+    assertThat(o.batchCount() - batches).as("one batch for all %d holds", calls).isEqualTo(1);
+    assertThat(o.flushCount() - flushes).as("and one fdatasync").isEqualTo(1);
     DurableOutbox again = reopen(Durability.ALL);
-    assertThat(again.pendingIds()).hasSize(calls);
+    assertThat(again.pendingIds()).containsAll(ids);
   }
 
   @Test
   void compaction_keeps_the_log_small_and_the_state_right() throws IOException {
-    DurableOutbox o = open(Durability.ALL, new OutboxLog.Tuning(4, 16, 0));
+    DurableOutbox o = open(Durability.ALL, new LogWriter.Tuning(4, 16, 0));
     for (int i = 0; i < 100; i++) {
       o.hold(result("c" + i, "read_only", "{\"i\":" + i + "}"));
       if (i % 10 != 0) {
@@ -373,7 +393,7 @@ class DurableOutboxTest {
 
   @Test
   void leftovers_of_a_crash_mid_publish_or_mid_compaction_are_cleaned_up() throws IOException {
-    DurableOutbox o = open(Durability.ALL, new OutboxLog.Tuning(2, 16, 0));
+    DurableOutbox o = open(Durability.ALL, new LogWriter.Tuning(2, 16, 0));
     o.hold(result("a", "read_only", "{}"));
     o.hold(result("b", "read_only", "{}"));
     o.hold(result("c", "read_only", "{}")); // compaction: one snapshot
@@ -425,6 +445,27 @@ class DurableOutboxTest {
   }
 
   @Test
+  void the_prune_job_prunes_on_the_scheduler_s_clock_until_the_outbox_closes()
+      throws IOException {
+    DurableOutbox o = open(Durability.WRITES);
+    o.hold(result("orphan", "idempotent_write", "{}"));
+    o.markOrphaned("orphan");
+    o.pruneEvery(Duration.ofHours(1));
+    assertThat(timers.dueTimes()).containsExactly(clock.instant().plus(Duration.ofHours(1)));
+
+    timers.advance(Duration.ofDays(7).minusMinutes(1)); // 167 runs, each too early
+    assertThat(o.find("orphan")).isPresent();
+    timers.advance(Duration.ofMinutes(1)); // the 168th: 7 days orphaned
+    assertThat(o.find("orphan")).isEmpty();
+    assertThat(timers.pending()).as("the next run is set").isEqualTo(1);
+
+    o.close();
+    assertThat(timers.pending()).as("cancelled with the outbox").isZero();
+    o = reopen(Durability.WRITES);
+    assertThat(o.size()).as("the prune is on disk").isZero();
+  }
+
+  @Test
   void the_read_only_view_sees_a_running_worker_s_state() throws IOException {
     DurableOutbox o = open(Durability.WRITES);
     o.hold(result("h", "idempotent_write", "{\"v\":1}"));
@@ -464,18 +505,31 @@ class DurableOutboxTest {
     CompletableFuture<Void> held;
     try {
       held = o.holdAsync(result("r", "read_only", "{\"n\":1}"));
-      dev.phrony.worker.testkit.Await.until("the write failed", () -> o.durabilityFailures() > 0);
+      Await.until("the write failed and its retry is set", () -> timers.pending() == 1);
+      assertThat(o.durabilityFailures()).isEqualTo(1);
       assertThat(held).as("not safe, so not to be sent").isNotDone();
       assertThat(o.diskProblem()).hasValueSatisfying(p -> assertThat(p).doesNotContain("/"));
       assertThat(o.waitingForDisk()).isEqualTo(1);
       assertThatThrownBy(() -> o.recordIntent(intent("i", clock.instant())))
           .isInstanceOf(java.io.UncheckedIOException.class);
       assertThat(o.interruptedIds()).isEmpty();
+
+      // Backoff: each failed retry waits twice as long as the one before.
+      assertThat(timers.dueTimes()).containsExactly(clock.instant().plusMillis(100));
+      timers.advance(Duration.ofMillis(100)); // the retry fails too
+      Await.until("the retry failed", () -> o.durabilityFailures() == 2
+          && timers.pending() == 1);
+      assertThat(timers.dueTimes()).containsExactly(clock.instant().plusMillis(200));
+      assertThat(held).isNotDone();
     } finally {
       Files.delete(outboxDir);
       Files.createDirectory(outboxDir);
     }
-    held.get(30, java.util.concurrent.TimeUnit.SECONDS); // a retry gets through
+    timers.advance(Duration.ofMillis(199));
+    assertThat(held).as("no retry before its time").isNotDone();
+    timers.advance(Duration.ofMillis(1));
+    held.get(30, TimeUnit.SECONDS); // the retry gets through
+    assertThat(o.durabilityFailures()).isEqualTo(2);
     assertThat(o.diskProblem()).isEmpty();
     assertThat(o.waitingForDisk()).isZero();
     closeAll();
@@ -490,9 +544,10 @@ class DurableOutboxTest {
     Files.writeString(outboxDir, "not a directory");
     try {
       CompletableFuture<Void> held = o.holdAsync(result("w", "idempotent_write", "{}"));
-      dev.phrony.worker.testkit.Await.until("the write failed", () -> o.waitingForDisk() == 1);
+      Await.until("the write failed", () -> o.waitingForDisk() == 1 && timers.pending() == 1);
       o.close();
       assertThat(held).isCompletedExceptionally();
+      assertThat(timers.pending()).as("its retry is cancelled").isZero();
     } finally {
       Files.delete(outboxDir);
       Files.createDirectory(outboxDir);

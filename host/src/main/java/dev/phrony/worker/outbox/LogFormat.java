@@ -7,15 +7,21 @@ import java.nio.ByteOrder;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Instant;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.zip.CRC32C;
 
 /**
- * The outbox file format, version 1. All integers big-endian.
+ * The outbox log's format, version 1: how its files are named and what is in them. The reader
+ * ({@link LogReader}), the writer ({@link LogWriter}) and the compactor ({@link LogCompactor})
+ * all go through here. All integers big-endian.
  *
  * <pre>
+ * dir    = (seq ".batch" | seq ".snap")*      -- seq: 20 ASCII digits; being written: + ".tmp"
  * file   = header record*
  * header = magic "PHOX" (4) | version u16 | kind u8 (1 batch, 2 snapshot) | 0 u8 | seq i64
  *          | createdAt epoch-ms i64 | crc32c of the previous 24 bytes (4)          -- 28 bytes
@@ -24,9 +30,16 @@ import java.util.zip.CRC32C;
  *          bytes; instants: i64 epoch second, i32 nano, Long.MIN_VALUE = null)
  * </pre>
  *
- * <p>The record marker lets a reader find the next record after a damaged one.
+ * <p>The record marker lets a reader find the next record after a damaged one. A batch file
+ * may end in zeros (room the writer preallocated and has not used yet).
  */
-final class RecordCodec {
+final class LogFormat {
+  static final String BATCH_EXT = ".batch";
+  static final String SNAP_EXT = ".snap";
+  /** A file being published: only ever visible under its final name once forced. */
+  static final String TMP_EXT = ".tmp";
+  private static final Pattern NAME = Pattern.compile("(\\d{20})(\\.batch|\\.snap)");
+
   static final int MAGIC = 0x50484F58; // "PHOX"
   static final int VERSION = 1;
   static final int KIND_BATCH = 1;
@@ -46,7 +59,19 @@ final class RecordCodec {
   private static final int O_PAYLOAD = 0;
   private static final int O_ERROR = 1;
 
-  private RecordCodec() {}
+  private LogFormat() {}
+
+  /** The name of log file {@code seq}: ASCII digits whatever the default locale's. */
+  static String fileName(long seq, boolean snapshot) {
+    return String.format(Locale.ROOT, "%020d", seq) + (snapshot ? SNAP_EXT : BATCH_EXT);
+  }
+
+  /** The log file {@code p} is by its name (its size not known yet), if it is named as one. */
+  static Optional<LogFile> named(Path p) {
+    Matcher m = NAME.matcher(p.getFileName().toString());
+    return m.matches() ? Optional.of(new LogFile(Long.parseLong(m.group(1)), p, -1,
+        m.group(2).equals(SNAP_EXT))) : Optional.empty();
+  }
 
   /** A parsed file header. */
   record Header(int version, int kind, long seq, Instant createdAt) {}
@@ -59,11 +84,6 @@ final class RecordCodec {
     return b.flip();
   }
 
-  /**
-   * Parses a header.
-   *
-   * @throws IllegalArgumentException describing what is wrong
-   */
   /** When the file in {@code bytes} was written, if its header is intact. */
   static Optional<Instant> createdAt(byte[] bytes) {
     try {
@@ -73,6 +93,11 @@ final class RecordCodec {
     }
   }
 
+  /**
+   * Parses a header.
+   *
+   * @throws IllegalArgumentException describing what is wrong
+   */
   static Header readHeader(ByteBuffer file) {
     if (file.remaining() < HEADER_BYTES) {
       throw new IllegalArgumentException("file is shorter (" + file.remaining()
