@@ -5,7 +5,7 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import dev.phrony.worker.call.CallOutcome;
-import dev.phrony.worker.testing.FakeScheduler;
+import dev.phrony.worker.testkit.FakeScheduler;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.ManualClock;
 import static dev.phrony.worker.outbox.Results.intent;
