@@ -2,6 +2,7 @@ package dev.phrony.worker.realrt;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.phrony.worker.testkit.Await;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
@@ -78,19 +79,21 @@ public final class RealRuntime implements AutoCloseable {
     Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
         .redirectOutput(log.toFile()).start();
     RealRuntime rt = new RealRuntime(p, log, grpc, http);
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-    while (true) {
-      try {
-        if (rt.get("/healthz").path("ok").asBoolean()) {
-          return rt;
+    try {
+      Await.until("realrt answering GET /healthz on port " + http, () -> {
+        if (!p.isAlive()) {
+          throw new AssertionError("realrt exited " + p.exitValue());
         }
-      } catch (IOException | RuntimeException e) {
-        if (!p.isAlive() || System.nanoTime() > deadline) {
-          rt.close();
-          throw new IOException("realrt did not start: " + Files.readString(log), e);
+        try {
+          return rt.get("/healthz").path("ok").asBoolean();
+        } catch (IOException | RuntimeException e) {
+          return false; // not listening yet
         }
-      }
-      java.util.concurrent.locks.LockSupport.parkNanos(20_000_000); // polling for its port
+      }, Duration.ofSeconds(20));
+      return rt;
+    } catch (AssertionError e) {
+      rt.close();
+      throw new IOException("realrt did not start: " + Files.readString(log), e);
     }
   }
 

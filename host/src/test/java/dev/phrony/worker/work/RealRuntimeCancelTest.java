@@ -57,7 +57,7 @@ class RealRuntimeCancelTest {
         call -> {
           String args = new String(call.argsBytes());
           long ms = Long.parseLong(args.replaceAll("\\D", ""));
-          if (ms > 0) {
+          if (ms > 0) { // a payment that takes time, as a real one does: its behaviour
             Thread.sleep(ms);
           }
           return ToolResult.json("{\"paid\":true}");
