@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
  * child process on loopback, driven through its HTTP control API. A clone of the project does not
  * have the binary: {@link #binary()} is then empty and tests that need it skip.
  */
-public final class RealRuntime implements AutoCloseable {
+public final class RealrtProcess implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final Process process;
@@ -61,7 +61,7 @@ public final class RealRuntime implements AutoCloseable {
         + " -Dphrony.realrt=PATH): the real-runtime conformance test is skipped";
   }
 
-  private RealRuntime(Process process, Path log, int grpcPort, int httpPort) {
+  private RealrtProcess(Process process, Path log, int grpcPort, int httpPort) {
     this.process = process;
     this.log = log;
     this.grpcPort = grpcPort;
@@ -69,7 +69,7 @@ public final class RealRuntime implements AutoCloseable {
   }
 
   /** Starts {@code binary} with {@code args} on free ports and waits for its control API. */
-  public static RealRuntime start(Path binary, Path logDir, String... args) throws IOException {
+  public static RealrtProcess start(Path binary, Path logDir, String... args) throws IOException {
     int grpc = freePort();
     int http = freePort();
     List<String> cmd = new ArrayList<>(List.of(binary.toString(),
@@ -78,7 +78,7 @@ public final class RealRuntime implements AutoCloseable {
     Path log = logDir.resolve("realrt-" + grpc + ".log");
     Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
         .redirectOutput(log.toFile()).start();
-    RealRuntime rt = new RealRuntime(p, log, grpc, http);
+    RealrtProcess rt = new RealrtProcess(p, log, grpc, http);
     try {
       Await.until("realrt answering GET /healthz on port " + http, () -> {
         if (!p.isAlive()) {
