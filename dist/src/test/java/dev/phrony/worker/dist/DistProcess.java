@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -137,15 +138,22 @@ final class DistProcess implements AutoCloseable {
   }
 
   private void await(Path file, String name, String text, Duration timeout) {
+    until("'" + text + "' on " + name, () -> read(file).contains(text), timeout);
+  }
+
+  /**
+   * {@link Await#until} for a condition on what this process does: it fails at once if the
+   * process exits first, and a failure shows its stdout and stderr.
+   */
+  void until(String what, BooleanSupplier condition, Duration timeout) {
     try {
-      Await.until("'" + text + "' on " + name, () -> {
-        if (read(file).contains(text)) {
+      Await.until(what, () -> {
+        if (condition.getAsBoolean()) {
           return true;
         }
         if (!process.isAlive()) {
-          throw new AssertionError(command + " exited " + process.exitValue() + " before"
-              + " printing '" + text + "' on " + name + "; stdout:\n" + stdout() + "\nstderr:\n"
-              + stderr());
+          throw new AssertionError(command + " exited " + process.exitValue() + " before: "
+              + what + "; stdout:\n" + stdout() + "\nstderr:\n" + stderr());
         }
         return false;
       }, timeout);

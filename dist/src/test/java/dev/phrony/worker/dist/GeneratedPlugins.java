@@ -75,7 +75,7 @@ final class GeneratedPlugins {
           @Override
           public ToolResult handle(ToolCall call) throws Exception {
             Matcher m = SLEEP.matcher(new String(call.argsBytes(), StandardCharsets.UTF_8));
-            if (m.find()) {
+            if (m.find()) { // a handler that takes time, as a real one does: its behaviour
               Thread.sleep(Long.parseLong(m.group(1)));
             }
             return ToolResult.json("%s");

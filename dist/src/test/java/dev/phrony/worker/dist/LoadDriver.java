@@ -79,17 +79,19 @@ final class LoadDriver<T> implements AutoCloseable {
       }
       List<String> now = List.copyOf(keys);
       String key = now.get((int) (n++ % now.size()));
+      // Each call stamped on the wall clock when sent and answered: what the tests report and
+      // order the calls by (a real process's latency), never a wait.
       long sent = System.nanoTime();
       CompletableFuture<T> f;
       try {
         f = dispatch.apply(key);
       } catch (RuntimeException e) {
-        done.add(new Rec<>(key, sent, System.nanoTime(), null, e));
+        done.add(new Rec<>(key, sent, System.nanoTime(), null, e)); // see above
         slots.release();
         continue;
       }
       f.whenComplete((o, e) -> {
-        done.add(new Rec<>(key, sent, System.nanoTime(), o, e));
+        done.add(new Rec<>(key, sent, System.nanoTime(), o, e)); // see above
         slots.release();
       });
     }

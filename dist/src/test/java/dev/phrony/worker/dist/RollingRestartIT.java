@@ -74,12 +74,14 @@ class RollingRestartIT {
       for (int i = 0; i < IDS.size(); i++) {
         String id = IDS.get(i);
         long oldStream = rt.worker(id).orElseThrow().streamId();
-        long t0 = System.nanoTime();
         DistProcess old = workers.get(i);
+        // The signal and the exit, on the wall clock the load stamps its calls with: they place
+        // the calls among them (an order of events, reported, not a wait).
         sigtermAt[i] = System.nanoTime();
+        long t0 = sigtermAt[i];
         old.terminate();
         DistProcess.Result exit = old.awaitExit(Duration.ofSeconds(40));
-        exitedAt[i] = System.nanoTime();
+        exitedAt[i] = System.nanoTime(); // the same wall clock, see above
         stderrs.append(String.format("%n--- %s (first run) stderr:%n%s", id, exit.err()));
         assertThat(exit.exit()).as("%s exit status; stderr:%n%s", id, exit.err()).isZero();
         long drainedMs = WorkerOps.millisSince(t0);

@@ -67,7 +67,8 @@ final class WorkerOps {
     System.out.flush();
   }
 
+  /** Milliseconds of the wall clock since {@code nanos}: a real process's latency, reported. */
   static long millisSince(long nanos) {
-    return (System.nanoTime() - nanos) / 1_000_000;
+    return (System.nanoTime() - nanos) / 1_000_000; // wall clock: see above
   }
 }

@@ -3,12 +3,11 @@ package dev.phrony.worker.cli;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.dev.DevServer;
 import dev.phrony.worker.plugin.LoadResult;
-import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.config.OnOff;
-import dev.phrony.worker.plugin.PluginLoader;
-import dev.phrony.worker.plugin.PluginWatcher;
+import dev.phrony.worker.reload.LiveReload;
 import dev.phrony.worker.reload.PluginReloader;
-import dev.phrony.worker.time.ExecutorScheduler;
+import dev.phrony.worker.serve.NotStartingException;
+import dev.phrony.worker.serve.WorkerPlugins;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
 import java.io.PrintWriter;
@@ -17,8 +16,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -52,8 +49,6 @@ import picocli.CommandLine.Option;
         "8:a core thread died of an Error (the log names it)",
         "9:a plugin called System.exit (stderr names the caller)"})
 final class DevCommand implements Callable<Integer> {
-  private static final Logger log = LoggerFactory.getLogger(DevCommand.class);
-
   @Mixin
   private PluginsOption plugins;
 
@@ -89,20 +84,19 @@ final class DevCommand implements Callable<Integer> {
     boolean watch = OnOff.parse(watchPlugins).orElseThrow(() -> new UserErrorException(
         "--watch-plugins " + watchPlugins + ": use on or off"));
     Optional<DevServer.Host> host = Optional.empty();
-    LoadResult first = null;
+    WorkerPlugins first = null;
     if (noHost) {
       if (spec.commandLine().getParseResult().hasMatchedOption("--plugins")) {
         throw new UserErrorException("--plugins has no effect with --no-host: leave one out");
       }
     } else {
-      LoadResult loaded = new PluginLoader().load(plugins.pluginsDir());
-      first = loaded;
-      loaded.problems().forEach(p -> log.warn("plugin {} not loaded: {}", p.plugin(), p.reason()));
-      if (plugins.strict() && loaded.hasProblems()) {
-        spec.commandLine().getErr().println("dev: --strict: " + loaded.problems().size()
-            + " plugin problem(s), not starting (see 'list-handlers')");
+      try {
+        first = WorkerPlugins.load(plugins.pluginsDir(), plugins.strict(), List.of());
+      } catch (NotStartingException e) {
+        spec.commandLine().getErr().println("dev: " + e.getMessage());
         return ExitCodes.PROBLEMS;
       }
+      LoadResult loaded = first.loaded();
       WorkerIdentity identity = WorkerIdentity.resolve(Optional.empty(), System.getenv(),
           WorkerIdentity::generateId, loaded.imageDigest());
       host = Optional.of(new DevServer.Host(loaded.catalog(), identity, plugins.pluginsDir(),
@@ -117,16 +111,7 @@ final class DevCommand implements Callable<Integer> {
       throw new UserErrorException(e.getMessage() + " (another 'phrony-worker dev'?): stop "
           + "what uses it, or choose another port with " + flag + " PORT", e);
     }
-    CountDownLatch stopped = new CountDownLatch(1);
-    ShutdownSignals.install(() -> {
-      try {
-        dev.stop();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      } finally {
-        stopped.countDown();
-      }
-    });
+    CountDownLatch stopped = ShutdownSignals.install(dev::stop);
     PrintWriter out = spec.commandLine().getOut();
     out.print(dev.banner());
     out.flush();
@@ -136,21 +121,16 @@ final class DevCommand implements Callable<Integer> {
       return ExitCodes.OK;
     }
     // The author's inner loop: a rebuild into the plugins folder is served without a restart.
-    PluginReloader reloader = new PluginReloader(plugins.pluginsDir(), plugins.strict(),
-        List.of(), first, HandlerOverrides.apply(List.of(), first.catalog()), dev.host().get(),
+    try (LiveReload live = new LiveReload(new PluginReloader(plugins.pluginsDir(),
+        plugins.strict(), List.of(), first.loaded(), first.applied(), dev.host().get(),
         generation -> { }, o -> {
           out.println(o.message());
           out.flush();
-        }, InstantSource.system());
-    try (reloader;
-        ExecutorScheduler timers = new ExecutorScheduler("phrony-plugin-watch-timer");
-        PluginWatcher watcher = new PluginWatcher(plugins.pluginsDir(), timers,
-            PluginWatcher.DEFAULT_SETTLE, PluginWatcher.DEFAULT_RESCAN,
-            () -> reloader.reload("folder changed"))) {
+        }, InstantSource.system()), plugins.pluginsDir())) {
       if (watch) {
-        watcher.start();
+        live.watch();
       }
-      ReloadSignal.install(() -> reloader.reload("SIGHUP"));
+      ReloadSignal.install(() -> live.reload("SIGHUP"));
       stopped.await();
     }
     return ExitCodes.OK;

@@ -61,7 +61,7 @@ final class ListHandlersCommand implements Callable<Integer> {
     // The handler settings of run's worker.yaml, the environment and the flags.
     LayeredDefaults layers = spec.defaultValueProvider() instanceof LayeredDefaults l ? l
         : LayeredDefaults.fromSystem().readingSettingsOf(
-            new CommandLine(new RunCommand()).getCommandSpec());
+            RunOptions.settings());
     ConfigFile file = layers.file(spec);
     List<String> problems = new ArrayList<>(file.problems());
     List<HandlerOverrides.Rule> rules = handlers.rules(file, layers.env(HandlerOverrides.ENV),

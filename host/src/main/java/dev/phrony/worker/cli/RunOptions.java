@@ -26,6 +26,11 @@ final class RunOptions {
   static final String DEFAULT_RUNTIME_ADDR = "127.0.0.1:7777";
   static final String DEFAULT_HTTP = "127.0.0.1:9464";
 
+  /** The settings of {@code run} on their own, for a command that reads them from its file. */
+  static CommandLine.Model.CommandSpec settings() {
+    return CommandLine.Model.CommandSpec.forAnnotatedObject(new RunOptions());
+  }
+
   @Mixin
   PluginsOption plugins;
 

@@ -2,6 +2,7 @@ package dev.phrony.worker.dev;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.phrony.worker.SyntaxException;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.api.ToolDescriptor;
 import java.nio.charset.StandardCharsets;
@@ -111,7 +112,7 @@ public record CallRequest(String tool, String version, String args, String sessi
     JsonNode node;
     try {
       node = Json.parse(text);
-    } catch (Json.SyntaxError e) {
+    } catch (SyntaxException e) {
       String hint = "";
       if (!text.contains("\"") && UNQUOTED_NAME.matcher(text).find()) {
         hint = " (did the shell eat the quotes? put the JSON in single quotes: "
@@ -146,7 +147,7 @@ public record CallRequest(String tool, String version, String args, String sessi
     JsonNode json;
     try {
       json = Json.parse(body);
-    } catch (Json.SyntaxError e) {
+    } catch (SyntaxException e) {
       throw new IllegalArgumentException("the body is not JSON: " + e.getMessage(), e);
     }
     if (!json.isObject()) {

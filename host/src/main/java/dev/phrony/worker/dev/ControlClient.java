@@ -1,6 +1,7 @@
 package dev.phrony.worker.dev;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.phrony.worker.SyntaxException;
 import dev.phrony.worker.UserErrorException;
 import java.io.IOException;
 import java.net.ConnectException;
@@ -127,7 +128,7 @@ public final class ControlClient {
     JsonNode json;
     try {
       json = Json.parse(response.body());
-    } catch (Json.SyntaxError e) {
+    } catch (SyntaxException e) {
       throw notDev("it answered HTTP " + response.statusCode() + " without JSON");
     }
     int status = response.statusCode();

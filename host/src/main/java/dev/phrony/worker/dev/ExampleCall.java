@@ -1,6 +1,7 @@
 package dev.phrony.worker.dev;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.phrony.worker.SyntaxException;
 import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import java.nio.charset.StandardCharsets;
@@ -34,7 +35,7 @@ record ExampleCall(String key, String args) {
   private static Optional<JsonNode> schema(ToolDescriptor d) {
     try {
       return d.inputSchema().map(Json::parse);
-    } catch (Json.SyntaxError e) {
+    } catch (SyntaxException e) {
       return Optional.empty(); // the loader refuses such handlers; nothing to suggest from
     }
   }

@@ -13,6 +13,7 @@ import com.fasterxml.jackson.databind.ObjectWriter;
 import com.fasterxml.jackson.databind.cfg.JsonNodeFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.phrony.worker.SyntaxException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -76,22 +77,24 @@ final class Json {
   /**
    * Parses text holding exactly one JSON value (whitespace around it is fine).
    *
-   * @throws SyntaxError saying what is wrong and where (line and column, from 1)
+   * @throws SyntaxException saying what is wrong and where (line and column, from 1)
    */
   static JsonNode parse(String text) {
     try (JsonParser p = MAPPER.createParser(text)) {
       JsonNode node = MAPPER.readTree(p);
       if (node == null || node.isMissingNode()) {
-        throw new SyntaxError("no JSON value (the text is empty)", 1, 1);
+        throw new SyntaxException("no JSON value (the text is empty)", 1, 1);
       }
       if (p.nextToken() != null) {
         JsonLocation at = p.currentTokenLocation();
-        throw new SyntaxError("more text after the JSON value", at.getLineNr(), at.getColumnNr());
+        throw new SyntaxException("more text after the JSON value", at.getLineNr(),
+            at.getColumnNr());
       }
       return node;
     } catch (JsonProcessingException e) {
       JsonLocation at = e.getLocation();
-      throw new SyntaxError(e.getOriginalMessage(), at == null ? 1 : Math.max(1, at.getLineNr()),
+      throw new SyntaxException(firstLine(e.getOriginalMessage()),
+          at == null ? 1 : Math.max(1, at.getLineNr()),
           at == null ? 1 : Math.max(1, at.getColumnNr()));
     } catch (IOException e) {
       throw new UncheckedIOException(e); // reading a String does no I/O
@@ -103,41 +106,21 @@ final class Json {
     try {
       parse(utf8);
       return true;
-    } catch (SyntaxError e) {
+    } catch (SyntaxException e) {
       return false;
     }
   }
 
-  /** Text that is not one JSON value: what is wrong, and where. */
-  static final class SyntaxError extends IllegalArgumentException {
-    private static final long serialVersionUID = 1L;
-    /** Jackson's "(start marker at [Source: ...; line: 1, column: 1])": noise for a reader. */
-    private static final Pattern SOURCE =
-        Pattern.compile("\\s*\\(start marker at \\[Source:[^]]*]\\)");
-    private final int line;
-    private final int column;
+  /** Jackson's "(start marker at [Source: ...; line: 1, column: 1])": noise for a reader. */
+  private static final Pattern SOURCE =
+      Pattern.compile("\\s*\\(start marker at \\[Source:[^]]*]\\)");
 
-    SyntaxError(String problem, int line, int column) {
-      super(firstLine(problem) + " at line " + line + ", column " + column);
-      this.line = line;
-      this.column = column;
+  /** Jackson adds hints on further lines; the first says what is wrong. */
+  private static String firstLine(String s) {
+    if (s == null || s.isBlank()) {
+      return "not JSON";
     }
-
-    int line() {
-      return line;
-    }
-
-    int column() {
-      return column;
-    }
-
-    /** Jackson adds hints on further lines; the first says what is wrong. */
-    private static String firstLine(String s) {
-      if (s == null || s.isBlank()) {
-        return "not JSON";
-      }
-      int nl = s.indexOf('\n');
-      return SOURCE.matcher(nl < 0 ? s : s.substring(0, nl)).replaceAll("").strip();
-    }
+    int nl = s.indexOf('\n');
+    return SOURCE.matcher(nl < 0 ? s : s.substring(0, nl)).replaceAll("").strip();
   }
 }

@@ -1,5 +1,6 @@
 package dev.phrony.worker.manifest;
 
+import dev.phrony.worker.SyntaxException;
 import dev.phrony.worker.manifest.Binding.Route;
 import dev.phrony.worker.manifest.YamlTree.Mapping;
 import dev.phrony.worker.manifest.YamlTree.Node;
@@ -98,10 +99,10 @@ public final class ManifestReader {
       }
       try {
         return YamlTree.read(new StringReader(text));
-      } catch (YamlTree.SyntaxException e) {
+      } catch (SyntaxException e) {
         throw new ManifestException(file, e.line(), "manifest " + shown(file)
             + ": YAML syntax error at line " + e.line() + ", column " + e.column() + ": "
-            + e.getMessage(), e);
+            + e.problem(), e);
       } catch (IOException e) {
         throw new IllegalStateException("reading a string cannot fail", e);
       }

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.fasterxml.jackson.dataformat.yaml.YAMLParser;
+import dev.phrony.worker.SyntaxException;
 import java.io.IOException;
 import java.io.Reader;
 import java.util.ArrayList;
@@ -46,30 +47,11 @@ final class YamlTree {
 
   record Sequence(List<Node> items, int line) implements Node {}
 
-  /** Thrown for text that is not YAML, or YAML this reader does not accept. */
-  static final class SyntaxException extends Exception {
-    private static final long serialVersionUID = 1L;
-    private final int line;
-    private final int column;
-
-    SyntaxException(String message, int line, int column) {
-      super(message);
-      this.line = line;
-      this.column = column;
-    }
-
-    int line() {
-      return line;
-    }
-
-    int column() {
-      return column;
-    }
-  }
-
   /**
    * Every document in {@code in}, in order. An empty document ({@code ---} with nothing after
    * it) is a {@link Scalar} with null text, so document numbers match what a reader counts.
+   *
+   * @throws SyntaxException for text that is not YAML, or YAML this reader does not accept
    */
   static List<Node> read(Reader in) throws IOException, SyntaxException {
     List<Node> documents = new ArrayList<>();

@@ -45,15 +45,17 @@ final class LogFiles implements AutoCloseable {
    */
   LogFile publish(boolean snapshot, List<LogRecord> records) throws IOException {
     long seq = ++maxSeq;
-    LogFormat.Buf buf = new LogFormat.Buf(LogFormat.HEADER_BYTES + records.size() * 256);
-    buf.raw(LogFormat.header(snapshot ? LogFormat.KIND_SNAPSHOT : LogFormat.KIND_BATCH, seq,
+    LogFileFormat.Buf buf =
+        new LogFileFormat.Buf(LogFileFormat.HEADER_BYTES + records.size() * 256);
+    buf.raw(LogFileFormat.header(
+        snapshot ? LogFileFormat.KIND_SNAPSHOT : LogFileFormat.KIND_BATCH, seq,
         clock.instant()).array());
     for (LogRecord r : records) {
-      LogFormat.writeRecord(buf, r);
+      LogFileFormat.writeRecord(buf, r);
     }
-    String name = LogFormat.fileName(seq, snapshot);
+    String name = LogFileFormat.fileName(seq, snapshot);
     Path target = dir.resolve(name);
-    Path tmp = dir.resolve(name + LogFormat.TMP_EXT);
+    Path tmp = dir.resolve(name + LogFileFormat.TMP_EXT);
     try {
       try (FileChannel ch = FileChannel.open(tmp, Set.of(StandardOpenOption.CREATE_NEW,
           StandardOpenOption.WRITE), StateDir.fileAttributes(tmp))) {

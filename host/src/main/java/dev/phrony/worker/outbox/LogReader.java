@@ -65,7 +65,7 @@ final class LogReader {
     }
   }
 
-  private record Salvage(LogFormat.Salvaged record, Instant written, Path file) {}
+  private record Salvage(LogFileFormat.Salvaged record, Instant written, Path file) {}
 
   /**
    * Reads the log in {@code dir} (absent: empty). With {@code cleanUp} (the lock holder only),
@@ -83,10 +83,10 @@ final class LogReader {
       try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
         for (Path p : ds) {
           String name = p.getFileName().toString();
-          Optional<LogFile> named = LogFormat.named(p);
+          Optional<LogFile> named = LogFileFormat.named(p);
           if (named.isPresent()) {
             files.add(named.get());
-          } else if (name.endsWith(LogFormat.TMP_EXT)) {
+          } else if (name.endsWith(LogFileFormat.TMP_EXT)) {
             if (cleanUp) {
               log.info("discarding unpublished outbox file {} (its writer never returned)", p);
               Files.deleteIfExists(p);
@@ -99,7 +99,7 @@ final class LogReader {
             asLog.ifPresent(files::add);
             problems.computeIfAbsent(p, k -> new ArrayList<>()).add(Printable.of(name) + ": "
                 + asLog.map(f -> "not named as a log file ("
-                    + LogFormat.fileName(f.seq(), f.snapshot())
+                    + LogFileFormat.fileName(f.seq(), f.snapshot())
                     + " would be); its records are read by its header's sequence number")
                     .orElse("not an outbox file"));
           }
@@ -128,7 +128,7 @@ final class LogReader {
     LogFile newest = files.isEmpty() ? null : files.getLast();
     for (LogFile f : files.subList(base, files.size())) {
       byte[] bytes = Files.readAllBytes(f.path());
-      Instant written = LogFormat.createdAt(bytes).orElse(Instant.EPOCH);
+      Instant written = LogFileFormat.createdAt(bytes).orElse(Instant.EPOCH);
       List<String> found = new ArrayList<>();
       boolean mayBeTorn = f == newest && !f.snapshot() && !misnamed.contains(f.path());
       int torn = parse(f.withBytes(bytes.length), bytes, found,
@@ -167,7 +167,7 @@ final class LogReader {
       }
     }
     for (Salvage s : unsettled.values()) {
-      LogFormat.Salvaged r = s.record();
+      LogFileFormat.Salvaged r = s.record();
       if (state.knows(r.callId())) {
         continue;
       }
@@ -191,17 +191,17 @@ final class LogReader {
     if (!Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) {
       return Optional.empty();
     }
-    byte[] head = new byte[LogFormat.HEADER_BYTES];
+    byte[] head = new byte[LogFileFormat.HEADER_BYTES];
     try (var in = Files.newInputStream(p, LinkOption.NOFOLLOW_LINKS)) {
       if (in.readNBytes(head, 0, head.length) < head.length) {
         return Optional.empty();
       }
-      LogFormat.Header h = LogFormat.readHeader(ByteBuffer.wrap(head));
-      if (h.seq() < 1 || (h.kind() != LogFormat.KIND_BATCH
-          && h.kind() != LogFormat.KIND_SNAPSHOT)) {
+      LogFileFormat.Header h = LogFileFormat.readHeader(ByteBuffer.wrap(head));
+      if (h.seq() < 1 || (h.kind() != LogFileFormat.KIND_BATCH
+          && h.kind() != LogFileFormat.KIND_SNAPSHOT)) {
         return Optional.empty();
       }
-      return Optional.of(new LogFile(h.seq(), p, -1, h.kind() == LogFormat.KIND_SNAPSHOT));
+      return Optional.of(new LogFile(h.seq(), p, -1, h.kind() == LogFileFormat.KIND_SNAPSHOT));
     } catch (IOException | IllegalArgumentException e) {
       return Optional.empty();
     }
@@ -225,62 +225,62 @@ final class LogReader {
    * Returns -1 when the file has no such end.
    */
   private static int parse(LogFile f, byte[] a, List<String> problems,
-      Consumer<LogRecord> records, Consumer<LogFormat.Salvaged> salvaged, boolean mayBeTorn) {
+      Consumer<LogRecord> records, Consumer<LogFileFormat.Salvaged> salvaged, boolean mayBeTorn) {
     String where = Printable.of(f.path().getFileName().toString());
     ByteBuffer buf = ByteBuffer.wrap(a);
     try {
-      LogFormat.Header h = LogFormat.readHeader(buf);
+      LogFileFormat.Header h = LogFileFormat.readHeader(buf);
       if (h.seq() != f.seq()) {
         problems.add(where + ": header names sequence " + h.seq() + ", not " + f.seq());
       }
-      int expectedKind = f.snapshot() ? LogFormat.KIND_SNAPSHOT : LogFormat.KIND_BATCH;
+      int expectedKind = f.snapshot() ? LogFileFormat.KIND_SNAPSHOT : LogFileFormat.KIND_BATCH;
       if (h.kind() != expectedKind) {
         problems.add(where + ": header kind " + h.kind() + " does not match the file name");
       }
     } catch (IllegalArgumentException e) {
       problems.add(where + ": bad header: " + e.getMessage());
     }
-    int pos = Math.min(LogFormat.HEADER_BYTES, a.length);
+    int pos = Math.min(LogFileFormat.HEADER_BYTES, a.length);
     while (pos < a.length) {
       int remaining = a.length - pos;
-      int body = pos + LogFormat.FRAME_BYTES;
+      int body = pos + LogFileFormat.FRAME_BYTES;
       String problem = null;
       int len = -1;
       // How much of the body a salvage may read: the frame's own length when it holds.
-      int salvageable = Math.max(0, remaining - LogFormat.FRAME_BYTES);
-      if (remaining < LogFormat.FRAME_BYTES) {
+      int salvageable = Math.max(0, remaining - LogFileFormat.FRAME_BYTES);
+      if (remaining < LogFileFormat.FRAME_BYTES) {
         problem = "truncated record frame (" + remaining + " bytes) at the end of the file";
-      } else if (buf.getInt(pos) != LogFormat.MARKER) {
+      } else if (buf.getInt(pos) != LogFileFormat.MARKER) {
         problem = "no record marker";
       } else {
         len = buf.getInt(pos + 4);
-        if (len < 1 || len > LogFormat.MAX_BODY) {
+        if (len < 1 || len > LogFileFormat.MAX_BODY) {
           problem = "implausible record length " + len;
-        } else if (len > remaining - LogFormat.FRAME_BYTES) {
+        } else if (len > remaining - LogFileFormat.FRAME_BYTES) {
           problem = "record of " + len + " bytes is truncated: the file ends "
-              + (remaining - LogFormat.FRAME_BYTES) + " bytes into it";
-        } else if (LogFormat.frameCrc(a, pos, len) != buf.getInt(pos + 8)) {
+              + (remaining - LogFileFormat.FRAME_BYTES) + " bytes into it";
+        } else if (LogFileFormat.frameCrc(a, pos, len) != buf.getInt(pos + 8)) {
           problem = "checksum mismatch";
           salvageable = len;
         }
       }
       if (problem == null) {
         try {
-          records.accept(LogFormat.readBody(ByteBuffer.wrap(a, body, len).slice()));
+          records.accept(LogFileFormat.readBody(ByteBuffer.wrap(a, body, len).slice()));
         } catch (IllegalArgumentException e) {
-          Optional<LogFormat.Salvaged> s = LogFormat.salvage(a, body, len);
+          Optional<LogFileFormat.Salvaged> s = LogFileFormat.salvage(a, body, len);
           s.ifPresent(salvaged);
           problems.add(where + ": record at offset " + pos + " is unreadable: " + e.getMessage()
               + s.map(LogReader::probably).orElse(""));
         }
-        pos += LogFormat.FRAME_BYTES + len; // its checksum holds, so its length does too
+        pos += LogFileFormat.FRAME_BYTES + len; // its checksum holds, so its length does too
         continue;
       }
       int next = resync(a, pos + 1);
       if (mayBeTorn && next >= a.length) {
         return pos; // its appenders never returned: nothing of it was acted on
       }
-      Optional<LogFormat.Salvaged> s = LogFormat.salvage(a, body, salvageable);
+      Optional<LogFileFormat.Salvaged> s = LogFileFormat.salvage(a, body, salvageable);
       s.ifPresent(salvaged);
       problems.add(where + ": damaged record at offset " + pos + ": " + problem
           + s.map(LogReader::probably).orElse("")
@@ -291,20 +291,20 @@ final class LogReader {
     return -1;
   }
 
-  private static String probably(LogFormat.Salvaged s) {
+  private static String probably(LogFileFormat.Salvaged s) {
     return " (call id probably " + Printable.quote(s.callId()) + ")";
   }
 
   /** Offset of the next intact record at or after {@code from}, or the end of the file. */
   private static int resync(byte[] a, int from) {
     ByteBuffer buf = ByteBuffer.wrap(a);
-    for (int i = from; i + LogFormat.FRAME_BYTES <= a.length; i++) {
-      if (a[i] != 0x52 || buf.getInt(i) != LogFormat.MARKER) {
+    for (int i = from; i + LogFileFormat.FRAME_BYTES <= a.length; i++) {
+      if (a[i] != 0x52 || buf.getInt(i) != LogFileFormat.MARKER) {
         continue;
       }
       int len = buf.getInt(i + 4);
-      if (len >= 1 && len <= a.length - i - LogFormat.FRAME_BYTES
-          && LogFormat.frameCrc(a, i, len) == buf.getInt(i + 8)) {
+      if (len >= 1 && len <= a.length - i - LogFileFormat.FRAME_BYTES
+          && LogFileFormat.frameCrc(a, i, len) == buf.getInt(i + 8)) {
         return i;
       }
     }

@@ -19,7 +19,7 @@ final class LogState {
       case LogRecord.Release r -> {
         LogRecord.Result old = results.remove(r.callId());
         if (old != null) {
-          liveBytes -= LogFormat.estimate(old);
+          liveBytes -= LogFileFormat.estimate(old);
         }
       }
       case LogRecord.Orphan o -> {
@@ -31,7 +31,7 @@ final class LogState {
       case LogRecord.Intent i -> {
         removeIntent(i.callId());
         intents.put(i.callId(), i);
-        liveBytes += LogFormat.estimate(i);
+        liveBytes += LogFileFormat.estimate(i);
       }
       case LogRecord.Interrupted i -> {
         LogRecord.Intent old = intents.get(i.callId());
@@ -46,15 +46,15 @@ final class LogState {
   private void put(LogRecord.Result r) {
     LogRecord.Result old = results.put(r.callId(), r);
     if (old != null) {
-      liveBytes -= LogFormat.estimate(old);
+      liveBytes -= LogFileFormat.estimate(old);
     }
-    liveBytes += LogFormat.estimate(r);
+    liveBytes += LogFileFormat.estimate(r);
   }
 
   private void removeIntent(String callId) {
     LogRecord.Intent old = intents.remove(callId);
     if (old != null) {
-      liveBytes -= LogFormat.estimate(old);
+      liveBytes -= LogFileFormat.estimate(old);
     }
   }
 

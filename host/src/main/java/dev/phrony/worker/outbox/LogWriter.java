@@ -20,7 +20,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The outbox log's writer: an append-only log of immutable, numbered files in one directory
- * ({@link LogFormat}), read back at start by {@link LogReader} and kept small by
+ * ({@link LogFileFormat}), read back at start by {@link LogReader} and kept small by
  * {@link LogCompactor}.
  *
  * <p><b>Group commit.</b> One writer thread takes everything queued since its last write and
@@ -297,9 +297,9 @@ final class LogWriter implements AutoCloseable {
       active = FileChannel.open(activeFile.path(), StandardOpenOption.WRITE);
       preallocate();
     }
-    LogFormat.Buf buf = new LogFormat.Buf(records.size() * 256);
+    LogFileFormat.Buf buf = new LogFileFormat.Buf(records.size() * 256);
     for (LogRecord r : records) {
-      LogFormat.writeRecord(buf, r);
+      LogFileFormat.writeRecord(buf, r);
     }
     long at = activeFile.bytes();
     try {

@@ -25,7 +25,8 @@ final class CallStarter {
 
   /** How a start ended: an outcome, a refusal of the arguments, or neither (it never ran). */
   interface Finished {
-    void finished(Call call, CallOutcome outcome, CallPipeline.Refusal refusal, long ranNanos);
+    void finished(CallRecord call, CallOutcome outcome, CallPipeline.Refusal refusal,
+        long ranNanos);
   }
 
   /** An asynchronous handler's start that holds the I/O thread: whose, how long, where. */
@@ -42,7 +43,7 @@ final class CallStarter {
 
   // ---- written around an inline start, read by the heartbeat's timer ----
   /** The call whose handleAsync runs on the I/O thread now (null: none), since when, where. */
-  private volatile Call startingInline;
+  private volatile CallRecord startingInline;
   private volatile long startingInlineSinceMs;
   private volatile Thread ioThread;
 
@@ -56,8 +57,8 @@ final class CallStarter {
   }
 
   /** In the context: the handler starts. */
-  void start(Call call) {
-    call.state = Call.State.RUNNING;
+  void start(CallRecord call) {
+    call.state = CallRecord.State.RUNNING;
     call.handlerAlive = true;
     call.entry = call.slots.entry; // it runs on this handler even if its key is rebound meanwhile
     call.async = call.slots.async;
@@ -76,7 +77,7 @@ final class CallStarter {
    * right here, with no thread of its own and no hand-off. A handler that kept the thread longer
    * than it promised is moved off it for its later calls.
    */
-  private void runInline(Call call) {
+  private void runInline(CallRecord call) {
     try (var ctx = LogContext.call(call.callId, call.sessionId, call.key)) {
       CallPipeline.Refusal refusal = pipeline.checkArgs(call.context.rawArgs(),
           call.entry.argsCheck());
@@ -111,13 +112,13 @@ final class CallStarter {
   }
 
   /** Posts {@code call}'s "finished" event to the context once its handler's stage is done. */
-  private void finishWhenDone(Call call, CompletableFuture<CallOutcome> outcome, long t0) {
+  private void finishWhenDone(CallRecord call, CompletableFuture<CallOutcome> outcome, long t0) {
     outcome.thenAccept(o -> post.accept(
         () -> finished.finished(call, o, null, Math.max(1, System.nanoTime() - t0))));
   }
 
   /** On the call's own thread: the pipeline, then one "finished" event for the owner. */
-  private void runHandler(Call call) {
+  private void runHandler(CallRecord call) {
     try (var ctx = LogContext.call(call.callId, call.sessionId, call.key)) {
       CallPipeline.Refusal refusal = pipeline.checkArgs(call.context.rawArgs(),
           call.entry.argsCheck());
@@ -149,7 +150,7 @@ final class CallStarter {
    * is read or sent until it returns, so the lease may run out), and returned.
    */
   Optional<StalledStart> reportStalledStart(long thresholdMs) {
-    Call call = startingInline;
+    CallRecord call = startingInline;
     long heldMs = clock.millis() - startingInlineSinceMs;
     Thread thread = ioThread;
     if (call == null || heldMs < thresholdMs || thread == null) {

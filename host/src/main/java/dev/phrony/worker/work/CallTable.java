@@ -5,39 +5,39 @@ import java.util.HashMap;
 import java.util.List;
 
 /**
- * Every call the worker serves, by call id: one {@link Call} from its invoke to its ack (or to
- * the moment it is orphaned or has settled after a cancel). Confined to the dispatcher's context,
- * which the dispatcher's parts share.
+ * Every call the worker serves, by call id: one {@link CallRecord} from its invoke to its ack (or
+ * to the moment it is orphaned or has settled after a cancel). Confined to the dispatcher's
+ * context, which the dispatcher's parts share.
  */
 final class CallTable {
-  private final HashMap<String, Call> byId = new HashMap<>();
+  private final HashMap<String, CallRecord> byId = new HashMap<>();
 
-  Call get(String callId) {
+  CallRecord get(String callId) {
     return byId.get(callId);
   }
 
-  void put(Call call) {
+  void put(CallRecord call) {
     byId.put(call.callId, call);
   }
 
   /** Removes {@code call} if it is still the record of its id. */
-  void remove(Call call) {
+  void remove(CallRecord call) {
     byId.remove(call.callId, call);
   }
 
   /** A copy: callers change the table while they walk it. */
-  List<Call> all() {
+  List<CallRecord> all() {
     return List.copyOf(byId.values());
   }
 
-  Collection<Call> view() {
+  Collection<CallRecord> view() {
     return byId.values();
   }
 
   /** True while a result sent on a stream that is still open waits for its ack there. */
   boolean awaitingAckOnOpenStream() {
-    for (Call c : byId.values()) {
-      if (c.state == Call.State.SENT && c.owner != null && c.owner.live()) {
+    for (CallRecord c : byId.values()) {
+      if (c.state == CallRecord.State.SENT && c.owner != null && c.owner.live()) {
         return true;
       }
     }

@@ -44,10 +44,11 @@ import org.slf4j.LoggerFactory;
  * and no state split between threads. Handler threads and the outbox writer only post what came of
  * their work; they never decide whether to send.
  *
- * <p>Each call is one {@link Call} in the {@link CallTable}, from its invoke to its ack. The parts
- * that share the context: this class admits invokes, decides and holds outcomes, cancels and
- * drains; {@link SlotWaits} queues invokes that found no slot; {@link CallStarter} starts handlers;
- * {@link OrphanPolicy} judges held results across streams (protocol.md rules 3 and 9).
+ * <p>Each call is one {@link CallRecord} in the {@link CallTable}, from its invoke to its ack.
+ * The parts that share the context: this class admits invokes, decides and holds outcomes,
+ * cancels and drains; {@link SlotWaits} queues invokes that found no slot; {@link CallStarter}
+ * starts handlers; {@link OrphanPolicy} judges held results across streams (protocol.md rules 3
+ * and 9).
  *
  * <p>Outlives streams: a call started on one stream may finish after a reconnect; its result is
  * then held for the runtime to ask for again. Slots are counted as the runtime counts them
@@ -103,7 +104,7 @@ public final class Dispatcher {
   /** Futures completed once no call matches their test (a stream's or a plugin's calls done). */
   private final List<Waiter> noneWaiters = new ArrayList<>();
 
-  private record Waiter(Predicate<Call> test, CompletableFuture<Void> done) {}
+  private record Waiter(Predicate<CallRecord> test, CompletableFuture<Void> done) {}
 
   // ---- written in the context, read anywhere (metrics, readiness, tests) ----
   private volatile int active;
@@ -140,12 +141,12 @@ public final class Dispatcher {
     this.orphans = new OrphanPolicy(outbox, scheduler, this::post, calls);
     this.slotWaits = new SlotWaits(scheduler, this::post, SLOT_GRACE, new SlotWaits.Ends() {
       @Override
-      public void slotFree(Call call) {
+      public void slotFree(CallRecord call) {
         tryStart(call, true);
       }
 
       @Override
-      public void gaveUp(Call call) {
+      public void gaveUp(CallRecord call) {
         calls.remove(call);
         nack(call.owner, call.invoke, call.slots, InvocationOutcome.NACK_CAPACITY_EXHAUSTED,
             CAPACITY_EXHAUSTED, call.key + " is running its maximum of " + call.slots.max
@@ -241,14 +242,14 @@ public final class Dispatcher {
   /** The stream {@code sink} ended: its calls run on apart and its slots are gone. */
   void onStreamEnded(CallSink sink, Status status) {
     post(() -> {
-      for (Call c : calls.all()) {
+      for (CallRecord c : calls.all()) {
         if (c.owner != sink) {
           continue;
         }
-        if (c.state == Call.State.WAITING) {
+        if (c.state == CallRecord.State.WAITING) {
           slotWaits.stop(c); // the runtime made it indeterminate with its stream
           calls.remove(c);
-        } else if (c.running() || c.state == Call.State.CANCELLED) {
+        } else if (c.running() || c.state == CallRecord.State.CANCELLED) {
           c.owner = null;
           c.releaseSlot();
         }
@@ -262,8 +263,8 @@ public final class Dispatcher {
   void startDraining() {
     post(() -> {
       draining = true;
-      for (Call c : calls.all()) {
-        if (c.state == Call.State.WAITING && slotWaits.stop(c)) {
+      for (CallRecord c : calls.all()) {
+        if (c.state == CallRecord.State.WAITING && slotWaits.stop(c)) {
           calls.remove(c);
           nackDraining(c.owner, c.invoke, c.slots);
         }
@@ -303,7 +304,7 @@ public final class Dispatcher {
     context.throwIfNotInThisSynchronizationContext();
     Set<String> ids = new HashSet<>();
     Set<String> onOpenStreams = new HashSet<>();
-    for (Call c : calls.view()) {
+    for (CallRecord c : calls.view()) {
       if (c.owner != null && c.owner.live()) {
         onOpenStreams.add(c.callId);
       } else if (c.running()) {
@@ -332,8 +333,8 @@ public final class Dispatcher {
    * call indeterminate.
    */
   CompletableFuture<Void> whenIdleOn(CallSink sink) {
-    return whenNone(c -> c.owner == sink && (c.state == Call.State.WAITING || c.running()
-        || c.state == Call.State.SENT));
+    return whenNone(c -> c.owner == sink && (c.state == CallRecord.State.WAITING || c.running()
+        || c.state == CallRecord.State.SENT));
   }
 
   /** Completes once no call runs, or is still to run, code of {@code loaders}. */
@@ -344,7 +345,7 @@ public final class Dispatcher {
     });
   }
 
-  private CompletableFuture<Void> whenNone(Predicate<Call> test) {
+  private CompletableFuture<Void> whenNone(Predicate<CallRecord> test) {
     CompletableFuture<Void> f = new CompletableFuture<>();
     post(() -> {
       noneWaiters.add(new Waiter(test, f));
@@ -360,11 +361,11 @@ public final class Dispatcher {
    */
   void cancelOn(CallSink sink, String why) {
     post(() -> {
-      for (Call c : calls.all()) {
+      for (CallRecord c : calls.all()) {
         if (c.owner != sink) {
           continue;
         }
-        if (c.state == Call.State.WAITING && slotWaits.stop(c)) {
+        if (c.state == CallRecord.State.WAITING && slotWaits.stop(c)) {
           calls.remove(c);
           nackDraining(c.owner, c.invoke, c.slots);
         } else if (c.running()) {
@@ -419,8 +420,8 @@ public final class Dispatcher {
 
   private void admit(Invoke invoke, CallSink sink) {
     String callId = invoke.callId();
-    Call existing = calls.get(callId);
-    if (existing != null && existing.state == Call.State.WAITING) {
+    CallRecord existing = calls.get(callId);
+    if (existing != null && existing.state == CallRecord.State.WAITING) {
       slotWaits.stop(existing); // invoked again (its stream was replaced): it waits as this one
       calls.remove(existing);
       existing = null;
@@ -437,7 +438,7 @@ public final class Dispatcher {
     ToolSlots slots = (set == null ? initial : set).find(invoke.tool(), invoke.version());
     Optional<HeldResult> held = outbox.find(callId);
     if (held.isPresent()) {
-      Call call = Call.resent(held.get(), slots, invoke, sink);
+      CallRecord call = CallRecord.resent(held.get(), slots, invoke, sink);
       calls.put(call);
       resend(call, invoke, sink);
       return;
@@ -458,13 +459,13 @@ public final class Dispatcher {
           "this worker serves no handler for " + invoke.tool() + "@" + invoke.version());
       return;
     }
-    Call call = Call.invoked(invoke, slots, sink);
+    CallRecord call = CallRecord.invoked(invoke, slots, sink);
     calls.put(call);
     tryStart(call, false);
   }
 
   /** Rule 5: the handler ran; the runtime invoked it again, so it expects the held result. */
-  private void resend(Call call, Invoke invoke, CallSink sink) {
+  private void resend(CallRecord call, Invoke invoke, CallSink sink) {
     debug(invoke, "invoke of a held call: resending its result");
     if (outbox.isOrphaned(call.callId)) {
       outbox.holdAsync(call.held); // no longer orphaned: the runtime asks for it
@@ -477,7 +478,7 @@ public final class Dispatcher {
    * Takes a slot and starts {@code call}, or has it wait for one. {@code waited}: it waited and is
    * first in line, so it may take a free slot; otherwise none overtakes an invoke that waits.
    */
-  private void tryStart(Call call, boolean waited) {
+  private void tryStart(CallRecord call, boolean waited) {
     ToolSlots slots = call.slots;
     ToolSlots.Permit permit = waited || !SlotWaits.othersWait(slots) ? slots.tryAcquire() : null;
     if (permit == null) {
@@ -493,7 +494,7 @@ public final class Dispatcher {
         deadline, invoke.argsBuffer(), pipeline.codec());
     call.admittedAt = now();
     call.needsIntent = outbox.needsIntent(slots.sideEffectClass);
-    call.state = Call.State.RUNNING; // counted as running from here on
+    call.state = CallRecord.State.RUNNING; // counted as running from here on
     active++;
     debug(invoke, "invoke admitted");
     if (deadline > 0) {
@@ -527,15 +528,15 @@ public final class Dispatcher {
   }
 
   /** Rule 5: an invoke for a call still running attaches to it; the handler runs once. */
-  private void invokedAgain(Call call, Invoke invoke, CallSink sink) {
-    if (call.state == Call.State.CANCELLED && call.held == null) {
+  private void invokedAgain(CallRecord call, Invoke invoke, CallSink sink) {
+    if (call.state == CallRecord.State.CANCELLED && call.held == null) {
       nack(sink, invoke, call.slots, InvocationOutcome.NACK_PREVIOUS_ATTEMPT_INTERRUPTED,
           PREVIOUS_ATTEMPT_INTERRUPTED, "this call was cancelled while its handler ran, which may"
               + " have acted; it is not run a second time");
       return;
     }
-    if (call.state == Call.State.CANCELLED) {
-      call.state = Call.State.HOLDING; // its outcome is being held: the runtime now wants it
+    if (call.state == CallRecord.State.CANCELLED) {
+      call.state = CallRecord.State.HOLDING; // its outcome is being held: the runtime now wants it
       active++;
     }
     call.owner = sink;
@@ -545,8 +546,8 @@ public final class Dispatcher {
     debug(invoke, "invoke of a running call attached to this stream");
   }
 
-  private void recordIntent(Call call) {
-    call.state = Call.State.INTENT;
+  private void recordIntent(CallRecord call) {
+    call.state = CallRecord.State.INTENT;
     call.intentPending = true;
     CompletableFuture<Void> written;
     try {
@@ -558,10 +559,10 @@ public final class Dispatcher {
     written.whenComplete((v, e) -> post(() -> intentDone(call, e)));
   }
 
-  private void intentDone(Call call, Throwable failure) {
+  private void intentDone(CallRecord call, Throwable failure) {
     call.intentPending = false;
     call.intentWritten = failure == null;
-    if (call.state == Call.State.CANCELLED) {
+    if (call.state == CallRecord.State.CANCELLED) {
       if (call.intentWritten) {
         outbox.markInterrupted(call.callId); // conservative: it was to run, never run it again
       }
@@ -589,13 +590,13 @@ public final class Dispatcher {
   // ---- outcome (all in the context) ----
 
   /** The "finished" event of a start ({@link CallStarter}): the handler's outcome, or why none. */
-  private void finished(Call call, CallOutcome outcome, CallPipeline.Refusal refusal,
+  private void finished(CallRecord call, CallOutcome outcome, CallPipeline.Refusal refusal,
       long ranNanos) {
     handlerDone(call, outcome, refusal, ranNanos);
     checkIdle(); // its plugin's code is no longer in use by it
   }
 
-  private void handlerDone(Call call, CallOutcome outcome, CallPipeline.Refusal refusal,
+  private void handlerDone(CallRecord call, CallOutcome outcome, CallPipeline.Refusal refusal,
       long ranNanos) {
     call.handlerAlive = false;
     if (ranNanos > 0) {
@@ -605,7 +606,7 @@ public final class Dispatcher {
       apart--;
       try (var ctx = context(call)) {
         log.info("handler of a {} call finished after {} ms; its outcome is dropped",
-            call.state == Call.State.CANCELLED ? "cancelled" : "timed-out", elapsedMs(call));
+            call.state == CallRecord.State.CANCELLED ? "cancelled" : "timed-out", elapsedMs(call));
       }
       forgetIfSettled(call);
       return;
@@ -639,7 +640,7 @@ public final class Dispatcher {
   }
 
   /** The outcome of a handler that ran: hold it (durably if the outbox does), then send it. */
-  private void decide(Call call, CallOutcome outcome, InvocationOutcome counted) {
+  private void decide(CallRecord call, CallOutcome outcome, InvocationOutcome counted) {
     decide(call, outcome, counted, true);
   }
 
@@ -648,13 +649,13 @@ public final class Dispatcher {
    * is held in memory only: a second run after a crash could not repeat an effect, and it must
    * not wait for a disk that refuses writes.
    */
-  private void decide(Call call, CallOutcome outcome, InvocationOutcome counted,
+  private void decide(CallRecord call, CallOutcome outcome, InvocationOutcome counted,
       boolean handlerRan) {
     call.deadline.cancel();
     call.slots.metrics.count(counted);
     HeldResult held = new HeldResult(call.callId, call.sessionId, call.key,
         call.slots.sideEffectClass, now(), outcome);
-    call.state = Call.State.HOLDING;
+    call.state = CallRecord.State.HOLDING;
     call.held = held;
     call.holdPending = true;
     CompletableFuture<Void> f;
@@ -670,14 +671,14 @@ public final class Dispatcher {
     }
   }
 
-  private void held(Call call, Throwable failure) {
+  private void held(CallRecord call, Throwable failure) {
     call.holdPending = false;
     if (failure != null) {
       try (var ctx = context(call)) {
         log.error("result could not be held: {}", unwrap(failure).toString());
       }
     }
-    if (call.state == Call.State.CANCELLED) {
+    if (call.state == CallRecord.State.CANCELLED) {
       // Race 1: the cancel came while the result was being made durable. The runtime has
       // forgotten the call, so the result must not go out; it is kept for an operator.
       outbox.markOrphaned(call.callId);
@@ -701,11 +702,11 @@ public final class Dispatcher {
   }
 
   /** Sends {@code call}'s held result on its owner: it then waits for the ack there. */
-  private void send(Call call) {
+  private void send(CallRecord call) {
     if (call.owner.sendResult(call.held)) {
-      call.state = Call.State.SENT;
+      call.state = CallRecord.State.SENT;
     } else {
-      call.state = Call.State.DETACHED;
+      call.state = CallRecord.State.DETACHED;
       call.owner = null;
     }
   }
@@ -714,8 +715,8 @@ public final class Dispatcher {
 
   /** Rule 4: interrupt, free the slot, and send nothing for this call, ever. */
   private void cancelled(String callId, CallSink sink) {
-    Call call = calls.get(callId);
-    if (call != null && call.state == Call.State.WAITING) {
+    CallRecord call = calls.get(callId);
+    if (call != null && call.state == CallRecord.State.WAITING) {
       // Cancelled before a slot came: it never started, nothing is sent.
       slotWaits.stop(call);
       calls.remove(call);
@@ -728,18 +729,18 @@ public final class Dispatcher {
       checkIdle();
       return;
     }
-    if (call.state != Call.State.CANCELLED) {
+    if (call.state != CallRecord.State.CANCELLED) {
       cancel(call, "cancelled by the runtime");
     }
   }
 
-  private void cancel(Call call, String why) {
-    Call.State was = call.state;
-    call.state = Call.State.CANCELLED;
+  private void cancel(CallRecord call, String why) {
+    CallRecord.State was = call.state;
+    call.state = CallRecord.State.CANCELLED;
     call.releaseSlot();
     call.deadline.cancel();
     active--;
-    if (was != Call.State.HOLDING) { // a held outcome was counted, and it may have acted
+    if (was != CallRecord.State.HOLDING) { // a held outcome was counted, and it may have acted
       call.slots.metrics.count(InvocationOutcome.CANCELLED);
       if (call.intentWritten) {
         outbox.markInterrupted(call.callId); // it may have acted: never run it again
@@ -757,7 +758,7 @@ public final class Dispatcher {
     checkIdle();
   }
 
-  private void deadlinePassed(Call call) {
+  private void deadlinePassed(CallRecord call) {
     switch (call.state) {
       case INTENT -> call.deadlinePassed = true; // answered once the intent write returns
       case RUNNING -> {
@@ -772,7 +773,7 @@ public final class Dispatcher {
   }
 
   /** Tells the handler its call is off: the flag, its stage cancelled, its thread interrupted. */
-  private static void interrupt(Call call) {
+  private static void interrupt(CallRecord call) {
     call.context.markCancelled();
     if (call.thread != null) {
       call.thread.interrupt();
@@ -780,8 +781,8 @@ public final class Dispatcher {
   }
 
   /** A cancelled call leaves once nothing of it runs or is being written any more. */
-  private void forgetIfSettled(Call call) {
-    if (call.state == Call.State.CANCELLED && call.settled()) {
+  private void forgetIfSettled(CallRecord call) {
+    if (call.state == CallRecord.State.CANCELLED && call.settled()) {
       calls.remove(call);
     }
   }
@@ -789,7 +790,7 @@ public final class Dispatcher {
   private void checkIdle() {
     if (!noneWaiters.isEmpty()) {
       noneWaiters.removeIf(w -> {
-        for (Call c : calls.view()) {
+        for (CallRecord c : calls.view()) {
           if (w.test().test(c)) {
             return false;
           }
@@ -817,7 +818,7 @@ public final class Dispatcher {
         "worker is draining for shutdown; retry on another worker");
   }
 
-  private long elapsedMs(Call call) {
+  private long elapsedMs(CallRecord call) {
     return Duration.between(call.admittedAt, now()).toMillis();
   }
 
@@ -843,7 +844,7 @@ public final class Dispatcher {
     }
   }
 
-  private static LogContext.Scope context(Call call) {
+  private static LogContext.Scope context(CallRecord call) {
     return LogContext.call(call.callId, call.sessionId, call.key);
   }
 }

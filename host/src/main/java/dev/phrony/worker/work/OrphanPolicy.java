@@ -62,8 +62,8 @@ final class OrphanPolicy {
     windowClosed = true;
     int n = 0;
     for (String callId : advertised) {
-      Call call = calls.get(callId);
-      boolean sentHere = call != null && call.state == Call.State.SENT && call.owner == sink;
+      CallRecord call = calls.get(callId);
+      boolean sentHere = call != null && call.state == CallRecord.State.SENT && call.owner == sink;
       if (!sentHere && outbox.find(callId).isPresent() && !outbox.isOrphaned(callId)) {
         orphan(callId);
         n++;
@@ -78,7 +78,7 @@ final class OrphanPolicy {
 
   /** The runtime recorded the result: its record ends, the outbox releases it. */
   void acked(String callId) {
-    Call call = calls.get(callId);
+    CallRecord call = calls.get(callId);
     if (call != null && call.resultHeld()) {
       calls.remove(call);
     }
@@ -89,8 +89,8 @@ final class OrphanPolicy {
    * {@code call} finished after the stream it came on ended: its result is held, never sent on
    * another stream. Once the current stream's window has closed nobody will ask for it.
    */
-  void heldWithoutStream(Call call) {
-    call.state = Call.State.DETACHED;
+  void heldWithoutStream(CallRecord call) {
+    call.state = CallRecord.State.DETACHED;
     call.owner = null;
     if (windowStream != null && windowClosed && windowStream.live()) {
       orphan(call.callId);
@@ -109,7 +109,7 @@ final class OrphanPolicy {
       orphan(callId);
       log.info("call {} was cancelled after it finished; its result is kept as orphaned", callId);
     } else {
-      Call call = calls.get(callId);
+      CallRecord call = calls.get(callId);
       if (call != null && call.resultHeld()) {
         calls.remove(call);
       }
@@ -118,9 +118,9 @@ final class OrphanPolicy {
 
   /** {@code sink} ended with {@code status}: its unacked results wait for the next register. */
   void streamEnded(CallSink sink, Status status) {
-    for (Call c : calls.view()) {
-      if (c.state == Call.State.SENT && c.owner == sink) {
-        c.state = Call.State.DETACHED;
+    for (CallRecord c : calls.view()) {
+      if (c.state == CallRecord.State.SENT && c.owner == sink) {
+        c.state = CallRecord.State.DETACHED;
         c.owner = null;
       }
     }
@@ -144,7 +144,7 @@ final class OrphanPolicy {
   /** Kept for an operator, never sent again unless invoked again: its record ends here. */
   private void orphan(String callId) {
     outbox.markOrphaned(callId);
-    Call call = calls.get(callId);
+    CallRecord call = calls.get(callId);
     if (call != null && call.resultHeld()) {
       calls.remove(call);
     }

@@ -9,17 +9,17 @@ import java.util.function.Consumer;
  * cancelled call's slot, hands it to its next waiting call and only then sends the
  * {@code cancel}: that invoke overtakes the cancel that makes room for it. So such an invoke waits,
  * in order, up to a grace for a slot to come free; then it is refused. Part of the
- * {@link Dispatcher}, in its context: each waiting call is a {@link Call} in state
+ * {@link Dispatcher}, in its context: each waiting call is a {@link CallRecord} in state
  * {@code WAITING}, queued in its {@link ToolSlots#waiting}.
  */
 final class SlotWaits {
   /** What the dispatcher does when a wait ends. */
   interface Ends {
     /** A slot came free for {@code call}, first in line: it may take it. */
-    void slotFree(Call call);
+    void slotFree(CallRecord call);
 
     /** The grace passed with no slot: {@code call} is refused {@code capacity_exhausted}. */
-    void gaveUp(Call call);
+    void gaveUp(CallRecord call);
   }
 
   private final Scheduler scheduler;
@@ -40,27 +40,27 @@ final class SlotWaits {
   }
 
   /** {@code call} waits for a slot of its tool, after those already waiting. */
-  void await(Call call) {
-    call.state = Call.State.WAITING;
+  void await(CallRecord call) {
+    call.state = CallRecord.State.WAITING;
     call.grace = scheduler.schedule(() -> post.accept(() -> graceOver(call)), grace);
     call.slots.waiting.add(call);
   }
 
-  private void graceOver(Call call) {
+  private void graceOver(CallRecord call) {
     if (stop(call)) {
       ends.gaveUp(call);
     }
   }
 
   /** Takes {@code call} out of its queue; false if it was no longer waiting. */
-  boolean stop(Call call) {
+  boolean stop(CallRecord call) {
     call.grace.cancel();
     return call.slots.waiting.remove(call);
   }
 
   /** A slot of {@code slots} was given back: the oldest waiting calls take the free ones. */
   void slotFreed(ToolSlots slots) {
-    Call c;
+    CallRecord c;
     while (slots.busy() < slots.max && (c = slots.waiting.peek()) != null) {
       stop(c);
       ends.slotFree(c);

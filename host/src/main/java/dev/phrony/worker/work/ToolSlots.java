@@ -40,7 +40,7 @@ final class ToolSlots {
    * only then sends the {@code cancel}: that invoke overtakes the cancel that makes room for it
    * ({@link SlotWaits}). In the dispatcher's context only.
    */
-  final ArrayDeque<Call> waiting = new ArrayDeque<>();
+  final ArrayDeque<CallRecord> waiting = new ArrayDeque<>();
   private Runnable freed = () -> { };
   /** Starts in a row that held the I/O thread too long. In the dispatcher's context only. */
   private int slowStarts;

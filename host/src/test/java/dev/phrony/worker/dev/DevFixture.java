@@ -56,6 +56,7 @@ public final class DevFixture {
         Handler.of("text", ToolDescriptor.DEFAULT_VERSION, 8,
             call -> ToolResult.text("plain words")),
         Handler.of("hold", "1.0.0", 1, call -> {
+          // Its behaviour: it holds its slot until cancelled (interrupted); no test waits on it.
           Thread.sleep(Duration.ofSeconds(60));
           return ToolResult.json("{\"held\":true}");
         }));

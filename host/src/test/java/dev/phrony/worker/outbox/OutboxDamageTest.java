@@ -71,8 +71,8 @@ class OutboxDamageTest {
   private static List<Integer> frames(Path file) throws IOException {
     ByteBuffer b = ByteBuffer.wrap(Files.readAllBytes(file));
     List<Integer> out = new ArrayList<>();
-    for (int pos = LogFormat.HEADER_BYTES; pos < b.limit();
-        pos += LogFormat.FRAME_BYTES + b.getInt(pos + 4)) {
+    for (int pos = LogFileFormat.HEADER_BYTES; pos < b.limit();
+        pos += LogFileFormat.FRAME_BYTES + b.getInt(pos + 4)) {
       out.add(pos);
     }
     return out;
@@ -107,7 +107,7 @@ class OutboxDamageTest {
     Path multi = batches.get(1);
     Path torn = batches.get(2);
     int b2 = frames(multi).get(1);
-    flipByte(multi, b2 + LogFormat.FRAME_BYTES + 20); // inside b2's body
+    flipByte(multi, b2 + LogFileFormat.FRAME_BYTES + 20); // inside b2's body
     int c2 = frames(torn).get(1);
     truncate(torn, c2 + 30); // the file ends in the middle of c2
 
@@ -181,7 +181,7 @@ class OutboxDamageTest {
     List<Path> batches = writeBatches(List.of(held("a")));
     byte[] a = Files.readAllBytes(batches.get(0));
     ByteBuffer.wrap(a).putShort(4, (short) 2); // version 2, header checksum recomputed
-    ByteBuffer.wrap(a).putInt(24, LogFormat.crc(a, 0, 24));
+    ByteBuffer.wrap(a).putInt(24, LogFileFormat.crc(a, 0, 24));
     Files.write(batches.get(0), a);
     try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
       assertThat(o.problems()).singleElement().asString()
@@ -286,9 +286,9 @@ class OutboxDamageTest {
     Path multi = batches.get(0);
     int w1 = frames(multi).get(1);
     // The start time, well after the call id: the checksum fails, the id still reads.
-    flipByte(multi, w1 + LogFormat.FRAME_BYTES + 1 + 4 + 3 + 4 + 3 + 4 + 30 + 4 + 20 + 3);
+    flipByte(multi, w1 + LogFileFormat.FRAME_BYTES + 1 + 4 + 3 + 4 + 3 + 4 + 30 + 4 + 20 + 3);
     Path torn = batches.get(1);
-    truncate(torn, frames(torn).get(0) + LogFormat.FRAME_BYTES + 1 + 4 + 3 + 2);
+    truncate(torn, frames(torn).get(0) + LogFileFormat.FRAME_BYTES + 1 + 4 + 3 + 2);
 
     try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
       assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b", "z");
@@ -311,7 +311,7 @@ class OutboxDamageTest {
   @Test
   void a_damaged_result_of_an_idempotent_call_is_not_kept_as_interrupted() throws IOException {
     List<Path> batches = writeBatches(List.of(held("a"), held("b")));
-    flipByte(batches.get(0), frames(batches.get(0)).get(1) + LogFormat.FRAME_BYTES + 60);
+    flipByte(batches.get(0), frames(batches.get(0)).get(1) + LogFileFormat.FRAME_BYTES + 60);
     try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
       assertThat(o.pendingIds()).containsExactly("a");
       assertThat(o.interruptedIds()).as("running it again is safe").isEmpty();
@@ -324,7 +324,7 @@ class OutboxDamageTest {
     List<Path> batches = writeBatches(List.of(held("a")), List.of(intent("w-1"), held("b")));
     Path newest = batches.get(1);
     int w1 = frames(newest).get(0);
-    truncate(newest, w1 + LogFormat.FRAME_BYTES + 20); // a crash during its append
+    truncate(newest, w1 + LogFileFormat.FRAME_BYTES + 20); // a crash during its append
 
     assertThat(OutboxView.read(stateDir).problems()).as("a reader sees no damage").isEmpty();
     try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {

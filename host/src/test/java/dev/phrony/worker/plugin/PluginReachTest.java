@@ -107,6 +107,7 @@ class PluginReachTest {
     TestPlugins build = new TestPlugins(tmp.resolve("build"));
     Path plugins = tmp.resolve("plugins");
     build.jar().source("spy.Spy", SPY).service("spy.Spy").writeTo(plugins.resolve("spy.jar"));
+    // A handler that holds its call (its behaviour, until interrupted); no test waits on it.
     build.jar().handler("vault.Hold", TestPlugins.descriptor("vault.hold", "1.0.0",
         "read_only"), "", "Thread.sleep(120_000); return ToolResult.text(\"late\");")
         .writeTo(plugins.resolve("vault.jar"));

@@ -37,6 +37,7 @@ import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
  * make one.
  */
 public final class TestCerts {
+  /** Seeded from the time so that serials differ across runs too (a certificate's identity). */
   private static final AtomicLong SERIAL = new AtomicLong(System.currentTimeMillis());
 
   /** One certificate and its key, as PEM files. */
@@ -102,7 +103,7 @@ public final class TestCerts {
   }
 
   private static X509v3CertificateBuilder builder(X500Name issuer, X500Name subject, KeyPair keys) {
-    Instant now = Instant.now();
+    Instant now = Instant.now(); // a certificate's validity window is checked on real time
     return new JcaX509v3CertificateBuilder(issuer, BigInteger.valueOf(SERIAL.incrementAndGet()),
         Date.from(now.minus(Duration.ofHours(1))), Date.from(now.plus(Duration.ofDays(1))),
         subject, keys.getPublic());

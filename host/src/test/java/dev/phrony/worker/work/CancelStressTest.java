@@ -133,6 +133,7 @@ class CancelStressTest {
       SplittableRandom random, String callId) throws Exception {
     Moment at = Moment.values()[random.nextInt(Moment.values().length)];
     String session = "sess-" + callId;
+    // An hour ahead: never reached, it only makes some calls carry a deadline.
     long deadline = random.nextInt(3) == 0 ? System.currentTimeMillis() + 3_600_000 : 0;
     Call call = new Call(callId, session, "av", 1, "pay", "1.0.0",
         "{\"amount\":1}".getBytes(), "non_idempotent_write", deadline);

@@ -6,16 +6,19 @@ import com.google.protobuf.ByteString;
 import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolResult;
+import dev.phrony.worker.outbox.Durability;
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.outbox.IntentRecord;
 import dev.phrony.worker.outbox.OutboxEntry;
 import dev.phrony.worker.state.StateDir;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import dev.phrony.worker.testkit.FakeScheduler;
+import dev.phrony.worker.testkit.ManualClock;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -72,14 +75,18 @@ class DurableDispatchTest {
 
   @Test
   void a_call_interrupted_by_a_crash_is_nacked_and_never_run_again() throws Exception {
+    ManualClock clock = new ManualClock(Instant.parse("2026-01-31T12:00:00Z"));
+    DurableOutbox.Options options = new DurableOutbox.Options(Durability.WRITES,
+        DurableOutbox.DEFAULT_ORPHAN_RETENTION, clock);
     try (StateDir sd = StateDir.open(dir);
-        DurableOutbox outbox = DurableOutbox.open(sd, DurableOutbox.Options.defaults())) {
+        DurableOutbox outbox = DurableOutbox.open(sd, options)) {
       // The process that ran it died between the intent and the result.
       outbox.recordIntent(new IntentRecord("pay-1", "s1", "pay@1.0.0",
-          "non_idempotent_write", Instant.now()));
+          "non_idempotent_write", clock.instant()));
     }
+    clock.advance(Duration.ofMinutes(1)); // the worker back a minute later
     try (StateDir sd = StateDir.open(dir);
-        DurableOutbox outbox = DurableOutbox.open(sd, DurableOutbox.Options.defaults())) {
+        DurableOutbox outbox = DurableOutbox.open(sd, options)) {
       TestHandler h = payment(call -> ToolResult.json("{}"));
       Dispatcher d = dispatcher(outbox, h);
       d.execute(() -> assertThat(d.inFlightIds()).contains("pay-1"));

@@ -8,7 +8,7 @@ import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.Durability;
 import dev.phrony.worker.outbox.DurableOutbox;
-import dev.phrony.worker.realrt.RealRuntime;
+import dev.phrony.worker.realrt.RealrtProcess;
 import dev.phrony.worker.state.StateDir;
 import dev.phrony.worker.time.ExecutorScheduler;
 import java.nio.file.Files;
@@ -30,7 +30,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Cancel-heavy traffic against the runtime's own Work-stream code ({@link RealRuntime}): 400
+ * Cancel-heavy traffic against the runtime's own Work-stream code ({@link RealrtProcess}): 400
  * calls of a {@code non_idempotent_write} handler that sleeps 0, 1, 3 or 8 ms, 40 at a time,
  * each call's session cancelled 0-12 ms after its dispatch ({@code runtime} and {@code rpc}
  * modes). The real runtime forgets a cancelled call before it sends {@code cancel}, and ends the
@@ -51,13 +51,13 @@ class RealRuntimeCancelTest {
   @ParameterizedTest
   @EnumSource(value = Durability.class, names = {"WRITES", "NONE"})
   void a_cancel_the_worker_has_read_always_wins(Durability durability) throws Exception {
-    Path bin = RealRuntime.binary().orElse(null);
-    Assumptions.assumeTrue(bin != null, RealRuntime::absent);
+    Path bin = RealrtProcess.binary().orElse(null);
+    Assumptions.assumeTrue(bin != null, RealrtProcess::absent);
     TestHandler pay = new TestHandler("pay", "1.0.0", 64, SideEffectClass.NON_IDEMPOTENT_WRITE,
         call -> {
           String args = new String(call.argsBytes());
           long ms = Long.parseLong(args.replaceAll("\\D", ""));
-          if (ms > 0) {
+          if (ms > 0) { // a payment that takes time, as a real one does: its behaviour
             Thread.sleep(ms);
           }
           return ToolResult.json("{\"paid\":true}");
@@ -84,7 +84,7 @@ class RealRuntimeCancelTest {
     int cancelled = 0;
     long crossed;
     long afterRead;
-    try (RealRuntime rt = RealRuntime.start(bin, dir, "--lease-ttl", "4s", "--recorder",
+    try (RealrtProcess rt = RealrtProcess.start(bin, dir, "--lease-ttl", "4s", "--recorder",
             "memory");
         StateDir stateDir = StateDir.open(state);
         DurableOutbox outbox = DurableOutbox.open(stateDir, new DurableOutbox.Options(durability,
@@ -142,14 +142,14 @@ class RealRuntimeCancelTest {
    */
   @Test
   void the_go_peer_under_the_same_traffic() throws Exception {
-    Path bin = RealRuntime.binary().orElse(null);
-    Assumptions.assumeTrue(bin != null, RealRuntime::absent);
+    Path bin = RealrtProcess.binary().orElse(null);
+    Assumptions.assumeTrue(bin != null, RealrtProcess::absent);
     Assumptions.assumeTrue(Boolean.getBoolean("phrony.realrt.peer"),
         "the peer comparison runs with -Dphrony.realrt.peer=true");
     Path peer = bin.resolveSibling("testworker");
     int kills = 0;
     int cancelled = 0;
-    try (RealRuntime rt = RealRuntime.start(bin, dir, "--lease-ttl", "4s", "--recorder",
+    try (RealrtProcess rt = RealrtProcess.start(bin, dir, "--lease-ttl", "4s", "--recorder",
             "memory");
         ScheduledExecutorService cancels = Executors.newScheduledThreadPool(2)) {
       Process p = new ProcessBuilder(peer.toString(), "--addr", rt.target(), "--worker-id",
@@ -176,7 +176,7 @@ class RealRuntimeCancelTest {
         cancelled, kills);
   }
 
-  private static int workers(RealRuntime rt) {
+  private static int workers(RealrtProcess rt) {
     try {
       return rt.get("/workers").path("tools").path("pay@1.0.0").path("worker_count").asInt();
     } catch (java.io.IOException e) {
@@ -185,7 +185,7 @@ class RealRuntimeCancelTest {
   }
 
   /** The killed call's messages, each with its time: what was sent when. */
-  private static String timeline(RealRuntime rt, String message) throws java.io.IOException {
+  private static String timeline(RealrtProcess rt, String message) throws java.io.IOException {
     String callId = message.replaceAll(".*call_id \"([^\"]*)\".*", "$1");
     StringBuilder b = new StringBuilder();
     for (JsonNode e : rt.get("/events?call_id=" + callId)) {
@@ -196,7 +196,7 @@ class RealRuntimeCancelTest {
   }
 
   /** One run; returns how many calls the runtime reported cancelled. */
-  private static int run(RealRuntime rt, ScheduledExecutorService cancels, SplittableRandom random,
+  private static int run(RealrtProcess rt, ScheduledExecutorService cancels, SplittableRandom random,
       String prefix) throws Exception {
     Semaphore window = new Semaphore(CONCURRENCY);
     List<CompletableFuture<JsonNode>> calls = new ArrayList<>();

@@ -27,4 +27,21 @@ public final class Await {
             LockSupport.parkNanos(2_000_000); // poll every 2 ms until the deadline
         }
     }
+
+    /**
+     * {@link #until(String, BooleanSupplier, Duration)}, asking {@code condition} once every
+     * {@code every} at most: for a condition that costs (a request to a process under load).
+     */
+    public static void until(String what, BooleanSupplier condition, Duration timeout,
+            Duration every) {
+        long[] due = {System.nanoTime()};
+        until(what, () -> {
+            long now = System.nanoTime();
+            if (now - due[0] < 0) {
+                return false;
+            }
+            due[0] = now + every.toNanos();
+            return condition.getAsBoolean();
+        }, timeout);
+    }
 }

@@ -33,7 +33,7 @@ import java.util.zip.CRC32C;
  * <p>The record marker lets a reader find the next record after a damaged one. A batch file
  * may end in zeros (room the writer preallocated and has not used yet).
  */
-final class LogFormat {
+final class LogFileFormat {
   static final String BATCH_EXT = ".batch";
   static final String SNAP_EXT = ".snap";
   /** A file being published: only ever visible under its final name once forced. */
@@ -59,7 +59,7 @@ final class LogFormat {
   private static final int O_PAYLOAD = 0;
   private static final int O_ERROR = 1;
 
-  private LogFormat() {}
+  private LogFileFormat() {}
 
   /** The name of log file {@code seq}: ASCII digits whatever the default locale's. */
   static String fileName(long seq, boolean snapshot) {

@@ -28,7 +28,7 @@ import java.time.Instant;
  * A held result the worker has no record of (one loaded from disk at start, or orphaned) gets a
  * record again when the runtime invokes its call id: it is sent, so it is {@code SENT}.
  */
-final class Call {
+final class CallRecord {
   enum State {
     /** Every slot of its tool is taken: it waits, in order, for one (see {@link SlotWaits}). */
     WAITING,
@@ -86,7 +86,7 @@ final class Call {
   /** The outcome being held, once decided. */
   HeldResult held;
 
-  private Call(String callId, String sessionId, String key, ToolSlots slots, Invoke invoke,
+  private CallRecord(String callId, String sessionId, String key, ToolSlots slots, Invoke invoke,
       CallSink owner, State state) {
     this.callId = callId;
     this.sessionId = sessionId;
@@ -98,15 +98,15 @@ final class Call {
   }
 
   /** A call just invoked, before it has a slot. */
-  static Call invoked(Invoke invoke, ToolSlots slots, CallSink owner) {
-    return new Call(invoke.callId(), invoke.sessionId(), slots.key, slots, invoke, owner,
+  static CallRecord invoked(Invoke invoke, ToolSlots slots, CallSink owner) {
+    return new CallRecord(invoke.callId(), invoke.sessionId(), slots.key, slots, invoke, owner,
         State.WAITING);
   }
 
   /** A held result the runtime asked for again, sent on {@code owner}. */
-  static Call resent(HeldResult held, ToolSlots slots, Invoke invoke, CallSink owner) {
-    Call c = new Call(held.callId(), held.sessionId(), held.toolKey(), slots, invoke, owner,
-        State.SENT);
+  static CallRecord resent(HeldResult held, ToolSlots slots, Invoke invoke, CallSink owner) {
+    CallRecord c = new CallRecord(held.callId(), held.sessionId(), held.toolKey(), slots, invoke,
+        owner, State.SENT);
     c.held = held;
     return c;
   }

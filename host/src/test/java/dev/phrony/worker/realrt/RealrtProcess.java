@@ -2,6 +2,7 @@ package dev.phrony.worker.realrt;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.phrony.worker.testkit.Await;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
@@ -23,7 +24,7 @@ import java.util.concurrent.TimeUnit;
  * child process on loopback, driven through its HTTP control API. A clone of the project does not
  * have the binary: {@link #binary()} is then empty and tests that need it skip.
  */
-public final class RealRuntime implements AutoCloseable {
+public final class RealrtProcess implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final Process process;
@@ -60,7 +61,7 @@ public final class RealRuntime implements AutoCloseable {
         + " -Dphrony.realrt=PATH): the real-runtime conformance test is skipped";
   }
 
-  private RealRuntime(Process process, Path log, int grpcPort, int httpPort) {
+  private RealrtProcess(Process process, Path log, int grpcPort, int httpPort) {
     this.process = process;
     this.log = log;
     this.grpcPort = grpcPort;
@@ -68,7 +69,7 @@ public final class RealRuntime implements AutoCloseable {
   }
 
   /** Starts {@code binary} with {@code args} on free ports and waits for its control API. */
-  public static RealRuntime start(Path binary, Path logDir, String... args) throws IOException {
+  public static RealrtProcess start(Path binary, Path logDir, String... args) throws IOException {
     int grpc = freePort();
     int http = freePort();
     List<String> cmd = new ArrayList<>(List.of(binary.toString(),
@@ -77,20 +78,22 @@ public final class RealRuntime implements AutoCloseable {
     Path log = logDir.resolve("realrt-" + grpc + ".log");
     Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
         .redirectOutput(log.toFile()).start();
-    RealRuntime rt = new RealRuntime(p, log, grpc, http);
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-    while (true) {
-      try {
-        if (rt.get("/healthz").path("ok").asBoolean()) {
-          return rt;
+    RealrtProcess rt = new RealrtProcess(p, log, grpc, http);
+    try {
+      Await.until("realrt answering GET /healthz on port " + http, () -> {
+        if (!p.isAlive()) {
+          throw new AssertionError("realrt exited " + p.exitValue());
         }
-      } catch (IOException | RuntimeException e) {
-        if (!p.isAlive() || System.nanoTime() > deadline) {
-          rt.close();
-          throw new IOException("realrt did not start: " + Files.readString(log), e);
+        try {
+          return rt.get("/healthz").path("ok").asBoolean();
+        } catch (IOException | RuntimeException e) {
+          return false; // not listening yet
         }
-      }
-      java.util.concurrent.locks.LockSupport.parkNanos(20_000_000); // polling for its port
+      }, Duration.ofSeconds(20));
+      return rt;
+    } catch (AssertionError e) {
+      rt.close();
+      throw new IOException("realrt did not start: " + Files.readString(log), e);
     }
   }
 
