@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -102,15 +103,14 @@ class NewPluginIT {
     assertThat(plugins.resolve("greeting/lib/jackson-databind-" + OLD_JACKSON + ".jar"))
         .isRegularFile();
 
-    // A plain mvn on a JDK older than 21 stops at once, naming the JDK and JAVA_HOME (the
-    // wrapper finds a newer JDK by itself; an author's own Maven does not). That Maven (3.8)
-    // cannot chain local repositories: it reads the user's, where only the kit's parent POM is
-    // needed before the JDK check stops it.
+    // A plain Maven on a JDK older than 21 stops at once, naming the JDK and JAVA_HOME (the
+    // wrapper finds a newer JDK by itself; an author's own Maven does not). The author's Maven
+    // is the wrapper's own distribution run directly, on Java 17, with this test's repositories.
     Path jdk17 = Path.of("/usr/lib/jvm/java-17-openjdk-amd64");
-    Path mvn = Path.of("/usr/bin/mvn");
-    if (Files.isExecutable(jdk17.resolve("bin/java")) && Files.isExecutable(mvn)) {
+    Optional<Path> plainMaven = wrapperMaven();
+    if (Files.isExecutable(jdk17.resolve("bin/java")) && plainMaven.isPresent()) {
       Path old = tmp.resolve("jdk17.log");
-      int exit = maven(mvn, project, old, List.of("-o", "package"), jdk17);
+      int exit = maven(plainMaven.get(), project, old, repositoryArgs(List.of("package")), jdk17);
       assertThat(exit).as("%s", Files.readString(old)).isNotZero();
       assertThat(Files.readString(old)).contains("needs a JDK 21 or newer; Maven runs on Java 17")
           .contains("Point JAVA_HOME at a JDK 21+").doesNotContain("release version 21 not supported");
@@ -153,14 +153,30 @@ class NewPluginIT {
   private void maven(Path dir, Path log, List<String> goals)
       throws IOException, InterruptedException {
     Path repo = Path.of(System.getProperty("phrony.repo.dir")).toRealPath();
+    int exit = maven(repo.resolve("mvnw"), dir, log, repositoryArgs(goals),
+        Path.of(System.getProperty("java.home")));
+    assertThat(exit).as("maven %s in %s:%n%s", goals, dir, Files.readString(log)).isZero();
+  }
+
+  /** Offline, installing into this test's own local repository, reading the user's behind it. */
+  private List<String> repositoryArgs(List<String> goals) {
     List<String> args = new java.util.ArrayList<>(List.of("-o",
         "-Dmaven.repo.local=" + tmp.resolve("m2"),
         "-Dmaven.repo.local.tail=" + Path.of(System.getProperty("user.home"), ".m2/repository"),
         "-Dmaven.repo.local.tail.ignoreAvailability=true"));
     args.addAll(goals);
-    int exit = maven(repo.resolve("mvnw"), dir, log, args,
-        Path.of(System.getProperty("java.home")));
-    assertThat(exit).as("maven %s in %s:%n%s", goals, dir, Files.readString(log)).isZero();
+    return args;
+  }
+
+  /** The Maven the wrapper downloaded (it ran above), to run without the wrapper's JDK choice. */
+  private static Optional<Path> wrapperMaven() throws IOException {
+    Path dists = Path.of(System.getProperty("user.home"), ".m2/wrapper/dists");
+    if (!Files.isDirectory(dists)) {
+      return Optional.empty();
+    }
+    try (var found = Files.find(dists, 4, (p, a) -> p.endsWith("bin/mvn") && Files.isExecutable(p))) {
+      return found.findFirst();
+    }
   }
 
   /** {@code maven} in {@code dir} on the JDK at {@code javaHome}; returns its exit status. */
