@@ -2,6 +2,7 @@ package dev.phrony.worker.bench;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.phrony.runtime.v1.WorkServerMsg;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.Event;
 import dev.phrony.worker.testkit.LocalRuntime;
@@ -411,13 +412,13 @@ public final class Bench {
     PeerProcess peer = PeerProcess.start(shape, runtime.target(),
         work.resolve("peer-" + shape + ".log"));
     try {
-      awaitUntil(() -> {
+      Await.until("peer " + shape + " registered", () -> {
         if (!peer.alive()) {
           throw new IllegalStateException("peer " + shape + " exited; see its log in " + work);
         }
         return runtime.worker(peer.workerId).filter(WorkerView::connected).isPresent();
       }, START_TIMEOUT);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | AssertionError e) {
       peer.close();
       throw e;
     }
@@ -468,9 +469,10 @@ public final class Bench {
         futures.add(runtime.dispatch(calls.apply(i)));
       }
       String worker = "bench-" + hosts;
-      long allLeased = awaitUntil(() -> runtime.worker(worker).map(w -> w.busy("echo@default"))
-          .orElse(0) >= n, Duration.ofMillis(sleepMs).plus(Duration.ofSeconds(30)));
-      double leasedS = (allLeased - t0) / 1e9;
+      Await.until("all " + n + " calls leased", () -> runtime.worker(worker)
+          .map(w -> w.busy("echo@default")).orElse(0) >= n,
+          Duration.ofMillis(sleepMs).plus(Duration.ofSeconds(30)));
+      double leasedS = (System.nanoTime() - t0) / 1e9;
       // Half-way through the sleep every call is inside the host; look at it then.
       LockSupport.parkNanos(Duration.ofMillis(sleepMs / 3).toNanos());
       long rssAtPeak = host.procStatusKb("VmRSS");
@@ -556,14 +558,19 @@ public final class Bench {
         }
         double dispatchedS = (System.nanoTime() - t0) / 1e9;
         double leasedS = Double.NaN;
+        Duration leaseWait = INFLIGHT_HOLD.minusSeconds(10);
         try {
-          long allLeased = awaitUntil(() -> {
+          if (Await.holds(() -> {
             if (!host.alive()) {
               throw new IllegalStateException("host exited with calls in flight");
             }
             return rt.worker(worker).map(w -> w.busy("echo@default")).orElse(0) >= n;
-          }, INFLIGHT_HOLD.minusSeconds(10));
-          leasedS = (allLeased - t0) / 1e9;
+          }, leaseWait)) {
+            leasedS = (System.nanoTime() - t0) / 1e9;
+          } else {
+            System.err.println("bench: inflight: not all " + n + " calls leased within "
+                + leaseWait);
+          }
         } catch (IllegalStateException e) {
           System.err.println("bench: inflight: not all " + n + " calls leased: " + e.getMessage());
         }
@@ -597,11 +604,7 @@ public final class Bench {
         double afterMib = Double.NaN;
         int runtimeBusyAfter = rt.worker(worker).map(w -> w.busy("echo@default")).orElse(-1);
         if (alive) {
-          try {
-            awaitUntil(() -> slotsInUse(port) == 0, Duration.ofSeconds(10));
-          } catch (IllegalStateException e) {
-            // reported below
-          }
+          Await.holds(() -> slotsInUse(port) == 0, Duration.ofSeconds(10)); // reported below
           slotsAfter = slotsInUse(port);
           afterMib = liveHeapMib(host);
         }
@@ -822,7 +825,7 @@ public final class Bench {
   /** The port of {@code --http 127.0.0.1:0}, from the host's start-up log. */
   private static int httpPort(HostProcess host) throws Exception {
     int[] port = {-1};
-    awaitUntil(() -> {
+    Await.until("the host's http endpoint line in its log", () -> {
       java.util.regex.Matcher m = HTTP_LINE.matcher(host.stderr());
       if (m.find()) {
         port[0] = Integer.parseInt(m.group(1));
@@ -1044,20 +1047,19 @@ public final class Bench {
             plugins);
         // A dispatch before the handler is registered waits in the runtime's queue for it (up
         // to its 10 s dispatch wait): a poll that answers the moment the key is served.
-        long served = -1;
-        for (long seq = 0; served < 0; seq++) {
-          Outcome o = rt.dispatch(calls.apply(seq)).get(30, TimeUnit.SECONDS);
-          if (o instanceof Outcome.Result) {
-            served = System.nanoTime();
-          } else if (System.nanoTime() - t0 > TimeUnit.SECONDS.toNanos(20)) {
-            throw new IllegalStateException(tool + " not served 20 s after its jar was moved in;"
-                + " last outcome " + o + "; host log " + work.resolve("host-reload.err"));
-          } else {
-            retries++;
-            LockSupport.parkNanos(10_000_000);
-          }
+        long[] dispatched = {0};
+        Outcome[] last = {null};
+        boolean served = Await.holds(() -> {
+          last[0] = rt.dispatch(calls.apply(dispatched[0]++)).orTimeout(30, TimeUnit.SECONDS)
+              .join();
+          return last[0] instanceof Outcome.Result;
+        }, Duration.ofSeconds(20));
+        serve[i] = (System.nanoTime() - t0) / 1e9;
+        if (!served) {
+          throw new IllegalStateException(tool + " not served 20 s after its jar was moved in;"
+              + " last outcome " + last[0] + "; host log " + work.resolve("host-reload.err"));
         }
-        serve[i] = (served - t0) / 1e9;
+        retries += (int) dispatched[0] - 1;
         String next = handover.awaitRegistered(current, t0, Duration.ofSeconds(15));
         long nextAt = handover.registered.get(next);
         registered[i] = (nextAt - t0) / 1e9;
@@ -1124,17 +1126,15 @@ public final class Bench {
     /** The first worker id other than {@code old} registered at or after {@code since}. */
     String awaitRegistered(String old, long since, Duration timeout) {
       String[] found = {null};
-      try {
-        awaitUntil(() -> {
-          registered.forEach((id, at) -> {
-            if (!id.equals(old) && at >= since
-                && (found[0] == null || at < registered.get(found[0]))) {
-              found[0] = id;
-            }
-          });
-          return found[0] != null;
-        }, timeout);
-      } catch (IllegalStateException e) {
+      if (!Await.holds(() -> {
+        registered.forEach((id, at) -> {
+          if (!id.equals(old) && at >= since
+              && (found[0] == null || at < registered.get(found[0]))) {
+            found[0] = id;
+          }
+        });
+        return found[0] != null;
+      }, timeout)) {
         throw new IllegalStateException("no new plugin generation registered within " + timeout
             + " of moving a jar in (still " + old + ")");
       }
@@ -1143,12 +1143,7 @@ public final class Bench {
 
     /** When {@code id}'s stream ended, waiting up to {@code timeout}; null if it did not. */
     Long awaitEnded(String id, Duration timeout) {
-      try {
-        awaitUntil(() -> ended.containsKey(id), timeout);
-      } catch (IllegalStateException e) {
-        return null;
-      }
-      return ended.get(id);
+      return Await.holds(() -> ended.containsKey(id), timeout) ? ended.get(id) : null;
     }
   }
 
@@ -1255,7 +1250,8 @@ public final class Bench {
         realRow("8b", "real runtime: no-op (echo), concurrency 64", h, p, noop, 64, "c64", 1.1);
         // testworker --noop ignores its arguments; the sleeping row needs one without it
         peer.close();
-        awaitUntil(() -> registered(peerRt, 0), START_TIMEOUT);
+        Await.until("the noop peer gone from the runtime", () -> registered(peerRt, 0),
+            START_TIMEOUT);
         peer = startPeerBin(peerRt, "peer-sleep", false);
         p.workerPid = peer.pid();
         ObjectNode sleep = RealRuntime.template("s-bench-rt-s64", "echo", "default",
@@ -1357,14 +1353,14 @@ public final class Bench {
     }
     BinaryProcess peer = BinaryProcess.start(id, cmd, work.resolve(id + ".log"));
     try {
-      awaitUntil(() -> {
+      Await.until("peer " + id + " registered", () -> {
         if (!peer.alive()) {
           throw new IllegalStateException("peer " + id + " exited; its output:\n"
               + peer.tail(20));
         }
         return registered(rt, 1);
       }, START_TIMEOUT);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | AssertionError e) {
       peer.close();
       throw e;
     }
@@ -1558,13 +1554,13 @@ public final class Bench {
     args.addAll(extraArgs);
     HostProcess host = HostProcess.start(dist, work, name, javaOpts, args, true);
     try {
-      awaitUntil(() -> {
+      Await.until(name + " registered as " + id, () -> {
         if (!host.alive()) {
           throw new IllegalStateException(name + " exited; stderr:\n" + host.stderr());
         }
         return registered.test(id);
       }, START_TIMEOUT);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | AssertionError e) {
       host.close();
       throw e;
     }
@@ -1584,22 +1580,6 @@ public final class Bench {
       all.addAll(Arrays.asList(extra.trim().split("\\s+")));
     }
     return all;
-  }
-
-  private interface Condition {
-    boolean met();
-  }
-
-  /** Polls until {@code c}; returns System.nanoTime() when it held. */
-  private static long awaitUntil(Condition c, Duration timeout) {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!c.met()) {
-      if (System.nanoTime() > deadline) {
-        throw new IllegalStateException("condition not met within " + timeout);
-      }
-      LockSupport.parkNanos(5_000_000);
-    }
-    return System.nanoTime();
   }
 
   private static LongFunction<Call> echo(byte[] args, String tag) {

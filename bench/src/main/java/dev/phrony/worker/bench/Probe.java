@@ -1,5 +1,6 @@
 package dev.phrony.worker.bench;
 
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.WorkerView;
@@ -131,12 +132,11 @@ final class Probe {
   }
 
   private static void await(LocalRuntime rt, String id, java.util.function.BooleanSupplier alive) {
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    while (rt.worker(id).filter(WorkerView::connected).isEmpty()) {
-      if (!alive.getAsBoolean() || System.nanoTime() > deadline) {
-        throw new IllegalStateException(id + " did not register");
+    Await.until(id + " registered", () -> {
+      if (!alive.getAsBoolean()) {
+        throw new IllegalStateException(id + " exited before it registered");
       }
-      LockSupport.parkNanos(5_000_000);
-    }
+      return rt.worker(id).filter(WorkerView::connected).isPresent();
+    }, Duration.ofSeconds(60));
   }
 }
