@@ -1,5 +1,6 @@
 package dev.phrony.worker.bench;
 
+import dev.phrony.worker.testkit.Await;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -7,12 +8,16 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The assembled distribution's {@code bin/phrony-worker} as a child process, on this JVM's JDK,
  * with its output in files. The launcher {@code exec}s java, so {@link #pid()} is the host JVM.
  */
 final class HostProcess implements AutoCloseable {
+  private static final Pattern HTTP_LINE = Pattern.compile("http endpoint on http://[^:]+:(\\d+)/");
+
   private final Process process;
   private final Path stdout;
   private final Path stderr;
@@ -92,6 +97,20 @@ final class HostProcess implements AutoCloseable {
     } catch (IOException e) {
       return "(unreadable: " + e + ")";
     }
+  }
+
+  /** The port of {@code --http 127.0.0.1:0}, once the host's start-up log names it. */
+  int httpPort(Duration timeout) {
+    int[] port = {-1};
+    Await.until("the http endpoint line in " + stderr, () -> {
+      Matcher m = HTTP_LINE.matcher(stderr());
+      if (m.find()) {
+        port[0] = Integer.parseInt(m.group(1));
+        return true;
+      }
+      return false;
+    }, timeout);
+    return port[0];
   }
 
   /** CPU time (user + system) the process has used so far, in ns; -1 when unknown. */

@@ -134,6 +134,24 @@ final class RealRuntime implements AutoCloseable {
     return process.tail(lines);
   }
 
+  /**
+   * Whether it has {@code n} workers for {@code key} ({@code tool@version}); false when it does
+   * not answer; fails when it has exited.
+   */
+  boolean hasWorkers(String key, int n) {
+    if (!alive()) {
+      throw new IllegalStateException("the runtime exited; its output:\n" + tail(20));
+    }
+    try {
+      return workerCount(key) == n;
+    } catch (IOException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** {@code worker_count} of {@code tool@version} from {@code /workers}; 0 when never seen. */
   int workerCount(String key) throws IOException, InterruptedException {
     return get("/workers").path("tools").path(key).path("worker_count").asInt(0);

@@ -78,6 +78,15 @@ final class Report {
     Files.writeString(file, json(doc) + "\n");
   }
 
+  /** Figures for a row's JSON, in the order given: name, value, name, value... */
+  static Map<String, Object> figures(Object... kv) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      m.put((String) kv[i], kv[i + 1]);
+    }
+    return m;
+  }
+
   private static String pad(String s, int n) {
     return s.length() >= n ? s : s + " ".repeat(n - s.length());
   }
