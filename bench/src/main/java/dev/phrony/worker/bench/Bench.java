@@ -148,7 +148,6 @@ public final class Bench {
         quick ? "quick" : "full", Format.human(options.warmup()),
         Format.human(options.measure()), loadavg());
 
-    boolean all = options.only().isEmpty();
     try {
       step("ceiling", new CeilingRows());
       try (LocalRuntime rt = LocalRuntime.builder().port(0)
@@ -166,29 +165,17 @@ public final class Bench {
       if (options.runtimeBin() != null) {
         step("realrt", new RealRuntimeRows());
         step("frames", new FrameRows());
-      } else if (all || options.names("realrt")) {
+      } else if (options.only().isEmpty() || options.names("realrt")) {
         System.err.println("bench: real-runtime rows (8a-8d) skipped: they run with"
             + " --runtime-bin PATH --peer-bin PATH");
       }
-      if (quick && !options.names("reload")) {
-        // its windows are set by the lease TTL and the settle time, not by counts: ~40 s
-        if (all) {
-          System.err.println("bench: reload rows (7a-7c) left out of a --quick run; --quick"
-              + " --only reload runs them");
-        }
-      } else {
-        step("reload", new ReloadRows());
-      }
+      // its windows are set by the lease TTL and the settle time, not by counts: ~40 s
+      stepUnlessQuick("reload", new ReloadRows(), "reload rows (7a-7c) left out of a --quick"
+          + " run; --quick --only reload runs them");
       step("list", new ListHandlersRow());
-      if (quick && !options.names("inflight")) {
-        // its hold is 60 s whatever the counts: ~1.5 min
-        if (all) {
-          System.err.println("bench: 100 000-in-flight row (9) left out of a --quick run;"
-              + " --quick --only inflight runs it");
-        }
-      } else {
-        step("inflight", new HundredThousandRow());
-      }
+      // its hold is 60 s whatever the counts: ~1.5 min
+      stepUnlessQuick("inflight", new HundredThousandRow(), "100 000-in-flight row (9) left out"
+          + " of a --quick run; --quick --only inflight runs it");
     } finally {
       sitting.closeCeiling();
     }
@@ -225,6 +212,20 @@ public final class Bench {
       report.add(new Report.Row("!", name, "failed: " + e.getMessage(), "", "", null,
           Map.of("error", String.valueOf(e))));
     }
+  }
+
+  /**
+   * {@link #step}, except in a {@code --quick} run whose {@code --only} does not name it, where
+   * a run of all steps says so ({@code leftOut}).
+   */
+  private void stepUnlessQuick(String name, Scenario scenario, String leftOut) {
+    if (options.quick() && !options.names(name)) {
+      if (options.only().isEmpty()) {
+        System.err.println("bench: " + leftOut);
+      }
+      return;
+    }
+    step(name, scenario);
   }
 
   private static String loadavg() {

@@ -143,14 +143,14 @@ final class Driver {
       if (!sampled[0] && t >= from) {
         sampled[0] = true;
         wall[0] = System.currentTimeMillis();
-        cpu[0] = HostProcess.cpuNanos(hostPid);
-        cpu[1] = HostProcess.cpuNanos(ProcessHandle.current().pid());
+        cpu[0] = Proc.cpuNanos(hostPid);
+        cpu[1] = Proc.cpuNanos(ProcessHandle.current().pid());
       }
       if (!sampled[1] && t >= until) {
         sampled[1] = true;
         wall[1] = System.currentTimeMillis();
-        cpu[2] = HostProcess.cpuNanos(hostPid);
-        cpu[3] = HostProcess.cpuNanos(ProcessHandle.current().pid());
+        cpu[2] = Proc.cpuNanos(hostPid);
+        cpu[3] = Proc.cpuNanos(ProcessHandle.current().pid());
       }
       runtime.clearLedger();
       if (trace) {
@@ -167,8 +167,8 @@ final class Driver {
     if (!sampled[1]) { // the lanes all ended before the loop saw the window close
       sampled[1] = sampled[0];
       wall[1] = System.currentTimeMillis();
-      cpu[2] = HostProcess.cpuNanos(hostPid);
-      cpu[3] = HostProcess.cpuNanos(ProcessHandle.current().pid());
+      cpu[2] = Proc.cpuNanos(hostPid);
+      cpu[3] = Proc.cpuNanos(ProcessHandle.current().pid());
     }
     runtime.clearLedger();
     long ok = lanes.stream().mapToLong(l -> l.counted).sum();

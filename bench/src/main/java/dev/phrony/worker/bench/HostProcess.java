@@ -113,41 +113,6 @@ final class HostProcess implements AutoCloseable {
     return port[0];
   }
 
-  /** CPU time (user + system) the process has used so far, in ns; -1 when unknown. */
-  long cpuNanos() {
-    return cpuNanos(pid());
-  }
-
-  /** CPU time (user + system) of {@code pid} from {@code /proc/<pid>/stat}, in ns; -1 if unknown. */
-  static long cpuNanos(long pid) {
-    try {
-      String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-      // Fields after the command (which may hold spaces) start at state, field 3.
-      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-      long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime (14, 15)
-      return ticks * (1_000_000_000L / CLOCK_TICKS);
-    } catch (IOException | RuntimeException e) {
-      return -1;
-    }
-  }
-
-  /** USER_HZ; 100 on every Linux this runs on (sysconf is not reachable from Java). */
-  private static final long CLOCK_TICKS = 100;
-
-  /** {@code /proc/<pid>/status} field in KiB (VmRSS, VmHWM), or -1. */
-  long procStatusKb(String field) {
-    try {
-      for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid()), "status"))) {
-        if (line.startsWith(field + ":")) {
-          return Long.parseLong(line.substring(field.length() + 1).trim().split("\\s+")[0]);
-        }
-      }
-    } catch (IOException | RuntimeException e) {
-      // not Linux, or the process is gone
-    }
-    return -1;
-  }
-
   /** Waits for the process to exit on its own; its exit code, or -1 after killing it. */
   int awaitExit(Duration timeout) throws InterruptedException {
     if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
@@ -157,15 +122,9 @@ final class HostProcess implements AutoCloseable {
     return process.exitValue();
   }
 
-  /** SIGTERM (the host drains), then SIGKILL if it has not exited in time. */
+  /** SIGTERM (the host drains), then SIGKILL if it has not exited in 30 s. */
   @Override
   public void close() throws InterruptedException {
-    if (!process.isAlive()) {
-      return;
-    }
-    process.destroy();
-    if (!process.waitFor(30, TimeUnit.SECONDS)) {
-      process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-    }
+    Proc.stop(process, Duration.ofSeconds(30));
   }
 }

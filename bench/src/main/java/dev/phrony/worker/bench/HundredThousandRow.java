@@ -78,7 +78,7 @@ final class HundredThousandRow implements Scenario {
         // to look at, well inside the hold.
         LockSupport.parkNanos(Duration.ofSeconds(2).toNanos());
         double slotsPeak = host.alive() ? metrics.sumOrNaN(SLOTS_IN_USE) : Double.NaN;
-        long rssAtPeak = host.procStatusKb("VmRSS");
+        long rssAtPeak = Proc.statusKb(host.pid(), "VmRSS");
         double peakMib = host.alive() ? Jcmd.liveHeapMib(host.pid()) : Double.NaN;
         double heldS = (System.nanoTime() - t0) / 1e9;
         long ok = 0;
@@ -113,7 +113,7 @@ final class HundredThousandRow implements Scenario {
         // What is left, by class (live objects: the histogram runs a full GC first).
         String histogramAfter = alive ? Jcmd.run(host.pid(), "GC.class_histogram").lines()
             .limit(18).collect(Collectors.joining("\n")) : "";
-        long hwm = host.procStatusKb("VmHWM");
+        long hwm = Proc.statusKb(host.pid(), "VmHWM");
         GcLog.Summary gc = GcLog.summary(host.gcLog());
         double perCall = (peakMib - idleMib) * 1024 * 1024 / n;
         Map<String, Object> f = new LinkedHashMap<>();

@@ -215,9 +215,9 @@ final class RealRuntimeRows implements Scenario {
 
   /** CPU (ns) of the side's worker, its runtime, the idle worker and its runtime. */
   private static long[] cpu(Side side, Side idle) {
-    return new long[] {HostProcess.cpuNanos(side.workerPid),
-        HostProcess.cpuNanos(side.runtime.pid()), HostProcess.cpuNanos(idle.workerPid),
-        HostProcess.cpuNanos(idle.runtime.pid())};
+    return new long[] {Proc.cpuNanos(side.workerPid),
+        Proc.cpuNanos(side.runtime.pid()), Proc.cpuNanos(idle.workerPid),
+        Proc.cpuNanos(idle.runtime.pid())};
   }
 
   /** "N calls/s, CPU/call NAME x + runtime y": the median slice and CPU over all slices. */

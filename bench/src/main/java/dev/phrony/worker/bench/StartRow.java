@@ -36,7 +36,7 @@ final class StartRow implements Scenario {
           "5s", "--http", "none", "--state-dir-in-build-output", "--state-dir",
           work.resolve("state-start").toString()))) {
         long at = registered.get(Hosts.START_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
-        cpu[i] = host.cpuNanos() / 1e9;
+        cpu[i] = Proc.cpuNanos(host.pid()) / 1e9;
         secs[i] = (at - host.startedNanos()) / 1e9;
         if (!runtime.worker(id).map(w -> w.handlers().size() == 10).orElse(false)) {
           throw new IllegalStateException("start " + i + ": not 10 handlers registered");

@@ -41,7 +41,7 @@ final class TenThousandRow implements Scenario {
       // A third into the sleep every call is inside the host: a point in time to look at, not
       // a condition to wait for.
       LockSupport.parkNanos(Duration.ofMillis(sleepMs / 3).toNanos());
-      long rssAtPeak = host.procStatusKb("VmRSS");
+      long rssAtPeak = Proc.statusKb(host.pid(), "VmRSS");
       String heapInfo = Jcmd.run(host.pid(), "GC.heap_info");
       Jcmd.run(host.pid(), "GC.run"); // a full GC while all 10 000 are in flight: the live heap
       long ok = 0;
@@ -55,7 +55,7 @@ final class TenThousandRow implements Scenario {
         }
       }
       double allDoneS = (System.nanoTime() - t0) / 1e9;
-      long hwm = host.procStatusKb("VmHWM");
+      long hwm = Proc.statusKb(host.pid(), "VmHWM");
       runtime.clearLedger();
       GcLog.Summary gc = GcLog.summary(host.gcLog());
       Map<String, Object> f = new LinkedHashMap<>();
