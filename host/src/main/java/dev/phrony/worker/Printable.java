@@ -41,6 +41,28 @@ public final class Printable {
     return "'" + of(text) + "'";
   }
 
+  /**
+   * Appends {@code text} in double quotes with {@code "} and {@code \} escaped and each unsafe
+   * character as {@link #appendEscaped} writes it: a JSON string (every escape it writes is one of
+   * JSON's, and every character JSON must escape is unsafe) that is also safe on a terminal. The
+   * logfmt layout's quoted values and the bench's JSON report. {@code null} is written as
+   * {@code ""}.
+   */
+  public static void appendQuoted(StringBuilder b, String text) {
+    b.append('"');
+    if (text != null) {
+      for (int i = 0; i < text.length(); i++) {
+        char c = text.charAt(i);
+        switch (c) {
+          case '"' -> b.append("\\\"");
+          case '\\' -> b.append("\\\\");
+          default -> appendEscaped(b, c);
+        }
+      }
+    }
+    b.append('"');
+  }
+
   /** Appends {@code c}, escaped if it is unsafe. */
   public static void appendEscaped(StringBuilder b, char c) {
     if (!unsafe(c)) {

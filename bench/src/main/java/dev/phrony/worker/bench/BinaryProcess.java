@@ -3,8 +3,8 @@ package dev.phrony.worker.bench;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A native binary given on the command line (a runtime, a peer worker) as a child process, stdout
@@ -53,12 +53,6 @@ final class BinaryProcess implements AutoCloseable {
   /** SIGTERM, then SIGKILL after 10 s. */
   @Override
   public void close() throws InterruptedException {
-    if (!process.isAlive()) {
-      return;
-    }
-    process.destroy();
-    if (!process.waitFor(10, TimeUnit.SECONDS)) {
-      process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-    }
+    Proc.stop(process, Duration.ofSeconds(10));
   }
 }

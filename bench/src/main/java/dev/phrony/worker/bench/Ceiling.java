@@ -82,11 +82,11 @@ final class Ceiling implements AutoCloseable {
     phase.start();
     long self = ProcessHandle.current().pid();
     LockSupport.parkNanos(Math.max(0, phase.from - System.nanoTime()));
-    long c0 = HostProcess.cpuNanos(clientPid);
-    long s0 = HostProcess.cpuNanos(self);
+    long c0 = Proc.cpuNanos(clientPid);
+    long s0 = Proc.cpuNanos(self);
     LockSupport.parkNanos(Math.max(0, phase.until - System.nanoTime()));
-    long c1 = HostProcess.cpuNanos(clientPid);
-    long s1 = HostProcess.cpuNanos(self);
+    long c1 = Proc.cpuNanos(clientPid);
+    long s1 = Proc.cpuNanos(self);
     phase.done.get(measure.plus(warmup).toMillis() + 60_000, TimeUnit.MILLISECONDS);
     double[] p = Latencies.percentilesMs(List.of(phase.latencies), 50, 99);
     long n = phase.counted;
@@ -118,7 +118,7 @@ final class Ceiling implements AutoCloseable {
       this.writer = new Writer<>(call);
       call.disableAutoRequest();
       call.setOnReadyHandler(writer::drain);
-      call.request(CeilingClient.INBOUND_BATCH);
+      call.request(WorkerStream.INBOUND_BATCH);
     }
 
     @Override
@@ -128,9 +128,9 @@ final class Ceiling implements AutoCloseable {
       } else if (msg.hasResult()) {
         phase.onResult();
       }
-      if (++received >= CeilingClient.INBOUND_BATCH / 2) {
+      if (++received >= WorkerStream.INBOUND_BATCH / 2) {
         received = 0;
-        call.request(CeilingClient.INBOUND_BATCH / 2);
+        call.request(WorkerStream.INBOUND_BATCH / 2);
       }
     }
 

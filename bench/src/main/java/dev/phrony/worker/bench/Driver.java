@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -32,6 +33,28 @@ final class Driver {
   record Result(double perSecond, long ok, long errors, String firstError, double p50Ms,
       double p99Ms, double maxMs, double hostCpuUsPerCall, double driverCpuUsPerCall,
       double hostAllocKibPerCall, List<Double> slicesPerSecond) {
+
+    /**
+     * "N calls/s, p50, p99, CPU/call host + runtime, alloc/call", and the first error if any: a
+     * host row's result.
+     */
+    String line() {
+      return String.format(Locale.ROOT,
+          "%s calls/s, p50 %s, p99 %s, CPU/call host %s + runtime %s, alloc %s/call%s",
+          Format.rate(perSecond), Format.ms(p50Ms), Format.ms(p99Ms),
+          Format.us(hostCpuUsPerCall), Format.us(driverCpuUsPerCall),
+          Double.isNaN(hostAllocKibPerCall) ? "n/a"
+              : String.format(Locale.ROOT, "%.1f KiB", hostAllocKibPerCall),
+          errors == 0 ? "" : "; " + errors + " errors, first: " + firstError);
+    }
+
+    /** The same figures for the JSON report (a row adds its own after them). */
+    Map<String, Object> figures() {
+      return Report.figures("per_s", perSecond, "p50_ms", p50Ms, "p99_ms", p99Ms, "calls", ok,
+          "errors", errors, "first_error", firstError, "host_cpu_us_per_call", hostCpuUsPerCall,
+          "driver_cpu_us_per_call", driverCpuUsPerCall, "host_alloc_kib_per_call",
+          hostAllocKibPerCall, "slices_per_s", slicesPerSecond);
+    }
 
     /** The slices taken together: as if their measured windows were one. */
     static Result of(List<Slice> slices) {
@@ -120,14 +143,14 @@ final class Driver {
       if (!sampled[0] && t >= from) {
         sampled[0] = true;
         wall[0] = System.currentTimeMillis();
-        cpu[0] = HostProcess.cpuNanos(hostPid);
-        cpu[1] = HostProcess.cpuNanos(ProcessHandle.current().pid());
+        cpu[0] = Proc.cpuNanos(hostPid);
+        cpu[1] = Proc.cpuNanos(ProcessHandle.current().pid());
       }
       if (!sampled[1] && t >= until) {
         sampled[1] = true;
         wall[1] = System.currentTimeMillis();
-        cpu[2] = HostProcess.cpuNanos(hostPid);
-        cpu[3] = HostProcess.cpuNanos(ProcessHandle.current().pid());
+        cpu[2] = Proc.cpuNanos(hostPid);
+        cpu[3] = Proc.cpuNanos(ProcessHandle.current().pid());
       }
       runtime.clearLedger();
       if (trace) {
@@ -144,8 +167,8 @@ final class Driver {
     if (!sampled[1]) { // the lanes all ended before the loop saw the window close
       sampled[1] = sampled[0];
       wall[1] = System.currentTimeMillis();
-      cpu[2] = HostProcess.cpuNanos(hostPid);
-      cpu[3] = HostProcess.cpuNanos(ProcessHandle.current().pid());
+      cpu[2] = Proc.cpuNanos(hostPid);
+      cpu[3] = Proc.cpuNanos(ProcessHandle.current().pid());
     }
     runtime.clearLedger();
     long ok = lanes.stream().mapToLong(l -> l.counted).sum();

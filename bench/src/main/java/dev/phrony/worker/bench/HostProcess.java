@@ -1,5 +1,6 @@
 package dev.phrony.worker.bench;
 
+import dev.phrony.worker.testkit.Await;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -7,12 +8,16 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The assembled distribution's {@code bin/phrony-worker} as a child process, on this JVM's JDK,
  * with its output in files. The launcher {@code exec}s java, so {@link #pid()} is the host JVM.
  */
 final class HostProcess implements AutoCloseable {
+  private static final Pattern HTTP_LINE = Pattern.compile("http endpoint on http://[^:]+:(\\d+)/");
+
   private final Process process;
   private final Path stdout;
   private final Path stderr;
@@ -94,39 +99,18 @@ final class HostProcess implements AutoCloseable {
     }
   }
 
-  /** CPU time (user + system) the process has used so far, in ns; -1 when unknown. */
-  long cpuNanos() {
-    return cpuNanos(pid());
-  }
-
-  /** CPU time (user + system) of {@code pid} from {@code /proc/<pid>/stat}, in ns; -1 if unknown. */
-  static long cpuNanos(long pid) {
-    try {
-      String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-      // Fields after the command (which may hold spaces) start at state, field 3.
-      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-      long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime (14, 15)
-      return ticks * (1_000_000_000L / CLOCK_TICKS);
-    } catch (IOException | RuntimeException e) {
-      return -1;
-    }
-  }
-
-  /** USER_HZ; 100 on every Linux this runs on (sysconf is not reachable from Java). */
-  private static final long CLOCK_TICKS = 100;
-
-  /** {@code /proc/<pid>/status} field in KiB (VmRSS, VmHWM), or -1. */
-  long procStatusKb(String field) {
-    try {
-      for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid()), "status"))) {
-        if (line.startsWith(field + ":")) {
-          return Long.parseLong(line.substring(field.length() + 1).trim().split("\\s+")[0]);
-        }
+  /** The port of {@code --http 127.0.0.1:0}, once the host's start-up log names it. */
+  int httpPort(Duration timeout) {
+    int[] port = {-1};
+    Await.until("the http endpoint line in " + stderr, () -> {
+      Matcher m = HTTP_LINE.matcher(stderr());
+      if (m.find()) {
+        port[0] = Integer.parseInt(m.group(1));
+        return true;
       }
-    } catch (IOException | RuntimeException e) {
-      // not Linux, or the process is gone
-    }
-    return -1;
+      return false;
+    }, timeout);
+    return port[0];
   }
 
   /** Waits for the process to exit on its own; its exit code, or -1 after killing it. */
@@ -138,15 +122,9 @@ final class HostProcess implements AutoCloseable {
     return process.exitValue();
   }
 
-  /** SIGTERM (the host drains), then SIGKILL if it has not exited in time. */
+  /** SIGTERM (the host drains), then SIGKILL if it has not exited in 30 s. */
   @Override
   public void close() throws InterruptedException {
-    if (!process.isAlive()) {
-      return;
-    }
-    process.destroy();
-    if (!process.waitFor(30, TimeUnit.SECONDS)) {
-      process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-    }
+    Proc.stop(process, Duration.ofSeconds(30));
   }
 }

@@ -2,7 +2,7 @@ package dev.phrony.worker.bench;
 
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.concurrent.TimeUnit;
+import java.time.Duration;
 
 /** A {@link PeerWorker} stand-in as a child JVM on this JVM's classpath, output to a file. */
 final class PeerProcess implements AutoCloseable {
@@ -40,9 +40,6 @@ final class PeerProcess implements AutoCloseable {
 
   @Override
   public void close() throws InterruptedException {
-    process.destroy();
-    if (!process.waitFor(10, TimeUnit.SECONDS)) {
-      process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-    }
+    Proc.stop(process, Duration.ofSeconds(10));
   }
 }

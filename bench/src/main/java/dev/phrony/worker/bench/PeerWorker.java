@@ -13,12 +13,9 @@ import dev.phrony.runtime.v1.WorkHandlerAdvertisement;
 import dev.phrony.runtime.v1.WorkHeartbeat;
 import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.runtime.v1.WorkRegister;
-import dev.phrony.runtime.v1.WorkServerMsg;
 import dev.phrony.runtime.v1.WorkToolResult;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
-import io.grpc.stub.ClientCallStreamObserver;
-import io.grpc.stub.ClientResponseObserver;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -56,7 +53,6 @@ import java.util.regex.Pattern;
  * {@code echo@VERSION}, so it can share a runtime with a host serving {@code echo@default}.
  */
 public final class PeerWorker {
-  static final int INBOUND_BATCH = 256;
   private static final Pattern SLEEP = Pattern.compile("\"sleep_ms\"\\s*:\\s*(\\d{1,9})");
   private static final ByteString SLEEP_KEY = ByteString.copyFromUtf8("sleep_ms");
   /**
@@ -116,68 +112,50 @@ public final class PeerWorker {
     return false;
   }
 
-  private static final class Peer
-      implements ClientResponseObserver<WorkClientMsg, WorkServerMsg> {
+  private static final class Peer extends WorkerStream {
     private final boolean inline;
     private final boolean raw;
     private final EventLoop loop;
-    private final CountDownLatch done;
-    private ClientCallStreamObserver<WorkClientMsg> requests;
-    private Writer<WorkClientMsg> writer;
-    private int received;
 
     Peer(boolean inline, boolean raw, EventLoop loop, CountDownLatch done) {
+      super(done);
       this.inline = inline;
       this.raw = raw;
       this.loop = loop;
-      this.done = done;
     }
 
     @Override
-    public void beforeStart(ClientCallStreamObserver<WorkClientMsg> requestStream) {
-      requests = requestStream;
-      writer = new Writer<>(requestStream);
-      requestStream.disableAutoRequestWithInitial(INBOUND_BATCH);
-      requestStream.setOnReadyHandler(this::drain);
-    }
-
-    private synchronized void drain() {
-      writer.drain();
+    synchronized void drain() {
+      super.drain();
     }
 
     /** Sends under the stream's lock (any thread). */
+    @Override
     synchronized void send(WorkClientMsg msg) {
-      writer.send(msg);
+      super.send(msg);
     }
 
     @Override
-    public void onNext(WorkServerMsg msg) {
-      if (msg.hasInvoke()) {
-        WorkInvoke invoke = msg.getInvoke();
-        if (inline) {
+    void onInvoke(WorkInvoke invoke) {
+      if (inline) {
+        long sleep = sleepMs(invoke.getArgs());
+        if (sleep > 0) {
+          loop.schedule(() -> send(result(invoke)), sleep, TimeUnit.MILLISECONDS);
+        } else {
+          send(result(invoke));
+        }
+      } else {
+        Thread.ofVirtual().start(() -> {
           long sleep = sleepMs(invoke.getArgs());
           if (sleep > 0) {
-            loop.schedule(() -> send(result(invoke)), sleep, TimeUnit.MILLISECONDS);
-          } else {
-            send(result(invoke));
-          }
-        } else {
-          Thread.ofVirtual().start(() -> {
-            long sleep = sleepMs(invoke.getArgs());
-            if (sleep > 0) {
-              try {
-                Thread.sleep(sleep);
-              } catch (InterruptedException e) {
-                return;
-              }
+            try {
+              Thread.sleep(sleep); // the handler's own work: a Go handler's time.Sleep
+            } catch (InterruptedException e) {
+              return;
             }
-            send(result(invoke));
-          });
-        }
-      }
-      if (++received >= INBOUND_BATCH / 2) {
-        received = 0;
-        requests.request(INBOUND_BATCH / 2);
+          }
+          send(result(invoke));
+        });
       }
     }
 
@@ -194,17 +172,6 @@ public final class PeerWorker {
       }
       return WorkClientMsg.newBuilder().setResult(WorkToolResult.newBuilder()
           .setCallId(invoke.getCallId()).setPayload(payload)).build();
-    }
-
-    @Override
-    public void onError(Throwable t) {
-      done.countDown();
-    }
-
-    @Override
-    public void onCompleted() {
-      requests.onCompleted();
-      done.countDown();
     }
   }
 }

@@ -7,6 +7,8 @@ import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -18,9 +20,10 @@ import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
 
 /**
- * Generates plugin jars at bench time: {@code count} tiny handlers ({@code gen.tool-NNN@1.0.0},
- * read_only, returning their args), each compiled by javax.tools into its own jar with its
- * {@code META-INF/services} entry, as a plugin author's build would produce.
+ * Plugins at bench time. Generates plugin jars: {@code count} tiny handlers
+ * ({@code gen.tool-NNN@1.0.0}, read_only, returning their args), each compiled by javax.tools
+ * into its own jar with its {@code META-INF/services} entry, as a plugin author's build would
+ * produce; and puts them in a plugins folder the way an operator does.
  */
 final class Plugins {
   private Plugins() {}
@@ -90,6 +93,35 @@ final class Plugins {
       Files.copy(from.resolve(name), dir.resolve(name));
     }
     return dir;
+  }
+
+  /**
+   * Moves {@code jar} into the watched folder {@code plugins} as the README says to: copied in
+   * under a hidden name, then renamed atomically. Returns System.nanoTime() at the rename.
+   */
+  static long moveIn(Path jar, Path plugins) throws IOException {
+    String name = jar.getFileName().toString();
+    Path tmp = plugins.resolve("." + name.substring(0, name.length() - ".jar".length()) + ".tmp");
+    Files.copy(jar, tmp, StandardCopyOption.REPLACE_EXISTING);
+    long at = System.nanoTime();
+    Files.move(tmp, plugins.resolve(name), StandardCopyOption.ATOMIC_MOVE);
+    // to read beside the host's log (its times are UTC wall-clock too)
+    System.err.println("bench: reload: " + name + " moved in at " + Instant.now());
+    return at;
+  }
+
+  /** Copies the folder {@code from} (a plugin of the distribution) to {@code to}. */
+  static void copyTree(Path from, Path to) throws IOException {
+    try (var paths = Files.walk(from)) {
+      for (Path p : paths.toList()) {
+        Path t = to.resolve(from.relativize(p).toString());
+        if (Files.isDirectory(p)) {
+          Files.createDirectories(t);
+        } else {
+          Files.copy(p, t, StandardCopyOption.REPLACE_EXISTING);
+        }
+      }
+    }
   }
 
   private static String pkg(int i) {

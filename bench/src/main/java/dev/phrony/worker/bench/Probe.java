@@ -8,11 +8,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 import java.util.function.LongFunction;
 
 /**
@@ -50,23 +50,18 @@ final class Probe {
       throw new IllegalArgumentException("probe: --durability is for --probe host");
     }
     byte[] callArgs = argsJson != null ? argsJson.getBytes(StandardCharsets.UTF_8)
-        : durability != null ? Bench.PAY_ARGS : Bench.ARGS;
+        : durability != null ? Calls.PAY_ARGS : Calls.ARGS;
     try (LocalRuntime rt = LocalRuntime.builder().port(0).queueWait(Duration.ofSeconds(60))
         .eventLogCapacity(4096).start()) {
       AutoCloseable process;
       long pid;
       LongFunction<Call> calls;
       if (worker.equals("host")) {
-        List<String> opts = new ArrayList<>();
-        String extra = System.getenv("PHRONY_BENCH_HOST_OPTS");
-        if (extra != null && !extra.isBlank()) {
-          opts.addAll(Arrays.asList(extra.trim().split("\\s+")));
-        }
         List<String> run = new ArrayList<>(List.of("run", "--runtime", rt.target(),
             "--worker-id", "probe", "--http", "none", "--state-dir-in-build-output", "--state-dir",
             work.resolve("probe-state").toString()));
         if (durability == null) {
-          run.addAll(Bench.echoSlots(Math.max(64, concurrency)));
+          run.addAll(Calls.echoSlots(Math.max(64, concurrency)));
           calls = seq -> new Call("s-probe:av:1:" + seq, "s-probe", "av", 1, "echo", "default",
               callArgs, "read_only", 0);
         } else {
@@ -75,14 +70,13 @@ final class Probe {
           calls = seq -> new Call("s-probe:av:1:" + seq, "s-probe", "av", 1,
               "payments.process-payment", "1.0.0", callArgs, "non_idempotent_write", 0);
         }
-        HostProcess h = HostProcess.start(dist, work, "probe-host", opts, run);
-        await(rt, "probe", h::alive);
-        process = h;
+        HostProcess h = HostProcess.start(dist, work, "probe-host",
+            Hosts.withExtraOpts(List.of()), run);
+        process = registered(h, rt, "probe", h::alive, work);
         pid = h.pid();
       } else {
         PeerProcess p = PeerProcess.start(worker, rt.target(), work.resolve("probe-peer.log"));
-        await(rt, p.workerId, p::alive);
-        process = p;
+        process = registered(p, rt, p.workerId, p::alive, work);
         pid = p.pid();
         String version = p.version;
         calls = seq -> new Call("s-probe:av:1:" + seq, "s-probe", "av", 1, "echo", version,
@@ -130,13 +124,10 @@ final class Probe {
             (double) e.getValue().involuntary() / calls));
   }
 
-  private static void await(LocalRuntime rt, String id, java.util.function.BooleanSupplier alive) {
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    while (rt.worker(id).filter(WorkerView::connected).isEmpty()) {
-      if (!alive.getAsBoolean() || System.nanoTime() > deadline) {
-        throw new IllegalStateException(id + " did not register");
-      }
-      LockSupport.parkNanos(5_000_000);
-    }
+  /** {@code process} once {@code rt} has worker {@code id}; its log is in {@code work}. */
+  private static AutoCloseable registered(AutoCloseable process, LocalRuntime rt, String id,
+      BooleanSupplier alive, Path work) throws Exception {
+    return Hosts.awaitRegistered(process, id, alive, () -> "see its log in " + work,
+        () -> rt.worker(id).filter(WorkerView::connected).isPresent());
   }
 }

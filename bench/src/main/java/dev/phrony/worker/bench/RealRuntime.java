@@ -3,6 +3,7 @@ package dev.phrony.worker.bench;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.phrony.worker.testkit.Await;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -18,7 +19,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * A runtime binary given with {@code --runtime-bin}: one that serves {@code Runtime.Work} over
@@ -69,28 +69,33 @@ final class RealRuntime implements AutoCloseable {
         "--recorder", "none", "--lease-ttl", "30s"), log);
     RealRuntime rt = new RealRuntime(p, ports[0], ports[1]);
     try {
-      long deadline = System.nanoTime() + timeout.toNanos();
-      while (true) {
+      boolean up = Await.holds(() -> {
         if (!p.alive()) {
           throw new IllegalStateException("runtime " + bin + " exited at start; its output:\n"
               + p.tail(20));
         }
-        try {
-          if (rt.get("/healthz").path("ok").asBoolean()) {
-            return rt;
-          }
-        } catch (IOException e) {
-          // not listening yet
-        }
-        if (System.nanoTime() > deadline) {
-          throw new IllegalStateException("runtime " + bin + ": no answer on " + rt.http
-              + "/healthz within " + timeout + "; its output:\n" + p.tail(20));
-        }
-        LockSupport.parkNanos(20_000_000);
+        return rt.healthy();
+      }, timeout);
+      if (!up) {
+        throw new IllegalStateException("runtime " + bin + ": no answer on " + rt.http
+            + "/healthz within " + timeout + "; its output:\n" + p.tail(20));
       }
+      return rt;
     } catch (Exception | Error e) {
       rt.close();
       throw e;
+    }
+  }
+
+  /** Whether {@code /healthz} answers ok; false while it is not listening yet. */
+  private boolean healthy() {
+    try {
+      return get("/healthz").path("ok").asBoolean();
+    } catch (IOException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted waiting for the runtime", e);
     }
   }
 
@@ -127,6 +132,24 @@ final class RealRuntime implements AutoCloseable {
 
   String tail(int lines) {
     return process.tail(lines);
+  }
+
+  /**
+   * Whether it has {@code n} workers for {@code key} ({@code tool@version}); false when it does
+   * not answer; fails when it has exited.
+   */
+  boolean hasWorkers(String key, int n) {
+    if (!alive()) {
+      throw new IllegalStateException("the runtime exited; its output:\n" + tail(20));
+    }
+    try {
+      return workerCount(key) == n;
+    } catch (IOException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
   }
 
   /** {@code worker_count} of {@code tool@version} from {@code /workers}; 0 when never seen. */

@@ -1,5 +1,6 @@
 package dev.phrony.worker.bench;
 
+import dev.phrony.worker.Printable;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
@@ -78,6 +79,15 @@ final class Report {
     Files.writeString(file, json(doc) + "\n");
   }
 
+  /** Figures for a row's JSON, in the order given: name, value, name, value... */
+  static Map<String, Object> figures(Object... kv) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      m.put((String) kv[i], kv[i + 1]);
+    }
+    return m;
+  }
+
   private static String pad(String s, int n) {
     return s.length() >= n ? s : s + " ".repeat(n - s.length());
   }
@@ -102,7 +112,7 @@ final class Report {
         for (Map.Entry<?, ?> e : m.entrySet()) {
           b.append(first ? "\n" : ",\n").append(in);
           first = false;
-          str(String.valueOf(e.getKey()), b);
+          Printable.appendQuoted(b, String.valueOf(e.getKey()));
           b.append(": ");
           json(e.getValue(), b, in);
         }
@@ -117,28 +127,7 @@ final class Report {
         }
         b.append(l.isEmpty() ? "]" : "\n" + indent + "]");
       }
-      default -> str(o.toString(), b);
+      default -> Printable.appendQuoted(b, o.toString());
     }
-  }
-
-  private static void str(String s, StringBuilder b) {
-    b.append('"');
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      switch (c) {
-        case '"' -> b.append("\\\"");
-        case '\\' -> b.append("\\\\");
-        case '\n' -> b.append("\\n");
-        case '\t' -> b.append("\\t");
-        default -> {
-          if (c < 0x20) {
-            b.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
-          } else {
-            b.append(c);
-          }
-        }
-      }
-    }
-    b.append('"');
   }
 }

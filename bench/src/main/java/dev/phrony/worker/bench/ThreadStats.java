@@ -29,8 +29,6 @@ final class ThreadStats {
     }
   }
 
-  private static final long NANOS_PER_TICK = 1_000_000_000L / 100; // USER_HZ
-
   private ThreadStats() {}
 
   /** The process's threads now, by group; empty when /proc cannot be read. */
@@ -42,8 +40,7 @@ final class ThreadStats {
         try {
           String stat = Files.readString(task.resolve("stat"));
           String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-          String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-          long cpu = (Long.parseLong(f[11]) + Long.parseLong(f[12])) * NANOS_PER_TICK;
+          long cpu = Proc.statCpuNanos(stat);
           long vol = 0;
           long invol = 0;
           for (String line : Files.readAllLines(task.resolve("status"))) {

@@ -62,13 +62,14 @@ public final class KeyValueLayout extends LayoutBase<ILoggingEvent> {
       }
     }
     b.append(" msg=");
-    quote(b, event.getFormattedMessage());
+    Printable.appendQuoted(b, event.getFormattedMessage());
     IThrowableProxy t = event.getThrowableProxy();
     if (t != null) {
       b.append(" error=");
-      quote(b, t.getClassName() + (t.getMessage() == null ? "" : ": " + t.getMessage()));
+      Printable.appendQuoted(b,
+          t.getClassName() + (t.getMessage() == null ? "" : ": " + t.getMessage()));
       b.append(" stack=");
-      quote(b, ThrowableProxyUtil.asString(t).strip());
+      Printable.appendQuoted(b, ThrowableProxyUtil.asString(t).strip());
     }
     return b.append(CoreConstants.LINE_SEPARATOR).toString();
   }
@@ -81,7 +82,7 @@ public final class KeyValueLayout extends LayoutBase<ILoggingEvent> {
   private static void field(StringBuilder b, String key, String value) {
     b.append(' ').append(key).append('=');
     if (needsQuotes(value)) {
-      quote(b, value);
+      Printable.appendQuoted(b, value);
     } else {
       b.append(value);
     }
@@ -98,20 +99,5 @@ public final class KeyValueLayout extends LayoutBase<ILoggingEvent> {
       }
     }
     return false;
-  }
-
-  static void quote(StringBuilder b, String v) {
-    b.append('"');
-    if (v != null) {
-      for (int i = 0; i < v.length(); i++) {
-        char c = v.charAt(i);
-        switch (c) {
-          case '"' -> b.append("\\\"");
-          case '\\' -> b.append("\\\\");
-          default -> Printable.appendEscaped(b, c);
-        }
-      }
-    }
-    b.append('"');
   }
 }

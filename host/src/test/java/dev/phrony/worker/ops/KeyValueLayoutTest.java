@@ -2,6 +2,7 @@ package dev.phrony.worker.ops;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.phrony.worker.Printable;
 import org.junit.jupiter.api.Test;
 
 class KeyValueLayoutTest {
@@ -9,7 +10,7 @@ class KeyValueLayoutTest {
   private static String field(String v) {
     StringBuilder b = new StringBuilder();
     if (KeyValueLayout.needsQuotes(v)) {
-      KeyValueLayout.quote(b, v);
+      Printable.appendQuoted(b, v);
     } else {
       b.append(v);
     }

@@ -6,7 +6,7 @@ import java.util.function.BooleanSupplier;
 
 /**
  * The one way tests wait: for a condition, with a deadline, never "a bit to give it time". Used
- * by the testkit's own tests, the host's and the process-level ones.
+ * by the testkit's own tests, the host's and the process-level ones, and by the bench.
  */
 public final class Await {
     public static final Duration DEFAULT = Duration.ofSeconds(20);
@@ -18,14 +18,27 @@ public final class Await {
     }
 
     public static void until(String what, BooleanSupplier condition, Duration timeout) {
+        if (!holds(condition, timeout)) {
+            throw new AssertionError("timed out after " + timeout.toMillis() + " ms waiting for: "
+                    + what);
+        }
+    }
+
+    /**
+     * Waits as {@link #until} does, but answers false at the deadline instead of failing: for a
+     * caller that reports a condition that never held (the bench's rows) rather than failing on
+     * it. What the condition throws goes to the caller. When it answers true, the condition has
+     * just held: the caller's clock read right after is when.
+     */
+    public static boolean holds(BooleanSupplier condition, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out after " + timeout.toMillis() + " ms waiting for: "
-                        + what);
+                return false;
             }
             LockSupport.parkNanos(2_000_000); // poll every 2 ms until the deadline
         }
+        return true;
     }
 
     /**
