@@ -47,14 +47,23 @@ public final class Await {
      */
     public static void until(String what, BooleanSupplier condition, Duration timeout,
             Duration every) {
+        until(what, throttled(condition, every), timeout);
+    }
+
+    /** {@link #holds(BooleanSupplier, Duration)}, asking once every {@code every} at most. */
+    public static boolean holds(BooleanSupplier condition, Duration timeout, Duration every) {
+        return holds(throttled(condition, every), timeout);
+    }
+
+    private static BooleanSupplier throttled(BooleanSupplier condition, Duration every) {
         long[] due = {System.nanoTime()};
-        until(what, () -> {
+        return () -> {
             long now = System.nanoTime();
             if (now - due[0] < 0) {
                 return false;
             }
             due[0] = now + every.toNanos();
             return condition.getAsBoolean();
-        }, timeout);
+        };
     }
 }
