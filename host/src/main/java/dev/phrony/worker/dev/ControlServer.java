@@ -263,6 +263,7 @@ public final class ControlServer implements AutoCloseable {
         hj.put("contract_version", h.contractVersion());
         hj.put("max_concurrency", h.maxConcurrency());
         hj.put("busy", h.busy());
+        hj.put("invoked", h.invoked());
         hj.put("descriptor_hash", h.descriptorHash());
       }
     }
