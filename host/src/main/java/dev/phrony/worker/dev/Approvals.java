@@ -72,15 +72,7 @@ public final class Approvals implements AutoCloseable {
     ObjectNode toJson() {
       ObjectNode o = Json.object();
       o.put("approval_id", approvalId);
-      o.put("call_id", call.callId());
-      o.put("session_id", call.sessionId());
-      o.put("tool", call.tool());
-      o.put("version", call.version());
-      if (Json.isJson(call.args())) {
-        o.set("args", Json.parse(call.args()));
-      } else {
-        o.put("args_text", call.argsText());
-      }
+      o.setAll(CallReply.callFields(call, true));
       o.put("reason", reason);
       o.put("approvals_required", approvalsRequired());
       o.put("approvals_received", approvalsReceived());
