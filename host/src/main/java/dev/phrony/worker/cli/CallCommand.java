@@ -1,20 +1,15 @@
 package dev.phrony.worker.cli;
 
 import dev.phrony.worker.config.DurationParser;
-import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.dev.CallReply;
 import dev.phrony.worker.dev.CallRequest;
-import dev.phrony.worker.dev.ControlClient;
-import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
@@ -49,10 +44,8 @@ final class CallCommand implements Callable<Integer> {
       description = "Read the arguments from FILE ('-': stdin) instead.")
   private Path argsFile;
 
-  @Option(names = "--control", paramLabel = "URL",
-      description = "Control address of 'phrony-worker dev'. Default: $"
-          + ControlClient.ENV_CONTROL + ", else " + ControlClient.DEFAULT_URL + ".")
-  private String control;
+  @Mixin
+  private ControlOption control;
 
   @Option(names = "--session", paramLabel = "ID",
       description = "Session of the call (call ids then number up within it, and "
@@ -69,19 +62,14 @@ final class CallCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    if (args != null && argsFile != null) {
-      throw new CommandLine.ParameterException(spec.commandLine(),
-          "give the arguments as ARGS_JSON or with --args-file, not both");
-    }
     if (timeout != null && timeout.isZero()) {
       throw new CommandLine.ParameterException(spec.commandLine(),
           "--timeout must be more than 0, e.g. 30s");
     }
-    String json = args != null ? CallRequest.checkArgs(args, "ARGS_JSON")
-        : argsFile != null ? CallRequest.checkArgs(read(argsFile), "--args-file " + argsFile)
-        : "{}";
+    String given = ArgsFile.choose(spec, args, "ARGS_JSON", argsFile);
+    String json = given != null ? given : "{}";
     CallRequest request = CallRequest.of(target, json, session, timeout);
-    CallReply reply = ControlClient.of(controlUrl()).call(request);
+    CallReply reply = control.client().call(request);
 
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
@@ -104,28 +92,6 @@ final class CallCommand implements Callable<Integer> {
         err.flush();
         return ExitCodes.DISPATCH_ERROR;
       }
-    }
-  }
-
-  private String controlUrl() {
-    if (control != null) {
-      return control;
-    }
-    String env = System.getenv(ControlClient.ENV_CONTROL);
-    return env != null && !env.isBlank() ? env : ControlClient.DEFAULT_URL;
-  }
-
-  private static String read(Path file) {
-    try {
-      if (file.toString().equals("-")) {
-        return new String(System.in.readAllBytes(), StandardCharsets.UTF_8);
-      }
-      return Files.readString(file, StandardCharsets.UTF_8);
-    } catch (NoSuchFileException e) {
-      throw new UserErrorException("--args-file " + file + " does not exist", e);
-    } catch (IOException e) {
-      throw new UserErrorException("--args-file " + file + " cannot be read: " + e.getMessage(),
-          e);
     }
   }
 }
