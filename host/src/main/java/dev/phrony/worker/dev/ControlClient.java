@@ -175,7 +175,11 @@ public final class ControlClient {
     /** The next event, one line of JSON, waiting for it; null at the end of the stream. */
     public String next() {
       try {
-        return lines.readLine();
+        String line;
+        while ((line = lines.readLine()) != null && line.isBlank()) {
+          // a keepalive
+        }
+        return line;
       } catch (IOException e) {
         return null; // closed, or dev went away: the stream is over either way
       }

@@ -36,7 +36,8 @@ import org.slf4j.LoggerFactory;
  * POST /v1/sessions/{id}/cancel    cancel a session's calls in flight
  * GET  /v1/sessions/{id}/events    the session's tool_call, approval_required and tool_result
  *                                  events, one JSON object per line; ?after=SEQ skips those up
- *                                  to SEQ, ?follow=true stays open and streams new ones
+ *                                  to SEQ, ?follow=true stays open and streams new ones (and an
+ *                                  empty line after 15 s without one)
  * GET  /v1/approvals               calls held for approval, oldest first
  * POST /v1/approvals/{id}          answer one: {"approved": true|false, "comment": "...",
  *                                  "args": {...}} (args replace the proposed arguments)
@@ -58,6 +59,9 @@ public final class ControlServer implements AutoCloseable {
   static final String ENDPOINTS = "POST /v1/calls, POST /v1/sessions/{id}/cancel, "
       + "GET /v1/sessions/{id}/events, GET /v1/approvals, POST /v1/approvals/{id}, "
       + "GET /v1/workers, GET /v1/queues, GET /healthz";
+  /** How long a followed session stream stays silent before an empty line checks the client. */
+  static final Duration KEEPALIVE = Duration.ofSeconds(15);
+  private static final byte[] NEWLINE = {'\n'};
   private static final List<String> ANSWER_FIELDS = List.of("approved", "comment", "args");
   private static final List<String> EVENTS_PARAMS = List.of("after", "follow");
 
@@ -413,8 +417,11 @@ public final class ControlServer implements AutoCloseable {
       OutputStream out = x.getResponseBody();
       out.flush();
       SessionEvents.Event e;
-      while ((e = f.next()) != null) {
-        out.write((e.json() + "\n").getBytes(StandardCharsets.UTF_8));
+      while ((e = f.next(KEEPALIVE)) != null) {
+        // An empty line when idle: writing is how a client that went away is noticed (and its
+        // follower dropped); readers skip empty lines.
+        out.write(e == SessionEvents.Follower.IDLE ? NEWLINE
+            : (e.json() + "\n").getBytes(StandardCharsets.UTF_8));
         out.flush();
       }
     } catch (IOException e) {

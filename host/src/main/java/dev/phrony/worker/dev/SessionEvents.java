@@ -3,6 +3,7 @@ package dev.phrony.worker.dev;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.phrony.worker.testkit.Call;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.time.InstantSource;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -13,6 +14,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Each session's tool events in order, as a session attached over the runtime's interactive RPC
@@ -47,8 +49,23 @@ public final class SessionEvents implements CallService.Listener, AutoCloseable 
 
   /** The events of one session after a point, then each new one as it happens. */
   public interface Follower extends AutoCloseable {
+    /** Returned by {@link #next(Duration)} when no event came within the wait. */
+    Event IDLE = new Event("", 0, "", "");
+
     /** The next event, waiting for it; null once dev stops. */
-    Event next() throws InterruptedException;
+    default Event next() throws InterruptedException {
+      Event e;
+      while ((e = next(Duration.ofDays(1))) == IDLE) {
+        // wait on
+      }
+      return e;
+    }
+
+    /**
+     * The next event, waiting up to {@code wait}: {@link #IDLE} if none came; null once dev
+     * stops.
+     */
+    Event next(Duration wait) throws InterruptedException;
 
     /** Stops following. */
     @Override
@@ -149,8 +166,11 @@ public final class SessionEvents implements CallService.Listener, AutoCloseable 
     Session followed = s;
     return new Follower() {
       @Override
-      public Event next() throws InterruptedException {
-        Event e = queue.take();
+      public Event next(Duration wait) throws InterruptedException {
+        Event e = queue.poll(wait.toNanos(), TimeUnit.NANOSECONDS);
+        if (e == null) {
+          return IDLE;
+        }
         if (e == END) {
           queue.add(END); // stays ended
           return null;

@@ -4,14 +4,18 @@ import static dev.phrony.worker.cli.CliRun.run;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.phrony.worker.config.ConfigFile;
 import dev.phrony.worker.dev.ApprovalPolicy;
 import dev.phrony.worker.dev.CallReply;
 import dev.phrony.worker.dev.CallRequest;
 import dev.phrony.worker.dev.ControlClient;
+import dev.phrony.worker.dev.ControlRequestException;
 import dev.phrony.worker.dev.DevFixture;
 import dev.phrony.worker.dev.DevServer;
 import dev.phrony.worker.testkit.Await;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -21,6 +25,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
 
 /**
  * {@code approvals}, {@code approve} and {@code deny} through picocli against a real {@code dev}
@@ -164,5 +169,106 @@ class ApprovalCommandsTest {
     CliRun r = run("approvals", "--control", "http://127.0.0.1:1");
     assertThat(r.exit()).isEqualTo(6);
     assertThat(r.err()).startsWith("phrony-worker approvals: cannot reach phrony-worker dev at");
+  }
+
+  @Test
+  void call_without_a_terminal_prints_the_approval_id_on_stderr_and_waits_for_the_answer()
+      throws Exception {
+    CompletableFuture<CliRun> call = CompletableFuture.supplyAsync(
+        () -> cli("call", "echo@1.0.0", "{\"n\":1}", "--session", "s-call"));
+    Held held = hold("s-call-other", "{}"); // another session's approval is not call's
+    String id = awaitSession("s-call");
+    client.answer(held.id(), false, null, null);
+    client.answer(id, true, null, "{\"n\":9}");
+
+    CliRun r = call.get(30, TimeUnit.SECONDS);
+    assertThat(r.exit()).as(r.err()).isZero();
+    assertThat(r.out()).isEqualTo("{\n  \"n\": 9\n}\n");
+    assertThat(r.err()).isEqualTo("call: held for approval " + id + " (require-approval echo@*"
+        + " (flag --require-approval)); answer with: bin/phrony-worker approve " + id
+        + " --control " + dev.controlUrl() + " [--args JSON] | bin/phrony-worker deny " + id
+        + " --control " + dev.controlUrl() + "\n");
+
+    CompletableFuture<CliRun> denied = CompletableFuture.supplyAsync(
+        () -> cli("call", "echo@1.0.0", "{}"));
+    String second = awaitSession(null);
+    client.answer(second, false, "no", null);
+    CliRun d = denied.get(30, TimeUnit.SECONDS);
+    assertThat(d.exit()).isEqualTo(4);
+    assertThat(d.err()).endsWith("\napproval_denied: denied by the reviewer: no; the call was"
+        + " not run\n");
+  }
+
+  @Test
+  void call_follow_prints_a_session_s_events_until_dev_stops() throws Exception {
+    DevServer own = DevFixture.start(ApprovalPolicy.resolve(List.of("echo@*"), null,
+        ConfigFile.none()));
+    try {
+      StringWriter out = new StringWriter();
+      StringWriter err = new StringWriter();
+      CommandLine cmd = PhronyWorkerCommand.newCommandLine(new String[] {"call"});
+      cmd.setOut(new PrintWriter(out, true));
+      cmd.setErr(new PrintWriter(err, true));
+      CompletableFuture<Integer> follow = CompletableFuture.supplyAsync(() -> cmd.execute("call",
+          "--session", "s-follow", "--follow", "--control", own.controlUrl()));
+      Await.until("following", () -> followed(own));
+      ControlClient c = ControlClient.of(own.controlUrl());
+      CompletableFuture<CallReply> reply = CompletableFuture.supplyAsync(() -> c.call(
+          CallRequest.of("echo@1.0.0", "{\"n\":1}", "s-follow", null)));
+      Await.until("held", () -> !c.approvals().path("approvals").isEmpty());
+      c.answer(c.approvals().path("approvals").get(0).path("approval_id").asText(), true, null,
+          null);
+      reply.get(30, TimeUnit.SECONDS);
+      Await.until("three lines", () -> out.toString().lines().count() == 3);
+
+      own.stop();
+
+      assertThat(follow.get(30, TimeUnit.SECONDS)).as(err.toString()).isZero();
+      assertThat(out.toString().lines().map(l -> {
+        try {
+          return new ObjectMapper().readTree(l).path("type").asText();
+        } catch (Exception e) {
+          throw new AssertionError(l, e);
+        }
+      }).toList()).containsExactly("tool_call", "approval_required", "tool_result");
+    } finally {
+      own.close();
+    }
+  }
+
+  @Test
+  void call_follow_needs_a_session_and_no_tool() {
+    assertThat(cli("call", "--follow").err())
+        .contains("--follow needs --session ID: the session whose events to print");
+    CliRun both = cli("call", "echo", "--session", "s", "--follow");
+    assertThat(both.exit()).isEqualTo(1);
+    assertThat(both.err()).contains("--follow prints a session's events and makes no call");
+    assertThat(cli("call").err()).contains("TOOL[@VERSION] is required (or --session ID"
+        + " --follow to print a session's events)");
+  }
+
+  /** Whether s-follow is followed: dev knows a session once it is followed, before any call. */
+  private static boolean followed(DevServer d) {
+    try (ControlClient.EventStream s = ControlClient.of(d.controlUrl()).events("s-follow", 0,
+        false)) {
+      return true;
+    } catch (ControlRequestException e) {
+      return false;
+    }
+  }
+
+  /** The id of the approval waiting in {@code session} (any session when null). */
+  private static String awaitSession(String session) {
+    String[] id = new String[1];
+    Await.until("an approval in " + session, () -> {
+      for (JsonNode a : client.approvals().path("approvals")) {
+        if (session == null || a.path("session_id").asText().equals(session)) {
+          id[0] = a.path("approval_id").asText();
+          return true;
+        }
+      }
+      return false;
+    });
+    return id[0];
   }
 }

@@ -9,7 +9,9 @@ import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.config.ConfigFile;
 import dev.phrony.worker.testkit.Await;
+import java.io.BufferedReader;
 import java.io.PrintWriter;
+import java.io.StringReader;
 import java.io.StringWriter;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -213,5 +215,52 @@ class ControlApprovalsTest {
     } finally {
       other.close();
     }
+  }
+
+  @Test
+  void on_a_terminal_an_empty_answer_denies_and_no_answer_leaves_it_waiting() throws Exception {
+    CompletableFuture<CallReply> denied = pay("s-prompt-n", "{\"amount\":10}");
+    JsonNode first = awaitApproval("s-prompt-n");
+    StringWriter screen = new StringWriter();
+    new ApprovalPrompt(new BufferedReader(new StringReader("\n")), new PrintWriter(screen, true),
+        client).ask(first);
+    assertThat(screen.toString()).endsWith("denied " + first.path("approval_id").asText() + "\n");
+    assertThat(denied.get(30, TimeUnit.SECONDS).errorCode()).isEqualTo("approval_denied");
+
+    CompletableFuture<CallReply> waiting = pay("s-prompt-eof", "{\"amount\":10}");
+    JsonNode second = awaitApproval("s-prompt-eof");
+    String id = second.path("approval_id").asText();
+    new ApprovalPrompt(new BufferedReader(new StringReader("")), new PrintWriter(screen, true),
+        client).ask(second);
+    assertThat(screen.toString()).endsWith("no answer: " + id + " still waits (phrony-worker"
+        + " approve|deny " + id + ")\n");
+    assertThat(waiting).isNotDone();
+    client.answer(id, true, null, null);
+    assertThat(waiting.get(30, TimeUnit.SECONDS).kind()).isEqualTo(CallReply.Kind.RESULT);
+  }
+
+  @Test
+  void on_a_terminal_the_prompt_asks_again_after_bad_args_and_approves_the_edited_ones()
+      throws Exception {
+    CompletableFuture<CallReply> reply = pay("s-prompt", "{\"amount\":10}");
+    JsonNode approval = awaitApproval("s-prompt");
+    StringWriter screen = new StringWriter();
+    ApprovalPrompt prompt = new ApprovalPrompt(new BufferedReader(new StringReader(
+        "maybe\ne\n{\"amount\":\"x\"}\ne\n{amount:1}\nedit\n{\"amount\": 2}\n")),
+        new PrintWriter(screen, true), client);
+
+    prompt.ask(approval);
+
+    String id = approval.path("approval_id").asText();
+    assertThat(screen.toString()).startsWith("pay@1.0.0 is held for approval " + id
+        + " (require-approval pay@* (flag --require-approval))\nargs: {\n  \"amount\": 10\n}\n"
+        + "approve? [y/N/e(dit)] ")
+        .contains("the args do not fit the input schema of pay@1.0.0: /amount: expected"
+            + " number, got string; approval " + id + " is still waiting\n")
+        .contains("approve? [y/N/e(dit)] answer y (approve), n (deny) or e (edit the args)\n")
+        .contains("the args is not JSON: ")
+        .endsWith("approved " + id + " with the new args\n");
+    CallReply done = reply.get(30, TimeUnit.SECONDS);
+    assertThat(done.json().path("payload").toString()).isEqualTo("{\"amount\":2}");
   }
 }
