@@ -96,8 +96,8 @@ public final class Approvals implements AutoCloseable {
   /** Denied by a human; the handler never runs. */
   public record Denied(String comment) implements Verdict {}
 
-  /** Nobody answered within the timeout; the handler never runs. */
-  public record Expired(Duration waited) implements Verdict {}
+  /** Nobody answered within {@code timeout}; the handler never runs. */
+  public record Expired(Duration timeout) implements Verdict {}
 
   /**
    * The wait ended for another reason: its session was cancelled ({@link Outcome.Kind#CANCELLED})
@@ -294,8 +294,9 @@ public final class Approvals implements AutoCloseable {
   }
 
   private void expire(String approvalId) {
+    // The timeout as set, not as the timer happened to fire: the model reads a stable text.
     settle(approvalId).ifPresent(e -> e.verdict.complete(
-        new Expired(Duration.between(e.pending.requestedAt(), clock.instant()))));
+        new Expired(policy.timeout().orElseThrow())));
   }
 
   /** Takes a waiting approval out, its timer cancelled; empty if it is no longer waiting. */

@@ -162,7 +162,7 @@ public final class CallService implements AutoCloseable {
         case Approvals.Denied d -> finish(p, notRun(p, Approvals.DENIED, "denied by the reviewer"
             + (d.comment().isBlank() ? "" : ": " + d.comment().strip())), done);
         case Approvals.Expired e -> finish(p, notRun(p, Approvals.EXPIRED,
-            "approval timed out after " + human(e.waited())), done);
+            "approval timed out after " + human(e.timeout())), done);
         case Approvals.Withdrawn w -> finish(p, new Outcome.DispatchError(w.kind(),
             w.kind() == Outcome.Kind.CANCELLED ? CANCELLED : SHUTTING_DOWN,
             trace(p, null)), done);
