@@ -325,6 +325,8 @@ public final class CallService implements AutoCloseable {
   }
 
   static String human(Duration d) {
-    return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
+    long ms = d.toMillis();
+    return ms >= 60_000 && ms % 60_000 == 0 ? d.toMinutes() + "m"
+        : ms % 1000 == 0 ? d.toSeconds() + "s" : ms + "ms";
   }
 }

@@ -173,7 +173,7 @@ class CallServiceApprovalTest {
     CallService.Completed done = await(f);
     assertThat(done.outcome()).isInstanceOf(Outcome.ToolError.class);
     assertThat(done.outcome().text())
-        .isEqualTo("approval_expired: approval timed out after 300s; the call was not run");
+        .isEqualTo("approval_expired: approval timed out after 5m; the call was not run");
     assertThat(done.outcome().trace().elapsed()).isEqualTo(TIMEOUT);
     assertThat(invoked()).isZero();
   }
