@@ -16,7 +16,6 @@ import java.net.InetSocketAddress;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.time.InstantSource;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -82,18 +81,8 @@ public final class ControlServer implements AutoCloseable {
   }
 
   /**
-   * Serves on {@code 127.0.0.1:port} (0 picks a free port).
-   *
-   * @throws BindException when the port is in use
-   */
-  public static ControlServer start(int port, CallService calls, LocalRuntime runtime)
-      throws IOException {
-    return start(port, calls, runtime, new SessionEvents(InstantSource.system()));
-  }
-
-  /**
-   * The same, serving the session streams of {@code sessions} (which must hear the calls of
-   * {@code calls}).
+   * Serves on {@code 127.0.0.1:port} (0 picks a free port), with the session streams of
+   * {@code sessions} (which must hear the calls of {@code calls}).
    *
    * @throws BindException when the port is in use
    */
