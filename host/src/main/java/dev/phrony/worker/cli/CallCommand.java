@@ -1,20 +1,22 @@
 package dev.phrony.worker.cli;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.phrony.worker.config.DurationParser;
-import dev.phrony.worker.UserErrorException;
+import dev.phrony.worker.dev.ApprovalPrompt;
+import dev.phrony.worker.dev.ApprovalWatch;
 import dev.phrony.worker.dev.CallReply;
 import dev.phrony.worker.dev.CallRequest;
 import dev.phrony.worker.dev.ControlClient;
-import java.io.IOException;
+import java.io.BufferedReader;
+import java.io.Console;
 import java.io.PrintWriter;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;
+import java.util.function.Consumer;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
@@ -25,17 +27,26 @@ import picocli.CommandLine.Parameters;
         "",
         "Prints the result as pretty JSON (as is, when it is not JSON).",
         "A tool error prints 'code: message' on stderr; so does a dispatch error (no handler, "
-            + "no free slot, timeout), with a hint."},
+            + "no free slot, timeout), with a hint.",
+        "",
+        "A call dev holds for approval (dev --require-approval) waits for its answer: on a "
+            + "terminal, call shows it and asks 'approve? [y/N/e(dit)]'; otherwise it prints "
+            + "the approval id on stderr, for 'phrony-worker approve ID' or 'deny ID'. A "
+            + "denied or expired call is a tool error (approval_denied, approval_expired).",
+        "",
+        "With --session ID --follow, call makes no call: it prints that session's events "
+            + "(tool_call, approval_required, tool_result), one JSON object per line, as they "
+            + "happen, until dev stops or Ctrl-C."},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
         "0:the tool returned a result",
         "1:usage error (bad flag, arguments that are not JSON, a request dev refused)",
-        "4:the tool answered with an error",
+        "4:the tool answered with an error (including approval_denied, approval_expired)",
         "5:no handler, no free slot, or another dispatch error",
         "6:no phrony-worker dev at the control address (start it with 'phrony-worker dev')"})
 final class CallCommand implements Callable<Integer> {
 
-  @Parameters(index = "0", paramLabel = "TOOL[@VERSION]",
+  @Parameters(index = "0", arity = "0..1", paramLabel = "TOOL[@VERSION]",
       description = "The tool, e.g. weather.get-forecast@1.0.0; without @VERSION, the "
           + "unversioned handler (version 'default').")
   private String target;
@@ -49,15 +60,18 @@ final class CallCommand implements Callable<Integer> {
       description = "Read the arguments from FILE ('-': stdin) instead.")
   private Path argsFile;
 
-  @Option(names = "--control", paramLabel = "URL",
-      description = "Control address of 'phrony-worker dev'. Default: $"
-          + ControlClient.ENV_CONTROL + ", else " + ControlClient.DEFAULT_URL + ".")
-  private String control;
+  @Mixin
+  private ControlOption control;
 
   @Option(names = "--session", paramLabel = "ID",
       description = "Session of the call (call ids then number up within it, and "
           + "'POST /v1/sessions/ID/cancel' cancels it). Default: a new session per call.")
   private String session;
+
+  @Option(names = "--follow",
+      description = "With --session ID: print the session's events as they happen instead of "
+          + "making a call.")
+  private boolean follow;
 
   @Option(names = "--timeout", paramLabel = "DURATION", converter = DurationParser.class,
       description = "The call's deadline, e.g. 30s, 500ms or 2m: the handler sees it, and the "
@@ -69,22 +83,31 @@ final class CallCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    if (args != null && argsFile != null) {
-      throw new CommandLine.ParameterException(spec.commandLine(),
-          "give the arguments as ARGS_JSON or with --args-file, not both");
+    if (follow) {
+      return follow();
+    }
+    if (target == null) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "TOOL[@VERSION] is required"
+          + " (or --session ID --follow to print a session's events)");
     }
     if (timeout != null && timeout.isZero()) {
       throw new CommandLine.ParameterException(spec.commandLine(),
           "--timeout must be more than 0, e.g. 30s");
     }
-    String json = args != null ? CallRequest.checkArgs(args, "ARGS_JSON")
-        : argsFile != null ? CallRequest.checkArgs(read(argsFile), "--args-file " + argsFile)
-        : "{}";
-    CallRequest request = CallRequest.of(target, json, session, timeout);
-    CallReply reply = ControlClient.of(controlUrl()).call(request);
-
+    String given = ArgsFile.choose(spec, args, "ARGS_JSON", argsFile);
+    String json = given != null ? given : "{}";
+    // The session is named here, so that its events can be followed before the call is made.
+    CallRequest request = CallRequest.of(target, json,
+        session != null ? session : CallRequest.newSessionId(), timeout);
+    ControlClient client = control.client();
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
+    CallReply reply;
+    try (ApprovalWatch watch = ApprovalWatch.start(client, request, session == null,
+        held(client, err))) {
+      reply = client.call(request);
+    }
+
     switch (reply.kind()) {
       case RESULT -> {
         out.println(reply.payload());
@@ -107,25 +130,62 @@ final class CallCommand implements Callable<Integer> {
     }
   }
 
-  private String controlUrl() {
-    if (control != null) {
-      return control;
+  /**
+   * What to do when the call is held for approval: ask on a terminal, else say on stderr which
+   * approval to answer.
+   */
+  private Consumer<JsonNode> held(ControlClient client, PrintWriter err) {
+    Console console = System.console();
+    if (isTerminal(console)) {
+      ApprovalPrompt prompt = new ApprovalPrompt(new BufferedReader(console.reader()),
+          console.writer(), client);
+      return prompt::ask;
     }
-    String env = System.getenv(ControlClient.ENV_CONTROL);
-    return env != null && !env.isBlank() ? env : ControlClient.DEFAULT_URL;
+    String control = ControlClient.DEFAULT_URL.equals(client.url()) ? ""
+        : " --control " + client.url();
+    return approval -> {
+      String id = approval.path("approval_id").asText();
+      err.println("call: held for approval " + id + " ("
+          + approval.path("reason").asText() + "); answer with: bin/phrony-worker approve "
+          + id + control + " [--args JSON] | bin/phrony-worker deny " + id + control);
+      err.flush();
+    };
   }
 
-  private static String read(Path file) {
-    try {
-      if (file.toString().equals("-")) {
-        return new String(System.in.readAllBytes(), StandardCharsets.UTF_8);
-      }
-      return Files.readString(file, StandardCharsets.UTF_8);
-    } catch (NoSuchFileException e) {
-      throw new UserErrorException("--args-file " + file + " does not exist", e);
-    } catch (IOException e) {
-      throw new UserErrorException("--args-file " + file + " cannot be read: " + e.getMessage(),
-          e);
+  /**
+   * True when {@code console} is an interactive terminal. From JDK 22 {@link System#console()}
+   * also returns a console when the streams are redirected; its {@code isTerminal()} tells.
+   */
+  private static boolean isTerminal(Console console) {
+    if (console == null) {
+      return false;
     }
+    try {
+      return (Boolean) Console.class.getMethod("isTerminal").invoke(console);
+    } catch (NoSuchMethodException e) {
+      return true; // JDK 21: there is a console only on a terminal
+    } catch (ReflectiveOperationException e) {
+      return false;
+    }
+  }
+
+  /** {@code --session ID --follow}: the session's events, one line each, until dev stops. */
+  private int follow() {
+    if (session == null) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "--follow needs --session ID: the session whose events to print");
+    }
+    if (target != null || args != null || argsFile != null || timeout != null) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "--follow prints a"
+          + " session's events and makes no call: leave out TOOL, its arguments and --timeout");
+    }
+    PrintWriter out = spec.commandLine().getOut();
+    try (ControlClient.EventStream events = control.client().events(session, 0, true)) {
+      for (String line = events.next(); line != null; line = events.next()) {
+        out.println(line);
+        out.flush();
+      }
+    }
+    return ExitCodes.OK;
   }
 }

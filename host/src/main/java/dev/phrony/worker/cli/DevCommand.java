@@ -3,6 +3,12 @@ package dev.phrony.worker.cli;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.dev.DevServer;
 import dev.phrony.worker.plugin.LoadResult;
+import dev.phrony.worker.config.ConfigException;
+import dev.phrony.worker.config.ConfigFile;
+import dev.phrony.worker.config.DurationParser;
+import dev.phrony.worker.config.HandlerOverrides;
+import dev.phrony.worker.config.LayeredDefaults;
+import dev.phrony.worker.dev.ApprovalPolicy;
 import dev.phrony.worker.config.OnOff;
 import dev.phrony.worker.reload.LiveReload;
 import dev.phrony.worker.reload.PluginReloader;
@@ -11,7 +17,9 @@ import dev.phrony.worker.serve.WorkerPlugins;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
 import java.io.PrintWriter;
+import java.time.Duration;
 import java.time.InstantSource;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -39,12 +47,17 @@ import picocli.CommandLine.Option;
             + "plugins_reloaded added=... replaced=... removed=..., and the next call reaches "
             + "the new code.",
         "",
+        "With --require-approval PATTERN (or dev: require-approval: in worker.yaml) calls of "
+            + "matching handlers are held before dispatch, as a human-in-the-loop policy holds "
+            + "them: 'phrony-worker approvals' lists them, 'phrony-worker approve ID' or 'deny ID' "
+            + "answers one.",
+        "",
         "Ctrl-C (SIGINT) or SIGTERM drains the worker and stops everything; exit 0. A second "
             + "signal exits at once."},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
         "0:stopped cleanly after a signal",
-        "1:usage error (bad flag, a port in use, missing plugins directory)",
+        "1:usage error (bad flag, a port in use, missing plugins directory, a bad worker.yaml)",
         "3:--strict and some plugins had problems; once serving: out of memory",
         "8:a core thread died of an Error (the log names it)",
         "9:a plugin called System.exit (stderr names the caller)"})
@@ -70,6 +83,22 @@ final class DevCommand implements Callable<Integer> {
       description = "Run only the runtime and the control API; connect your own worker.")
   private boolean noHost;
 
+  @Option(names = ApprovalPolicy.FLAG, paramLabel = "PATTERN",
+      description = "Hold calls of matching handlers for a human's approval before dispatch: a "
+          + "tool@version, or a pattern ('*': any characters, e.g. 'payments.*'). Repeatable; "
+          + "replaces dev: require-approval: of worker.yaml.")
+  private List<String> requireApproval = new ArrayList<>();
+
+  @Option(names = ApprovalPolicy.TIMEOUT_FLAG, paramLabel = "DURATION",
+      converter = DurationParser.class,
+      description = "A held call nobody answers expires after this long (e.g. 5m) and ends "
+          + "with the tool error approval_expired. Default: dev: approval-timeout: of "
+          + "worker.yaml, else never.")
+  private Duration approvalTimeout;
+
+  @Mixin
+  private ConfigOption configOption;
+
   @CommandLine.Spec
   private CommandLine.Model.CommandSpec spec;
 
@@ -83,6 +112,8 @@ final class DevCommand implements Callable<Integer> {
     }
     boolean watch = OnOff.parse(watchPlugins).orElseThrow(() -> new UserErrorException(
         "--watch-plugins " + watchPlugins + ": use on or off"));
+    ApprovalPolicy approvals = ApprovalPolicy.resolve(requireApproval, approvalTimeout,
+        devSection());
     Optional<DevServer.Host> host = Optional.empty();
     WorkerPlugins first = null;
     if (noHost) {
@@ -105,7 +136,7 @@ final class DevCommand implements Callable<Integer> {
 
     DevServer dev;
     try {
-      dev = DevServer.start(new DevServer.Options(port, controlPort, host));
+      dev = DevServer.start(new DevServer.Options(port, controlPort, host, approvals));
     } catch (DevServer.PortInUseException e) {
       String flag = e.listener() == DevServer.Listener.RUNTIME ? "--port" : "--control-port";
       throw new UserErrorException(e.getMessage() + " (another 'phrony-worker dev'?): stop "
@@ -121,12 +152,14 @@ final class DevCommand implements Callable<Integer> {
       return ExitCodes.OK;
     }
     // The author's inner loop: a rebuild into the plugins folder is served without a restart.
-    try (LiveReload live = new LiveReload(new PluginReloader(plugins.pluginsDir(),
-        plugins.strict(), List.of(), first.loaded(), first.applied(), dev.host().get(),
-        generation -> { }, o -> {
+    PluginReloader reloader = new PluginReloader(plugins.pluginsDir(), plugins.strict(),
+        List.of(), first.loaded(), first.applied(), dev.host().get(), generation -> { }, o -> {
           out.println(o.message());
           out.flush();
-        }, InstantSource.system()), plugins.pluginsDir())) {
+        }, InstantSource.system());
+    // Edited arguments of an approval are checked against the handlers served now.
+    dev.schemasFrom(() -> reloader.served().applied().served());
+    try (LiveReload live = new LiveReload(reloader, plugins.pluginsDir())) {
       if (watch) {
         live.watch();
       }
@@ -134,6 +167,20 @@ final class DevCommand implements Callable<Integer> {
       stopped.await();
     }
     return ExitCodes.OK;
+  }
+
+  /**
+   * The config file ({@code --config}, {@code $PHRONY_WORKER_CONFIG}, or the distribution's
+   * {@code conf/worker.yaml}), read as {@code run} reads it, for its {@code dev:} section; any
+   * problem in it stops dev as it stops run.
+   */
+  private ConfigFile devSection() {
+    ConfigFile file = LayeredDefaults.fromSystem()
+        .readingSettingsOf(new CommandLine(new RunCommand()).getCommandSpec()).file(spec);
+    if (!file.problems().isEmpty()) {
+      throw new ConfigException(file.problems());
+    }
+    return file;
   }
 
   private static void checkPort(int port, String flag) {

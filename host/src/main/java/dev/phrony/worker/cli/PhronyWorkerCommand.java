@@ -26,7 +26,7 @@ import picocli.CommandLine.Command;
         "3:some plugins or bindings had problems",
         "4:call: the tool answered with an error",
         "5:call: no handler, no free slot, or another dispatch error",
-        "6:call: no phrony-worker dev at the control address",
+        "6:call, approvals, approve, deny: no phrony-worker dev at the control address",
         "8:run, dev: a core thread died of an Error (the log names it); a restart is safe",
         "9:a plugin called System.exit (stderr names the caller)",
         "70:internal error (a bug; the stack trace is printed)"})
@@ -49,6 +49,9 @@ public final class PhronyWorkerCommand implements Runnable {
     all.put("outbox", OutboxCommand.class);
     all.put("dev", DevCommand.class);
     all.put("call", CallCommand.class);
+    all.put("approvals", ApprovalsCommand.class);
+    all.put("approve", ApproveCommand.class);
+    all.put("deny", DenyCommand.class);
     all.put("new-plugin", NewPluginCommand.class);
     all.put("help", CommandLine.HelpCommand.class);
     return Collections.unmodifiableMap(all);

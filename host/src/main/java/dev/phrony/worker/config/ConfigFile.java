@@ -20,8 +20,9 @@ import picocli.CommandLine.Model.OptionSpec;
 
 /**
  * A {@code worker.yaml}: one flat mapping of setting keys (the long flag names without dashes) to
- * single values, and a {@code handlers:} mapping of {@code tool@version} (or pattern) to that
- * handler's settings ({@link HandlerOverrides}). Read with Jackson's YAML parser token by token, so every problem names the file,
+ * single values, a {@code handlers:} mapping of {@code tool@version} (or pattern) to that
+ * handler's settings ({@link HandlerOverrides}), and a {@code dev:} mapping of settings only
+ * {@code phrony-worker dev} reads ({@link Dev}). Read with Jackson's YAML parser token by token, so every problem names the file,
  * the line and the key: unknown keys, duplicate keys, lists or mappings where a value belongs,
  * values of the wrong type and values the setting's converter refuses (a bad duration). Empty
  * values ({@code key:} or {@code key: null}) leave the setting at its default.
@@ -30,12 +31,36 @@ import picocli.CommandLine.Model.OptionSpec;
  * @param values valid values by key, as text
  * @param problems what is wrong, one line each, {@code file:line: key: what}
  * @param handlers the per-handler rules of {@code handlers:}, in file order
+ * @param dev the {@code dev:} mapping's valid settings
  */
 public record ConfigFile(Path path, Map<String, Value> values, List<String> problems,
-    List<HandlerOverrides.Rule> handlers) {
+    List<HandlerOverrides.Rule> handlers, Dev dev) {
+
+  /** The key of the mapping of {@code dev}'s own settings. */
+  public static final String DEV_KEY = "dev";
+  /** {@code dev:}'s list of {@code tool@version} patterns whose calls are held for approval. */
+  public static final String REQUIRE_APPROVAL = "require-approval";
+  /** {@code dev:}'s bound on how long a held call waits for its answer. */
+  public static final String APPROVAL_TIMEOUT = "approval-timeout";
+  private static final List<String> DEV_SETTINGS = List.of(REQUIRE_APPROVAL, APPROVAL_TIMEOUT);
 
   /** A value and the line it is on. */
   public record Value(String text, int line) {}
+
+  /**
+   * The settings of {@code phrony-worker dev} under {@code dev:} ({@code run} ignores them).
+   *
+   * @param requireApproval {@code require-approval}: patterns as {@link HandlerOverrides} matches
+   *     them (one value or a list), each with its line
+   * @param approvalTimeout {@code approval-timeout}: a duration longer than zero, if set
+   */
+  public record Dev(List<Value> requireApproval, Optional<Value> approvalTimeout) {
+    public static final Dev NONE = new Dev(List.of(), Optional.empty());
+
+    public Dev {
+      requireApproval = List.copyOf(requireApproval);
+    }
+  }
 
   private static final YAMLFactory YAML = new YAMLFactory();
 
@@ -43,11 +68,12 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
     values = Map.copyOf(values);
     problems = List.copyOf(problems);
     handlers = List.copyOf(handlers);
+    dev = dev == null ? Dev.NONE : dev;
   }
 
   /** No file: nothing set, nothing wrong. */
   public static ConfigFile none() {
-    return new ConfigFile(null, Map.of(), List.of(), List.of());
+    return new ConfigFile(null, Map.of(), List.of(), List.of(), Dev.NONE);
   }
 
   public Optional<Value> get(String key) {
@@ -71,16 +97,18 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
     List<String> problems = new ArrayList<>();
     Map<String, Value> values = new LinkedHashMap<>();
     List<HandlerOverrides.Rule> handlers = new ArrayList<>();
+    List<Value> requireApproval = new ArrayList<>();
+    List<Value> approvalTimeout = new ArrayList<>();
     try (Reader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8);
         JsonParser p = YAML.createParser(reader)) {
       JsonToken first = p.nextToken();
       if (first == null) {
-        return new ConfigFile(file, values, problems, handlers); // empty, or only comments
+        return new ConfigFile(file, values, problems, handlers, Dev.NONE); // empty, or comments
       }
       if (first != JsonToken.START_OBJECT) {
         problems.add(file + ":" + line(p.currentTokenLocation())
             + ": expected a mapping of settings (key: value), found " + describe(first));
-        return new ConfigFile(file, values, problems, handlers);
+        return new ConfigFile(file, values, problems, handlers, Dev.NONE);
       }
       JsonToken t;
       while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
@@ -90,6 +118,10 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
         String at = file + ":" + line + ": " + key;
         if (key.equals(HandlerOverrides.FILE_KEY) && !settings.containsKey(key)) {
           readHandlers(p, v, file, at, handlers, problems);
+          continue;
+        }
+        if (key.equals(DEV_KEY) && !settings.containsKey(key)) {
+          readDev(p, v, file, at, requireApproval, approvalTimeout, problems);
           continue;
         }
         OptionSpec option = settings.get(key);
@@ -143,13 +175,91 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
       problems.clear();
       values.clear();
       handlers.clear();
+      requireApproval.clear();
+      approvalTimeout.clear();
       JsonLocation loc = e.getLocation();
       problems.add(file + (loc == null ? "" : ":" + line(loc)) + ": not valid YAML: "
           + yamlMessage(e.getOriginalMessage()));
     } catch (IOException e) {
       problems.add("config file " + file + " (" + requiredBy + ") cannot be read: " + e);
     }
-    return new ConfigFile(file, values, problems, handlers);
+    return new ConfigFile(file, values, problems, handlers,
+        new Dev(requireApproval, approvalTimeout.stream().reduce((a, b) -> b)));
+  }
+
+  /**
+   * {@code dev:}, whose value is the current token {@code v}: {@code require-approval} (one
+   * pattern or a list of them) and {@code approval-timeout} (a duration). Every bad entry is a
+   * problem naming its line; the good ones are kept.
+   */
+  private static void readDev(JsonParser p, JsonToken v, Path file, String at,
+      List<Value> requireApproval, List<Value> approvalTimeout, List<String> problems)
+      throws IOException {
+    if (v == JsonToken.VALUE_NULL) {
+      return;
+    }
+    if (v != JsonToken.START_OBJECT) {
+      problems.add(at + ": expected a mapping of dev's settings (" + String.join(", ",
+          DEV_SETTINGS) + "), found " + describe(v));
+      p.skipChildren();
+      return;
+    }
+    while (p.nextToken() == JsonToken.FIELD_NAME) {
+      String key = p.currentName();
+      int line = line(p.currentTokenLocation());
+      JsonToken sv = p.nextToken();
+      String where = file + ":" + line + ": " + DEV_KEY + ": " + key;
+      switch (key) {
+        case REQUIRE_APPROVAL -> {
+          if (sv == JsonToken.START_ARRAY) {
+            while ((sv = p.nextToken()) != JsonToken.END_ARRAY) {
+              pattern(p, sv, file, requireApproval, problems);
+            }
+          } else if (sv != JsonToken.VALUE_NULL) {
+            pattern(p, sv, file, requireApproval, problems);
+          }
+        }
+        case APPROVAL_TIMEOUT -> {
+          if (sv == JsonToken.START_OBJECT || sv == JsonToken.START_ARRAY) {
+            problems.add(where + ": expected a duration, found " + describe(sv));
+            p.skipChildren();
+          } else if (sv != JsonToken.VALUE_NULL) {
+            String text = p.getText().strip();
+            Optional<String> wrong = DurationParser.checkPositive(text);
+            if (wrong.isPresent()) {
+              problems.add(where + ": " + wrong.get());
+            } else {
+              approvalTimeout.add(new Value(text, line));
+            }
+          }
+        }
+        default -> {
+          problems.add(where + ": unknown key" + suggestion(key, DEV_SETTINGS)
+              + ": the keys of " + DEV_KEY + ": are " + String.join(", ", DEV_SETTINGS));
+          p.skipChildren();
+        }
+      }
+    }
+  }
+
+  /** One {@code require-approval} entry, the current token {@code v}. */
+  private static void pattern(JsonParser p, JsonToken v, Path file, List<Value> patterns,
+      List<String> problems) throws IOException {
+    int line = line(p.currentTokenLocation());
+    String where = file + ":" + line + ": " + DEV_KEY + ": " + REQUIRE_APPROVAL;
+    if (v == JsonToken.START_OBJECT || v == JsonToken.START_ARRAY) {
+      problems.add(where + ": expected a tool@version or a pattern such as 'payments.*', found "
+          + describe(v));
+      p.skipChildren();
+      return;
+    }
+    String text = p.getText().strip();
+    Optional<String> wrong = HandlerOverrides.checkPattern(text);
+    if (wrong.isPresent()) {
+      problems.add(where + ": " + wrong.get());
+    } else {
+      patterns.add(new Value(text, line));
+    }
   }
 
   /**

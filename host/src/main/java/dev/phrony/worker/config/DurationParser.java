@@ -3,6 +3,7 @@ package dev.phrony.worker.config;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import picocli.CommandLine;
@@ -24,6 +25,17 @@ public final class DurationParser implements CommandLine.ITypeConverter<Duration
       return parse(value);
     } catch (IllegalArgumentException e) {
       throw new CommandLine.TypeConversionException(e.getMessage());
+    }
+  }
+
+  /** What is wrong with {@code text} as a duration longer than zero, if anything. */
+  public static Optional<String> checkPositive(String text) {
+    try {
+      Duration d = parse(text);
+      return d.isZero() || d.isNegative()
+          ? Optional.of("'" + text + "' must be longer than zero") : Optional.empty();
+    } catch (IllegalArgumentException e) {
+      return Optional.of(e.getMessage());
     }
   }
 

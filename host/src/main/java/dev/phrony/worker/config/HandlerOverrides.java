@@ -92,14 +92,7 @@ public final class HandlerOverrides {
             : Optional.of(ENABLED + " '" + value + "' is not true or false");
       }
       case DEADLINE -> {
-        try {
-          Duration d = DurationParser.parse(value.strip());
-          return d.isZero() || d.isNegative()
-              ? Optional.of(DEADLINE + " '" + value + "' must be longer than zero")
-              : Optional.empty();
-        } catch (IllegalArgumentException e) {
-          return Optional.of(DEADLINE + ": " + e.getMessage());
-        }
+        return DurationParser.checkPositive(value.strip()).map(w -> DEADLINE + ": " + w);
       }
       default -> {
         return Optional.of("unknown setting '" + setting + "'"
@@ -149,8 +142,11 @@ public final class HandlerOverrides {
     return rules;
   }
 
-  /** True when {@code pattern} matches {@code key} ({@code *}: any characters). */
-  static boolean matches(String pattern, String key) {
+  /**
+   * True when {@code pattern} matches {@code key} ({@code *}: any characters). The one matcher of
+   * {@code tool@version} patterns: handler settings and {@code dev --require-approval} use it.
+   */
+  public static boolean matches(String pattern, String key) {
     if (!pattern.contains("*")) {
       return pattern.equals(key);
     }

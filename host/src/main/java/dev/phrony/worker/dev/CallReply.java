@@ -61,15 +61,28 @@ public final class CallReply {
     throw new IllegalArgumentException("not a call outcome: " + Json.pretty(json));
   }
 
-  /** The answer for a completed call. */
-  static ObjectNode toJson(CallService.Completed c) {
-    Call call = c.call();
-    Outcome outcome = c.outcome();
+  /**
+   * A call's ids and key, and with {@code withArgs} its arguments ({@code args}, or
+   * {@code args_text} when they are not JSON): the fields every answer and event names a call by.
+   */
+  static ObjectNode callFields(Call call, boolean withArgs) {
     ObjectNode o = Json.object();
     o.put("call_id", call.callId());
     o.put("session_id", call.sessionId());
     o.put("tool", call.tool());
     o.put("version", call.version());
+    if (withArgs && Json.isJson(call.args())) {
+      o.set("args", Json.parse(call.args()));
+    } else if (withArgs) {
+      o.put("args_text", call.argsText());
+    }
+    return o;
+  }
+
+  /** The answer for a completed call. */
+  static ObjectNode toJson(CallService.Completed c) {
+    Outcome outcome = c.outcome();
+    ObjectNode o = callFields(c.call(), false);
     switch (outcome) {
       case Outcome.Result r -> {
         o.put("outcome", Kind.RESULT.wire());

@@ -7,9 +7,11 @@ import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.api.ToolDescriptor;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.regex.Pattern;
 
 /**
@@ -74,6 +76,11 @@ public record CallRequest(String tool, String version, String args, String sessi
       throw new IllegalArgumentException("deadline must be positive, got " + deadline.toMillis()
           + " ms");
     }
+  }
+
+  /** A fresh session id, as the runtime would make one: {@code s-} and 8 hex digits. */
+  public static String newSessionId() {
+    return "s-" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt());
   }
 
   /** The routing key {@code tool@version}. */

@@ -1,6 +1,7 @@
 package dev.phrony.worker.dev;
 
 import dev.phrony.runtime.v1.WorkServerMsg;
+import dev.phrony.worker.call.ArgsCheck;
 import dev.phrony.worker.plugin.LoadProblem;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.Event;
@@ -14,6 +15,7 @@ import java.time.InstantSource;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -26,8 +28,15 @@ import java.util.stream.Collectors;
  * and sends {@code cancel} to the worker running it) and the outcome says what it was waiting
  * for, as the runtime's error would: a handler, a free slot, or the worker's answer.
  *
- * <p>Every call is reported to the {@link Listener} when it is submitted and when it ends, which
- * is how {@code dev} prints the {@code tool_call} and {@code tool_result} lines.
+ * <p>A call its {@link Approvals} gate names is held before dispatch until a human answers it:
+ * approved, it is dispatched (with the replacement arguments, if any), and its deadline counts
+ * from then, as the runtime pauses a session's clock while it waits for a human; denied or
+ * expired, it ends with the tool error {@value Approvals#DENIED} or {@value Approvals#EXPIRED}
+ * and no worker ever sees it.
+ *
+ * <p>Every call is reported to the {@link Listener} when it is submitted, when it is held, and
+ * when it ends, which is how {@code dev} prints the {@code tool_call}, {@code approval_required}
+ * and {@code tool_result} lines and keeps each session's event stream.
  */
 public final class CallService implements AutoCloseable {
 
@@ -41,10 +50,15 @@ public final class CallService implements AutoCloseable {
   private static final String NO_HANDLER = "no handler registered for tool";
   private static final String CAPACITY_EXHAUSTED = "tool handler capacity exhausted";
   private static final String DEADLINE_EXCEEDED = "context deadline exceeded";
+  private static final String CANCELLED = "context canceled";
+  private static final String SHUTTING_DOWN = "runtime shutting down";
 
   /** Hears every call submitted through the service. Called on runtime threads: be quick. */
   public interface Listener {
     void submitted(Call call);
+
+    /** The call is held for a human's approval (after {@link #submitted}, before its end). */
+    default void approvalRequired(Approvals.Pending pending) {}
 
     void completed(Completed completed);
   }
@@ -66,6 +80,7 @@ public final class CallService implements AutoCloseable {
   private final Listener listener;
   private final List<LoadProblem> loadProblems;
   private final LocalRuntime.Subscription invokes;
+  private final Approvals approvals;
   private final Map<String, Pending> pending = new ConcurrentHashMap<>();
   /** call id to the worker it was invoked on, for calls in {@link #pending}. */
   private final Map<String, String> invokedOn = new ConcurrentHashMap<>();
@@ -81,6 +96,17 @@ public final class CallService implements AutoCloseable {
    */
   public CallService(LocalRuntime runtime, Duration dispatchWait, Scheduler scheduler,
       Listener listener, List<LoadProblem> loadProblems) {
+    this(runtime, dispatchWait, scheduler, listener, loadProblems,
+        new Approvals(ApprovalPolicy.NONE, scheduler, key -> ArgsCheck.NONE));
+  }
+
+  /**
+   * The same, with calls held for approval as {@code approvals} says; closing this service
+   * closes it.
+   */
+  public CallService(LocalRuntime runtime, Duration dispatchWait, Scheduler scheduler,
+      Listener listener, List<LoadProblem> loadProblems, Approvals approvals) {
+    this.approvals = Objects.requireNonNull(approvals, "approvals");
     this.loadProblems = List.copyOf(loadProblems);
     this.runtime = Objects.requireNonNull(runtime, "runtime");
     this.dispatchWait = Objects.requireNonNull(dispatchWait, "dispatchWait");
@@ -113,11 +139,6 @@ public final class CallService implements AutoCloseable {
         : sessions.computeIfAbsent(request.sessionId(),
             s -> Call.sequence(s, Call.LOCAL_AGENT_VERSION))
             .next(request.tool(), request.version(), request.args());
-    Duration bound = dispatchWait;
-    if (request.deadline() != null) {
-      call = call.withDeadline(clock.instant().plus(request.deadline()));
-      bound = request.deadline().plus(DEADLINE_GRACE);
-    }
     Pending p = new Pending(call, clock.instant());
     pending.put(call.callId(), p);
     listener.submitted(call);
@@ -125,10 +146,56 @@ public final class CallService implements AutoCloseable {
     CompletableFuture<Completed> done = new CompletableFuture<>();
     if (!advertisedKeys().contains(call.key())) {
       // Nobody serves it: waiting out the dispatch for "no handler" would only cost the
-      // developer the wait (a typo, a plugin that did not load).
+      // developer the wait (a typo, a plugin that did not load), or a human an approval.
       finish(p, new Outcome.DispatchError(Outcome.Kind.NO_HANDLER, NO_HANDLER,
           new Outcome.Trace(call.callId(), null, Duration.ZERO, false)), done);
       return done;
+    }
+    Optional<Approvals.Hold> hold = approvals.hold(call, listener::approvalRequired);
+    if (hold.isEmpty()) {
+      dispatch(p, call, request.deadline(), done);
+      return done;
+    }
+    hold.get().verdict().thenAccept(verdict -> {
+      switch (verdict) {
+        case Approvals.Approved a -> dispatch(p, a.call(), request.deadline(), done);
+        case Approvals.Denied d -> finish(p, notRun(p, Approvals.DENIED, "denied by the reviewer"
+            + (d.comment().isBlank() ? "" : ": " + d.comment().strip())), done);
+        case Approvals.Expired e -> finish(p, notRun(p, Approvals.EXPIRED,
+            "approval timed out after " + human(e.timeout())), done);
+        case Approvals.Withdrawn w -> finish(p, new Outcome.DispatchError(w.kind(),
+            w.kind() == Outcome.Kind.CANCELLED ? CANCELLED : SHUTTING_DOWN,
+            trace(p, null)), done);
+      }
+    });
+    return done;
+  }
+
+  /** The tool error of a held call that was not approved: what the model reads. */
+  private Outcome notRun(Pending p, String code, String message) {
+    return new Outcome.ToolError(code, message + "; the call was not run", false, trace(p, null));
+  }
+
+  private Outcome.Trace trace(Pending p, String workerId) {
+    return new Outcome.Trace(p.call().callId(), workerId,
+        Duration.between(p.submittedAt(), clock.instant()), false);
+  }
+
+  /**
+   * Dispatches {@code call} and bounds it: by its deadline, counted from now, when it has one,
+   * else by the dispatch wait.
+   */
+  private void dispatch(Pending held, Call call, Duration deadline,
+      CompletableFuture<Completed> done) {
+    Duration bound = dispatchWait;
+    if (deadline != null) {
+      call = call.withDeadline(clock.instant().plus(deadline));
+      bound = deadline.plus(DEADLINE_GRACE);
+    }
+    // The call as dispatched (its deadline, replacement arguments) is the one that ends.
+    Pending p = new Pending(call, held.submittedAt());
+    if (!pending.replace(call.callId(), held, p)) {
+      return; // ended meanwhile
     }
     CompletableFuture<Outcome> dispatched = runtime.dispatch(call);
     Scheduler.Handle timer = scheduler.schedule(() -> {
@@ -144,7 +211,6 @@ public final class CallService implements AutoCloseable {
         finish(p, outcome, done);
       }
     });
-    return done;
   }
 
   private void finish(Pending p, Outcome outcome, CompletableFuture<Completed> done) {
@@ -165,8 +231,7 @@ public final class CallService implements AutoCloseable {
   private Outcome givenUp(Pending p) {
     String callId = p.call().callId();
     String worker = invokedOn.get(callId);
-    Outcome.Trace trace = new Outcome.Trace(callId, worker,
-        Duration.between(p.submittedAt(), clock.instant()), false);
+    Outcome.Trace trace = trace(p, worker);
     if (worker != null) {
       return new Outcome.DispatchError(Outcome.Kind.TIMEOUT, DEADLINE_EXCEEDED, trace);
     }
@@ -228,8 +293,14 @@ public final class CallService implements AutoCloseable {
     List<String> ids = pending.values().stream()
         .filter(p -> p.call().sessionId().equals(sessionId))
         .map(p -> p.call().callId()).sorted().toList();
+    approvals.withdrawSession(sessionId);
     runtime.cancelSession(sessionId);
     return ids;
+  }
+
+  /** The approval gate (for the control API). */
+  public Approvals approvals() {
+    return approvals;
   }
 
   /** Calls submitted and not yet ended. */
@@ -242,14 +313,20 @@ public final class CallService implements AutoCloseable {
     closed = true;
   }
 
-  /** Refuses new calls. Close the runtime first: that ends the calls still in flight. */
+  /**
+   * Refuses new calls, and ends the calls held for approval ({@code shutdown}). Close the runtime
+   * first: that ends the calls still in flight.
+   */
   @Override
   public void close() {
     closed = true;
+    approvals.close();
     invokes.close();
   }
 
   static String human(Duration d) {
-    return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
+    long ms = d.toMillis();
+    return ms >= 60_000 && ms % 60_000 == 0 ? d.toMinutes() + "m"
+        : ms % 1000 == 0 ? d.toSeconds() + "s" : ms + "ms";
   }
 }

@@ -23,31 +23,53 @@ import java.util.concurrent.ConcurrentHashMap;
  * <pre>
  * 12:00:00.100 worker_registered   worker_id=w1 handlers=echo@default,weather.forecast@1
  * 12:00:01.234 tool_call   call_id=s-1a:av-local:1:0 tool=weather.get-forecast@1.0.0 args=15B
+ * 12:00:01.235 approval_required approval_id=ap-5e6f7a8b call_id=s-1a:av-local:1:0
+ *              tool=payments.process-payment@1.0.0 args=58B expires=12:05:01
+ *              answer: bin/phrony-worker approve ap-5e6f7a8b [--args JSON]
+ *              | bin/phrony-worker deny ap-5e6f7a8b
  * 12:00:01.251 tool_result call_id=s-1a:av-local:1:0 outcome=result size=87B worker=w1 elapsed=17ms
  * 12:00:02.001 tool_result call_id=... outcome=tool_error code=invalid_args worker=w1 elapsed=3ms
  * 12:00:12.003 tool_result call_id=... outcome=dispatch_error kind=no_handler elapsed=10001ms
  * 12:00:30.100 worker_disconnected worker_id=w1 status=OK
  * </pre>
  *
- * Arguments and payloads are never printed, only their sizes.
+ * Arguments and payloads are never printed, only their sizes. Each event is one line (the
+ * {@code approval_required} example above is wrapped here only).
  */
 final class Console implements CallService.Listener {
   private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss.SSS", Locale.ROOT);
+  private static final DateTimeFormatter EXPIRES =
+      DateTimeFormatter.ofPattern("HH:mm:ss", Locale.ROOT);
 
   private final PrintWriter out;
   private final Clock clock;
+  /** Given to the answer commands when it is not their default. */
+  private final String controlUrl;
   /** Handlers sent in {@code register}, by stream, until the runtime answers {@code registered}. */
   private final Map<Long, List<String>> registering = new ConcurrentHashMap<>();
 
-  Console(PrintWriter out, Clock clock) {
+  Console(PrintWriter out, Clock clock, String controlUrl) {
     this.out = out;
     this.clock = clock;
+    this.controlUrl = controlUrl;
   }
 
   @Override
   public void submitted(Call call) {
     line("tool_call   call_id=" + call.callId() + " tool=" + call.key() + " args="
         + call.args().length + "B");
+  }
+
+  @Override
+  public void approvalRequired(Approvals.Pending p) {
+    String control = ControlClient.DEFAULT_URL.equals(controlUrl) ? ""
+        : " --control " + controlUrl;
+    line("approval_required approval_id=" + p.approvalId() + " call_id=" + p.call().callId()
+        + " tool=" + p.call().key() + " args=" + p.call().args().length + "B"
+        + p.expiresAt().map(t -> " expires=" + LocalTime.ofInstant(t, clock.getZone())
+            .format(EXPIRES)).orElse("")
+        + " answer: bin/phrony-worker approve " + p.approvalId() + control + " [--args JSON]"
+        + " | bin/phrony-worker deny " + p.approvalId() + control);
   }
 
   @Override

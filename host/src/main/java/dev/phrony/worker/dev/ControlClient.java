@@ -1,18 +1,24 @@
 package dev.phrony.worker.dev;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.phrony.worker.SyntaxException;
 import dev.phrony.worker.UserErrorException;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
 import java.net.ConnectException;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.net.URLEncoder;
 import java.net.http.HttpClient;
 import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
 import java.nio.channels.UnresolvedAddressException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -102,10 +108,109 @@ public final class ControlClient {
         .GET().build(), CONNECT_TIMEOUT.multipliedBy(2));
   }
 
+  /** {@code GET /v1/approvals}: the calls held for approval, and dev's approval policy. */
+  public JsonNode approvals() {
+    return get("/v1/approvals");
+  }
+
+  /**
+   * Answers an approval ({@code POST /v1/approvals/{id}}).
+   *
+   * @param args replacement arguments (JSON) for an approval, or null for none
+   * @return the answer: {@code decision}, {@code call_id}, {@code args_replaced}...
+   * @throws ControlRequestException when dev refuses it: no such approval waiting (404),
+   *     arguments that break the handler's input schema (422, the message names the pointer)
+   */
+  public JsonNode answer(String approvalId, boolean approved, String comment, String args) {
+    ObjectNode body = Json.object();
+    body.put("approved", approved);
+    if (comment != null) {
+      body.put("comment", comment);
+    }
+    if (args != null) {
+      body.set("args", Json.parse(args));
+    }
+    Duration wait = CONNECT_TIMEOUT.multipliedBy(2);
+    return send(HttpRequest.newBuilder(base.resolve("/v1/approvals/" + segment(approvalId)))
+        .timeout(wait).header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofByteArray(Json.bytes(body))).build(), wait);
+  }
+
+  /**
+   * The events of a session ({@code GET /v1/sessions/{id}/events}), one JSON object per line:
+   * those after event {@code after}, and with {@code follow} every new one until the stream is
+   * closed or dev stops. Returns once dev has answered with its headers: with {@code follow}, no
+   * event of the session after that is missed.
+   *
+   * @throws ControlRequestException for an unknown session without {@code follow} (404)
+   */
+  public EventStream events(String sessionId, long after, boolean follow) {
+    URI uri = base.resolve("/v1/sessions/" + segment(sessionId) + "/events?after=" + after
+        + "&follow=" + follow);
+    HttpRequest.Builder request = HttpRequest.newBuilder(uri).GET();
+    if (!follow) {
+      request.timeout(CONNECT_TIMEOUT.multipliedBy(2));
+    }
+    HttpResponse<InputStream> response = exchange(request.build(),
+        HttpResponse.BodyHandlers.ofInputStream(), CONNECT_TIMEOUT.multipliedBy(2));
+    if (response.statusCode() != 200) {
+      try (InputStream in = response.body()) {
+        check(response.statusCode(), in.readAllBytes());
+      } catch (IOException e) {
+        throw new ControlUnreachableException("phrony-worker dev at " + url()
+            + " broke off the request: " + e);
+      }
+    }
+    return new EventStream(new BufferedReader(new InputStreamReader(response.body(),
+        StandardCharsets.UTF_8)));
+  }
+
+  /** A session's events as they arrive; close it to stop following. */
+  public static final class EventStream implements AutoCloseable {
+    private final BufferedReader lines;
+
+    private EventStream(BufferedReader lines) {
+      this.lines = lines;
+    }
+
+    /** The next event, one line of JSON, waiting for it; null at the end of the stream. */
+    public String next() {
+      try {
+        String line;
+        while ((line = lines.readLine()) != null && line.isBlank()) {
+          // a keepalive
+        }
+        return line;
+      } catch (IOException e) {
+        return null; // closed, or dev went away: the stream is over either way
+      }
+    }
+
+    @Override
+    public void close() {
+      try {
+        lines.close();
+      } catch (IOException e) {
+        // nothing to release beyond the connection
+      }
+    }
+  }
+
+  /** A path segment, percent-encoded. */
+  private static String segment(String s) {
+    return URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20");
+  }
+
   private JsonNode send(HttpRequest request, Duration wait) {
-    HttpResponse<byte[]> response;
+    HttpResponse<byte[]> response = exchange(request, HttpResponse.BodyHandlers.ofByteArray(),
+        wait);
+    return check(response.statusCode(), response.body());
+  }
+
+  private <T> HttpResponse<T> exchange(HttpRequest request, HttpResponse.BodyHandler<T> body,
+      Duration wait) {
     try {
-      response = http.send(request, HttpResponse.BodyHandlers.ofByteArray());
+      return http.send(request, body);
     } catch (HttpConnectTimeoutException e) {
       throw unreachable("no answer to connect within " + CONNECT_TIMEOUT.toSeconds() + " s");
     } catch (HttpTimeoutException e) {
@@ -125,13 +230,16 @@ public final class ControlClient {
       Thread.currentThread().interrupt();
       throw new ControlUnreachableException("interrupted while waiting for " + url());
     }
+  }
+
+  /** The JSON of a 200 answer; otherwise the refusal it carries, as an exception. */
+  private JsonNode check(int status, byte[] body) {
     JsonNode json;
     try {
-      json = Json.parse(response.body());
+      json = Json.parse(body);
     } catch (SyntaxException e) {
-      throw notDev("it answered HTTP " + response.statusCode() + " without JSON");
+      throw notDev("it answered HTTP " + status + " without JSON");
     }
-    int status = response.statusCode();
     if (status == 200) {
       return json;
     }

@@ -5,19 +5,23 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import dev.phrony.worker.SyntaxException;
 import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.WorkerView;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.net.BindException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.slf4j.Logger;
@@ -30,6 +34,13 @@ import org.slf4j.LoggerFactory;
  * POST /v1/calls                   submit a call ({@link CallRequest}), get its outcome
  *                                  ({@link CallReply})
  * POST /v1/sessions/{id}/cancel    cancel a session's calls in flight
+ * GET  /v1/sessions/{id}/events    the session's tool_call, approval_required and tool_result
+ *                                  events, one JSON object per line; ?after=SEQ skips those up
+ *                                  to SEQ, ?follow=true stays open and streams new ones (and an
+ *                                  empty line after 15 s without one)
+ * GET  /v1/approvals               calls held for approval, oldest first
+ * POST /v1/approvals/{id}          answer one: {"approved": true|false, "comment": "...",
+ *                                  "args": {...}} (args replace the proposed arguments)
  * GET  /v1/workers                 the runtime's registrations and their slots
  * GET  /v1/queues                  calls waiting for a slot, by tool@version
  * GET  /healthz                    200 while serving, 503 while stopping
@@ -46,35 +57,45 @@ public final class ControlServer implements AutoCloseable {
   /** The largest request body: the worker's own inbound limit (64 MiB). */
   static final int MAX_BODY_BYTES = 64 * 1024 * 1024;
   static final String ENDPOINTS = "POST /v1/calls, POST /v1/sessions/{id}/cancel, "
+      + "GET /v1/sessions/{id}/events, GET /v1/approvals, POST /v1/approvals/{id}, "
       + "GET /v1/workers, GET /v1/queues, GET /healthz";
+  /** How long a followed session stream stays silent before an empty line checks the client. */
+  static final Duration KEEPALIVE = Duration.ofSeconds(15);
+  private static final byte[] NEWLINE = {'\n'};
+  private static final List<String> ANSWER_FIELDS = List.of("approved", "comment", "args");
+  private static final List<String> EVENTS_PARAMS = List.of("after", "follow");
 
   private final HttpServer server;
   private final ExecutorService executor;
   private final CallService calls;
   private final LocalRuntime runtime;
+  private final SessionEvents sessions;
   private volatile boolean stopping;
 
   private ControlServer(HttpServer server, ExecutorService executor, CallService calls,
-      LocalRuntime runtime) {
+      LocalRuntime runtime, SessionEvents sessions) {
     this.server = server;
     this.executor = executor;
     this.calls = calls;
     this.runtime = runtime;
+    this.sessions = sessions;
   }
 
   /**
-   * Serves on {@code 127.0.0.1:port} (0 picks a free port).
+   * Serves on {@code 127.0.0.1:port} (0 picks a free port), with the session streams of
+   * {@code sessions} (which must hear the calls of {@code calls}).
    *
    * @throws BindException when the port is in use
    */
-  public static ControlServer start(int port, CallService calls, LocalRuntime runtime)
-      throws IOException {
+  public static ControlServer start(int port, CallService calls, LocalRuntime runtime,
+      SessionEvents sessions) throws IOException {
     Objects.requireNonNull(calls, "calls");
     Objects.requireNonNull(runtime, "runtime");
+    Objects.requireNonNull(sessions, "sessions");
     HttpServer server = HttpServer.create(
         new InetSocketAddress(InetAddress.getByAddress(new byte[] {127, 0, 0, 1}), port), 0);
     ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
-    ControlServer control = new ControlServer(server, executor, calls, runtime);
+    ControlServer control = new ControlServer(server, executor, calls, runtime, sessions);
     server.setExecutor(executor);
     server.createContext("/", control::handle);
     server.start();
@@ -134,6 +155,12 @@ public final class ControlServer implements AutoCloseable {
   private void handle(HttpExchange x) {
     Response r;
     try {
+      Optional<String> session = eventsOf(x.getRequestURI().getRawPath());
+      if (session.isPresent()) {
+        only(x.getRequestMethod(), "GET");
+        events(x, session.get());
+        return;
+      }
       r = route(x);
     } catch (Refusal e) {
       r = e.response;
@@ -174,6 +201,16 @@ public final class ControlServer implements AutoCloseable {
             && !parts.get(3).isEmpty()) {
           only(method, "POST");
           return cancel(decode(parts.get(3)));
+        }
+        if (path.equals("/v1/approvals") || path.equals("/v1/approvals/")) {
+          only(method, "GET");
+          return approvals();
+        }
+        // "", "v1", "approvals", id
+        if (parts.size() == 4 && parts.get(0).isEmpty() && parts.get(1).equals("v1")
+            && parts.get(2).equals("approvals") && !parts.get(3).isEmpty()) {
+          only(method, "POST");
+          return answer(decode(parts.get(3)), body(x));
         }
         throw new Refusal(404, "not_found", "no endpoint " + method + " " + path
             + "; the endpoints are " + ENDPOINTS);
@@ -240,6 +277,168 @@ public final class ControlServer implements AutoCloseable {
     return new Response(200, o);
   }
 
+  private Response approvals() {
+    ObjectNode o = Json.object();
+    ApprovalPolicy policy = calls.approvals().policy();
+    ArrayNode patterns = o.putArray("require_approval");
+    policy.rules().forEach(r -> patterns.add(r.pattern()));
+    if (policy.timeout().isPresent()) {
+      o.put("approval_timeout_ms", policy.timeout().get().toMillis());
+    } else {
+      o.putNull("approval_timeout_ms");
+    }
+    ArrayNode list = o.putArray("approvals");
+    calls.approvals().pending().forEach(p -> list.add(p.toJson()));
+    return new Response(200, o);
+  }
+
+  /** {@code RunSessionInteractiveToolApproval}: approve (maybe with new arguments) or deny. */
+  private Response answer(String approvalId, byte[] body) {
+    JsonNode json;
+    try {
+      json = Json.parse(body);
+    } catch (SyntaxException e) {
+      throw new Refusal(400, "bad_request", "the body is not JSON: " + e.getMessage());
+    }
+    if (!json.isObject()) {
+      throw new Refusal(400, "bad_request", "the body must be a JSON object like "
+          + "{\"approved\": true, \"comment\": \"ok\"}");
+    }
+    for (Map.Entry<String, JsonNode> field : json.properties()) {
+      if (!ANSWER_FIELDS.contains(field.getKey())) {
+        throw new Refusal(400, "bad_request", "unknown field '" + field.getKey()
+            + "'; the fields are " + String.join(", ", ANSWER_FIELDS));
+      }
+    }
+    JsonNode approved = json.get("approved");
+    if (approved == null || !approved.isBoolean()) {
+      throw new Refusal(400, "bad_request", "approved is required: true or false");
+    }
+    JsonNode comment = json.path("comment");
+    if (!comment.isMissingNode() && !comment.isNull() && !comment.isTextual()) {
+      throw new Refusal(400, "bad_request", "comment must be a string");
+    }
+    JsonNode args = json.get("args");
+    String replacement = args == null || args.isNull() ? null
+        : new String(Json.bytes(args), StandardCharsets.UTF_8);
+    if (replacement != null && !approved.booleanValue()) {
+      throw new Refusal(400, "bad_request", "args replace the arguments of an approved call:"
+          + " leave them out of a denial");
+    }
+    Approvals.Answer answer = calls.approvals().answer(approvalId, approved.booleanValue(),
+        comment.isTextual() ? comment.textValue() : "", replacement);
+    return switch (answer) {
+      case Approvals.Settled s -> {
+        ObjectNode o = Json.object();
+        o.put("approval_id", s.pending().approvalId());
+        o.put("call_id", s.pending().call().callId());
+        o.put("session_id", s.pending().call().sessionId());
+        o.put("tool", s.pending().call().tool());
+        o.put("version", s.pending().call().version());
+        o.put("decision", s.verdict() instanceof Approvals.Approved ? "approved" : "denied");
+        o.put("args_replaced", s.verdict() instanceof Approvals.Approved a && a.argsReplaced());
+        yield new Response(200, o);
+      }
+      case Approvals.ArgsRefused r -> throw new Refusal(422, "invalid_args", "the args do not"
+          + " fit the input schema of " + r.pending().call().key() + ": " + r.violation()
+          + "; approval " + approvalId + " is still waiting");
+      case Approvals.NotPending n -> {
+        List<String> waiting = calls.approvals().pending().stream()
+            .map(Approvals.Pending::approvalId).toList();
+        throw new Refusal(404, "not_found", "no approval " + approvalId + " is waiting (it was"
+            + " answered, expired, or never existed); waiting: "
+            + (waiting.isEmpty() ? "none" : String.join(", ", waiting)));
+      }
+    };
+  }
+
+  /** The session id of {@code /v1/sessions/{id}/events}, if that is the path. */
+  private static Optional<String> eventsOf(String path) {
+    List<String> parts = List.of(path.split("/", -1));
+    // "", "v1", "sessions", id, "events"
+    if (parts.size() == 5 && parts.get(0).isEmpty() && parts.get(1).equals("v1")
+        && parts.get(2).equals("sessions") && parts.get(4).equals("events")
+        && !parts.get(3).isEmpty()) {
+      return Optional.of(decode(parts.get(3)));
+    }
+    return Optional.empty();
+  }
+
+  /**
+   * A session's events as newline-delimited JSON: those kept, or with {@code follow} each new
+   * one as it happens, until the client goes away or dev stops. The headers go out once the
+   * follower is in place, so a client that waits for them misses nothing submitted after.
+   */
+  private void events(HttpExchange x, String sessionId) throws IOException {
+    Map<String, String> query = query(x.getRequestURI().getRawQuery());
+    long after = 0;
+    if (query.containsKey("after")) {
+      try {
+        after = Long.parseLong(query.get("after"));
+      } catch (NumberFormatException e) {
+        after = -1;
+      }
+      if (after < 0) {
+        throw new Refusal(400, "bad_request", "after must be an event number (seq), 0 or more");
+      }
+    }
+    String follow = query.getOrDefault("follow", "false");
+    if (!follow.equals("true") && !follow.equals("false")) {
+      throw new Refusal(400, "bad_request", "follow must be true or false");
+    }
+    x.getResponseHeaders().set("Content-Type", "application/x-ndjson; charset=utf-8");
+    if (follow.equals("false")) {
+      List<SessionEvents.Event> kept = sessions.events(sessionId, after)
+          .orElseThrow(() -> new Refusal(404, "not_found", "no session " + sessionId
+              + " (it has no call yet, or it is too old to be kept); follow=true waits for it"));
+      StringBuilder b = new StringBuilder();
+      kept.forEach(e -> b.append(e.json()).append('\n'));
+      byte[] bytes = b.toString().getBytes(StandardCharsets.UTF_8);
+      try (x) {
+        x.sendResponseHeaders(200, bytes.length == 0 ? -1 : bytes.length);
+        if (bytes.length > 0) {
+          x.getResponseBody().write(bytes);
+        }
+      }
+      return;
+    }
+    try (x; SessionEvents.Follower f = sessions.follow(sessionId, after)) {
+      x.sendResponseHeaders(200, 0); // chunked, until the end
+      OutputStream out = x.getResponseBody();
+      out.flush();
+      SessionEvents.Event e;
+      while ((e = f.next(KEEPALIVE)) != null) {
+        // An empty line when idle: writing is how a client that went away is noticed (and its
+        // follower dropped); readers skip empty lines.
+        out.write(e == SessionEvents.Follower.IDLE ? NEWLINE
+            : (e.json() + "\n").getBytes(StandardCharsets.UTF_8));
+        out.flush();
+      }
+    } catch (IOException e) {
+      log.debug("control API: session {} follower went away: {}", sessionId, e.toString());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt(); // stopping
+    }
+  }
+
+  /** {@code a=1&b=2}, percent-decoded; a parameter it does not know is refused. */
+  private static Map<String, String> query(String raw) {
+    Map<String, String> q = new LinkedHashMap<>();
+    if (raw == null || raw.isEmpty()) {
+      return q;
+    }
+    for (String pair : raw.split("&")) {
+      int eq = pair.indexOf('=');
+      String key = decode(eq < 0 ? pair : pair.substring(0, eq));
+      if (!EVENTS_PARAMS.contains(key)) {
+        throw new Refusal(400, "bad_request", "unknown parameter '" + key + "'; the parameters"
+            + " are " + String.join(", ", EVENTS_PARAMS));
+      }
+      q.put(key, eq < 0 ? "true" : decode(pair.substring(eq + 1)));
+    }
+    return q;
+  }
+
   private Response workers() {
     ObjectNode o = Json.object();
     ArrayNode list = o.putArray("workers");
@@ -263,6 +462,7 @@ public final class ControlServer implements AutoCloseable {
         hj.put("contract_version", h.contractVersion());
         hj.put("max_concurrency", h.maxConcurrency());
         hj.put("busy", h.busy());
+        hj.put("invoked", h.invoked());
         hj.put("descriptor_hash", h.descriptorHash());
       }
     }

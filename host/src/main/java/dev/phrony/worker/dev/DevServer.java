@@ -28,6 +28,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -71,10 +73,18 @@ public final class DevServer implements AutoCloseable {
    * @param runtimePort the Work stream's loopback port (0: any free port)
    * @param controlPort the control API's loopback port (0: any free port)
    * @param host the host to run against the runtime, or empty for none ({@code --no-host})
+   * @param approvals which calls are held for a human's approval before dispatch
    */
-  public record Options(int runtimePort, int controlPort, Optional<Host> host) {
+  public record Options(int runtimePort, int controlPort, Optional<Host> host,
+      ApprovalPolicy approvals) {
     public Options {
       Objects.requireNonNull(host, "host");
+      Objects.requireNonNull(approvals, "approvals");
+    }
+
+    /** Without approvals. */
+    public Options(int runtimePort, int controlPort, Optional<Host> host) {
+      this(runtimePort, controlPort, host, ApprovalPolicy.NONE);
     }
   }
 
@@ -127,14 +137,20 @@ public final class DevServer implements AutoCloseable {
   private final ControlServer control;
   private final WorkClient client;
   private final Events events;
+  private final SessionEvents sessions;
+  /** The handlers whose input schemas check an approval's replacement arguments. */
+  private final AtomicReference<Supplier<HandlerCatalog>> served;
   /** The timers of the calls' bounds and of the host. */
   private final ExecutorScheduler timers;
   private volatile boolean registered;
   private boolean stopped;
 
   private DevServer(Options options, LocalRuntime runtime, CallService calls,
-      ControlServer control, WorkClient client, Events events, ExecutorScheduler timers) {
+      ControlServer control, WorkClient client, Events events, SessionEvents sessions,
+      AtomicReference<Supplier<HandlerCatalog>> served, ExecutorScheduler timers) {
     this.options = options;
+    this.sessions = sessions;
+    this.served = served;
     this.timers = timers;
     this.events = events;
     this.runtime = runtime;
@@ -161,17 +177,23 @@ public final class DevServer implements AutoCloseable {
       }
       throw e;
     }
-    Events events = new Events();
+    ExecutorScheduler timers = new ExecutorScheduler("phrony-dev-timers");
+    SessionEvents sessions = new SessionEvents(timers.clock());
+    Events events = new Events(sessions);
     runtime.onEvent(events::onEvent);
     CallService calls = null;
     ControlServer control = null;
     WorkClient client = null;
-    ExecutorScheduler timers = new ExecutorScheduler("phrony-dev-timers");
+    HandlerCatalog none = HandlerCatalog.of(List.of());
+    HandlerCatalog first = options.host().map(Host::catalog).orElse(none);
+    AtomicReference<Supplier<HandlerCatalog>> served = new AtomicReference<>(() -> first);
     try {
       calls = new CallService(runtime, runtime.queueWait(), timers, events,
-          options.host().map(Host::problems).orElse(List.of()));
+          options.host().map(Host::problems).orElse(List.of()),
+          new Approvals(options.approvals(), timers,
+              Approvals.schemasOf(() -> served.get().get())));
       try {
-        control = ControlServer.start(options.controlPort(), calls, runtime);
+        control = ControlServer.start(options.controlPort(), calls, runtime, sessions);
       } catch (BindException e) {
         throw new PortInUseException(Listener.CONTROL, options.controlPort(), e);
       } catch (IOException e) {
@@ -186,7 +208,8 @@ public final class DevServer implements AutoCloseable {
             host.catalog(), new MemoryOutbox(),
             timers, bound -> ThreadLocalRandom.current().nextLong(bound), WorkerMetrics.NONE);
       }
-      DevServer dev = new DevServer(options, runtime, calls, control, client, events, timers);
+      DevServer dev = new DevServer(options, runtime, calls, control, client, events, sessions,
+          served, timers);
       dev.startHost();
       return dev;
     } catch (RuntimeException e) {
@@ -236,7 +259,16 @@ public final class DevServer implements AutoCloseable {
 
   /** From now on, print each call and each worker coming and going on {@code out}. */
   public void showEvents(PrintWriter out) {
-    events.console = new Console(out, Clock.systemDefaultZone());
+    events.console = new Console(out, Clock.systemDefaultZone(), control.url());
+  }
+
+  /**
+   * Where the handlers served now come from, whose input schemas check the replacement
+   * arguments of an approval (after a plugin reload: the reloaded ones). By default the
+   * handlers the host started with.
+   */
+  public void schemasFrom(Supplier<HandlerCatalog> catalog) {
+    served.set(Objects.requireNonNull(catalog, "catalog"));
   }
 
   /** What is running and how to use it, for the terminal. */
@@ -246,8 +278,15 @@ public final class DevServer implements AutoCloseable {
         .append(client != null ? ", a worker" : "").append(" and a control API\n\n");
     b.append(String.format(Locale.ROOT, "  runtime  %-24s  the Work stream (workers: --runtime %s)%n",
         runtime.target(), runtime.target()));
-    b.append(String.format(Locale.ROOT, "  control  %-24s  %s%n", control.url(), "JSON: POST /v1/calls, "
-        + "GET /v1/workers, GET /v1/queues"));
+    b.append(String.format(Locale.ROOT, "  control  %-24s  %s%n", control.url(),
+        "JSON: POST /v1/calls, GET /v1/workers, GET /v1/queues, GET /v1/approvals"));
+    ApprovalPolicy approvals = options.approvals();
+    if (!approvals.isEmpty()) {
+      b.append(String.format(Locale.ROOT, "  approval %s held until approved%s%n",
+          String.join(", ", approvals.rules().stream().map(ApprovalPolicy.Rule::pattern).toList()),
+          approvals.timeout().map(t -> " (they expire after " + CallService.human(t) + ")")
+              .orElse("")));
+    }
     Optional<ExampleCall> example = Optional.empty();
     if (options.host().isPresent()) {
       Host host = options.host().get();
@@ -263,6 +302,11 @@ public final class DevServer implements AutoCloseable {
       }
       for (LoadProblem p : host.problems()) {
         b.append("  problem  ").append(p.plugin()).append(": ").append(p.reason()).append('\n');
+      }
+      for (String p : approvals.unmatched(entries.stream().map(HandlerCatalog.Entry::key)
+          .toList())) {
+        b.append("  warning  require-approval ").append(p).append(" matches no handler served"
+            + " here (keys are tool@version, e.g. echo@default)\n");
       }
       example = ExampleCall.pick(host.catalog());
     } else {
@@ -311,12 +355,14 @@ public final class DevServer implements AutoCloseable {
     log.info("dev stopping");
     control.refuseNewCalls();
     calls.refuseNewCalls();
+    calls.approvals().close(); // calls held for approval end now: they will never run
     try {
       if (client != null) {
         client.drain();
       }
     } finally {
       runtime.stop();
+      sessions.close(); // followed streams end, so the control API need not wait for them
       control.stop(Duration.ofSeconds(1));
       calls.close();
       runtime.close();
@@ -337,18 +383,28 @@ public final class DevServer implements AutoCloseable {
     if (client != null) {
       client.close();
     }
+    sessions.close();
     control.close();
     runtime.close();
     calls.close();
     timers.close();
   }
 
-  /** Runtime events and calls, passed on to the console once there is one. */
+  /**
+   * Calls, passed on to the session streams; calls and runtime events, passed on to the console
+   * once there is one.
+   */
   private static final class Events implements CallService.Listener {
+    final SessionEvents sessions;
     volatile Console console;
+
+    Events(SessionEvents sessions) {
+      this.sessions = sessions;
+    }
 
     @Override
     public void submitted(Call call) {
+      sessions.submitted(call);
       Console c = console;
       if (c != null) {
         c.submitted(call);
@@ -356,7 +412,17 @@ public final class DevServer implements AutoCloseable {
     }
 
     @Override
+    public void approvalRequired(Approvals.Pending pending) {
+      sessions.approvalRequired(pending);
+      Console c = console;
+      if (c != null) {
+        c.approvalRequired(pending);
+      }
+    }
+
+    @Override
     public void completed(CallService.Completed completed) {
+      sessions.completed(completed);
       Console c = console;
       if (c != null) {
         c.completed(completed);

@@ -5,15 +5,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code phrony-worker dev}'s refusals through picocli. (Running it until a signal is covered
  * by the process-level DevIT in dist.)
  */
 class DevCommandTest {
-
-
+  @TempDir
+  Path tmp;
 
   private static ServerSocket occupy() throws Exception {
     return new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"));
@@ -57,6 +60,28 @@ class DevCommandTest {
     CliRun plugins = run("dev", "--no-host", "--plugins", "x");
     assertThat(plugins.exit()).isEqualTo(1);
     assertThat(plugins.err()).contains("--plugins has no effect with --no-host");
+  }
+
+  @Test
+  void bad_approval_settings_are_usage_errors_naming_the_flag_or_the_file_line()
+      throws Exception {
+    CliRun flag = run("dev", "--no-host", "--port", "0", "--control-port", "0",
+        "--require-approval", "pay ments");
+    assertThat(flag.exit()).isEqualTo(1);
+    assertThat(flag.err()).isEqualTo("phrony-worker dev: --require-approval 'pay ments' is not"
+        + " a tool@version or a pattern of them (letters, digits, '.', '_', '-', '+', '@' and"
+        + " '*')\n");
+
+    CliRun timeout = run("dev", "--no-host", "--approval-timeout", "soon");
+    assertThat(timeout.exit()).isEqualTo(1);
+    assertThat(timeout.err()).contains("--approval-timeout").contains("'soon' is not a duration");
+
+    Path yaml = Files.writeString(tmp.resolve("worker.yaml"), "dev:\n  approval-timeout: 0s\n");
+    CliRun file = run("dev", "--no-host", "--port", "0", "--control-port", "0", "--config",
+        yaml.toString());
+    assertThat(file.exit()).isEqualTo(1);
+    assertThat(file.err()).isEqualTo("phrony-worker dev: " + yaml
+        + ":2: dev: approval-timeout: '0s' must be longer than zero\n");
   }
 
   @Test

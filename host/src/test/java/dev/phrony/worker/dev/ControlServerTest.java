@@ -15,6 +15,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.time.InstantSource;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -291,7 +292,8 @@ class ControlServerTest {
     try (LocalRuntime rt = LocalRuntime.builder().start();
         CallService calls = new CallService(rt, Duration.ofSeconds(1), new FakeScheduler(),
             quiet, List.of());
-        ControlServer control = ControlServer.start(0, calls, rt)) {
+        ControlServer control = ControlServer.start(0, calls, rt,
+            new SessionEvents(InstantSource.system()))) {
       control.refuseNewCalls();
 
       HttpResponse<String> call = HTTP.send(HttpRequest.newBuilder(

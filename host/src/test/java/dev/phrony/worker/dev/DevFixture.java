@@ -69,6 +69,11 @@ public final class DevFixture {
     return DevServer.start(new DevServer.Options(0, 0, Optional.of(host(catalog()))));
   }
 
+  /** The same, holding calls for approval as {@code approvals} says. */
+  public static DevServer start(ApprovalPolicy approvals) {
+    return DevServer.start(new DevServer.Options(0, 0, Optional.of(host(catalog())), approvals));
+  }
+
   /** Runtime and control API only. */
   public static DevServer startWithoutHost() {
     return DevServer.start(new DevServer.Options(0, 0, Optional.empty()));

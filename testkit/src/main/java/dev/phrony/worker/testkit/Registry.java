@@ -95,6 +95,8 @@ final class Registry {
         final WorkHandlerAdvertisement ad;
         final int max;
         int busy;
+        /** Invokes sent for this handler on this registration. */
+        long invoked;
 
         Slot(WorkHandlerAdvertisement ad) {
             this.ad = ad;
@@ -453,7 +455,8 @@ final class Registry {
             for (Worker w : workers.values()) {
                 List<WorkerView.HandlerView> handlers = new ArrayList<>(w.handlers.size());
                 w.handlers.forEach((key, s) -> handlers.add(new WorkerView.HandlerView(key, s.ad.getTool(),
-                        s.ad.getVersion(), s.ad.getContractVersion(), s.ad.getDescriptorHash(), s.max, s.busy)));
+                        s.ad.getVersion(), s.ad.getContractVersion(), s.ad.getDescriptorHash(), s.max, s.busy,
+                        s.invoked)));
                 views.add(new WorkerView(w.id, w.stream.streamId(), w.register.getWorkloadIdentity(),
                         w.register.getImageDigest(), handlers, w.registeredAt, w.lease, now.isAfter(w.lease),
                         w.stream.isOpen(), leased.getOrDefault(w.id, 0)));
@@ -507,6 +510,7 @@ final class Registry {
             slot.busy--;
             return "send invoke: " + WorkerStream.DEAD_STREAM_ERROR;
         }
+        slot.invoked++;
         fx.flush(w.stream);
         return null;
     }

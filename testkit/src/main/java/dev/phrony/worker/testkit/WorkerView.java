@@ -53,6 +53,7 @@ public record WorkerView(
      * @param key            routing key {@code tool@version}
      * @param maxConcurrency slots (an advertised 0 counts as 1)
      * @param busy           slots taken by calls in flight
+     * @param invoked        {@code invoke} messages sent for it on this registration so far
      */
     public record HandlerView(
             String key,
@@ -61,6 +62,12 @@ public record WorkerView(
             String contractVersion,
             String descriptorHash,
             int maxConcurrency,
-            int busy) {
+            int busy,
+            long invoked) {
+    }
+
+    /** Invokes sent for {@code key} ({@code tool@version}) on this registration, 0 when not advertised. */
+    public long invoked(String key) {
+        return handlers.stream().filter(h -> h.key().equals(key)).mapToLong(HandlerView::invoked).sum();
     }
 }

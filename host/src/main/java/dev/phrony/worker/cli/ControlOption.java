@@ -1,0 +1,24 @@
+package dev.phrony.worker.cli;
+
+import dev.phrony.worker.dev.ControlClient;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code --control URL}: where a running {@code phrony-worker dev} serves its control API, for
+ * every command that talks to it ({@code @Mixin ControlOption control;}).
+ */
+final class ControlOption {
+  @Option(names = "--control", paramLabel = "URL",
+      description = "Control address of 'phrony-worker dev'. Default: $"
+          + ControlClient.ENV_CONTROL + ", else " + ControlClient.DEFAULT_URL + ".")
+  private String control;
+
+  /** A client for the address given, else {@code $PHRONY_WORKER_CONTROL}, else the default. */
+  ControlClient client() {
+    if (control != null) {
+      return ControlClient.of(control);
+    }
+    String env = System.getenv(ControlClient.ENV_CONTROL);
+    return ControlClient.of(env != null && !env.isBlank() ? env : ControlClient.DEFAULT_URL);
+  }
+}
