@@ -120,6 +120,14 @@ class CrashRecoveryIT {
       assertThat(await(slow)).isInstanceOfSatisfying(Outcome.DispatchError.class,
           e -> assertThat(e.kind()).isEqualTo(Outcome.DispatchError.Kind.INDETERMINATE));
 
+      // What an operator sees: the table of outbox list (once lost at exit, as it ends without
+      // a println of its own).
+      DistProcess.Result listed = DistProcess.run(tmp, "outbox", "list", "--state-dir",
+          state().toString());
+      assertThat(listed.exit()).as("stderr: %s", listed.err()).isZero();
+      assertThat(listed.out()).startsWith("CALL_ID").containsPattern("(?m)^a-0 +held +" + PAY)
+          .containsPattern("(?m)^s-0 +\\w+ +" + PAY);
+
       rt.withholdResultAcks(false);
       try (DistProcess second = startWorker(rt)) {
         WorkerView w2 = awaitRegistered(rt, w1.streamId());

@@ -15,15 +15,16 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A new plugin author's path, in a folder outside the checkout, with nothing edited: the one
- * install command of the README, then {@code new-plugin}, {@code mvn package} (which runs the
- * generated test), {@code list-handlers} and {@code dev} + {@code call}. Then the author adds a
+ * install command of the plugin guide ({@code docs/plugins.md}), then {@code new-plugin},
+ * {@code mvn package} (which runs the generated test), {@code list-handlers} and {@code dev} +
+ * {@code call}. Then the author adds a
  * library that brings an older Jackson than the worker's, and the harness still runs the tests.
  *
  * <p>The kit is installed into a local repository of this test's own, in front of the user's
  * (read, never written), so that builds in other checkouts sharing it are not disturbed.
  */
 class NewPluginIT {
-  /** The README's install command for the plugin kit. */
+  /** The plugin guide's install command for the plugin kit (DocsIT checks the guide gives it). */
   static final List<String> INSTALL_KIT =
       List.of("install", "-pl", "plugin-parent", "-am", "-DskipTests");
 

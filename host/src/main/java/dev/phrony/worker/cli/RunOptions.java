@@ -77,7 +77,9 @@ final class RunOptions {
 
   @Option(names = "--drain-timeout", paramLabel = "DURATION", defaultValue = "30s",
       converter = DurationParser.class,
-      description = "How long a shutdown waits for running calls (default: ${DEFAULT-VALUE}).")
+      description = "Bounds a shutdown's drain (leaving routing, then running calls), and how "
+          + "long an old plugin generation may wind down after a reload (default: "
+          + "${DEFAULT-VALUE}).")
   Duration drainTimeout;
 
   @Option(names = "--watch-plugins", paramLabel = "on|off", defaultValue = "on",
@@ -119,8 +121,9 @@ final class RunOptions {
 
   @Option(names = "--http", paramLabel = "HOST:PORT|none", defaultValue = DEFAULT_HTTP,
       converter = ListenAddressConverter.class,
-      description = "Where /metrics, /healthz and /readyz listen (default: ${DEFAULT-VALUE}; "
-          + "0.0.0.0:9464 for probes from outside the host; none turns them off).")
+      description = "Where /metrics, /healthz, /readyz, /handlers and POST /plugins/reload "
+          + "listen (default: ${DEFAULT-VALUE}; 0.0.0.0:9464 for probes from outside the host; "
+          + "none turns them off).")
   String http;
 
   @Option(names = "--log-format", paramLabel = "text|json", defaultValue = "text",

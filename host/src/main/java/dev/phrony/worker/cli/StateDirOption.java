@@ -33,7 +33,8 @@ public final class StateDirOption {
   static final String BUILD_OUTPUT = "target";
 
   @Option(names = "--state-dir", paramLabel = "DIR",
-      description = "Worker state directory (default: $" + ENV + ", else state/ beside bin/ of "
+      description = "Worker state directory: durable results, intents and the worker id; "
+          + "owner-only, one worker at a time (default: $" + ENV + ", else state/ beside bin/ of "
           + "an unpacked distribution, else $XDG_STATE_HOME/phrony-worker or "
           + "~/.local/state/phrony-worker).")
   Path stateDir;

@@ -48,6 +48,42 @@ class PhronyWorkerCommandTest {
   }
 
   @Test
+  void everyFlagAndParameterOfEveryCommandIsDescribedInItsHelp() {
+    java.util.List<CommandLine> commands = new java.util.ArrayList<>();
+    java.util.Deque<CommandLine> todo = new java.util.ArrayDeque<>(
+        PhronyWorkerCommand.newCommandLine().getSubcommands().values());
+    while (!todo.isEmpty()) {
+      CommandLine c = todo.pop();
+      if (!c.getCommandName().equals("help")) {
+        commands.add(c);
+        todo.addAll(c.getSubcommands().values());
+      }
+    }
+    assertThat(commands).extracting(CommandLine::getCommandName)
+        .contains("run", "list", "show", "purge");
+    for (CommandLine c : commands) {
+      CommandLine.Model.CommandSpec spec = c.getCommandSpec();
+      String[] path = spec.qualifiedName(" ").split(" ");
+      String[] args = java.util.Arrays.copyOf(
+          java.util.Arrays.copyOfRange(path, 1, path.length), path.length);
+      args[path.length - 1] = "--help";
+      String help = CliRun.run(args).out();
+      for (CommandLine.Model.OptionSpec o : spec.options()) {
+        assertThat(String.join(" ", o.description())).as("%s %s", spec.qualifiedName(),
+            o.longestName()).isNotBlank();
+        assertThat(o.hidden()).as("%s %s hidden", spec.qualifiedName(), o.longestName())
+            .isFalse();
+        assertThat(help).as("%s --help", spec.qualifiedName()).contains(o.longestName());
+      }
+      for (CommandLine.Model.PositionalParamSpec p : spec.positionalParameters()) {
+        assertThat(String.join(" ", p.description())).as("%s %s", spec.qualifiedName(),
+            p.paramLabel()).isNotBlank();
+        assertThat(help).as("%s --help", spec.qualifiedName()).contains(p.paramLabel());
+      }
+    }
+  }
+
+  @Test
   void everyCommandAnswersHelpWithItsFlagsAndTheTopLevelListsEveryExitCode() {
     for (String name : PhronyWorkerCommand.newCommandLine().getSubcommands()
         .keySet()) {
