@@ -1,8 +1,8 @@
 package dev.phrony.worker.cli;
 
 import dev.phrony.worker.UserErrorException;
+import dev.phrony.worker.dev.DevHost;
 import dev.phrony.worker.dev.DevServer;
-import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.config.ConfigException;
 import dev.phrony.worker.config.ConfigFile;
 import dev.phrony.worker.config.DurationParser;
@@ -11,14 +11,9 @@ import dev.phrony.worker.config.LayeredDefaults;
 import dev.phrony.worker.dev.ApprovalPolicy;
 import dev.phrony.worker.config.OnOff;
 import dev.phrony.worker.reload.LiveReload;
-import dev.phrony.worker.reload.PluginReloader;
 import dev.phrony.worker.serve.NotStartingException;
-import dev.phrony.worker.serve.WorkerPlugins;
-import dev.phrony.worker.work.WorkOptions;
-import dev.phrony.worker.work.WorkerIdentity;
 import java.io.PrintWriter;
 import java.time.Duration;
-import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -114,29 +109,24 @@ final class DevCommand implements Callable<Integer> {
         "--watch-plugins " + watchPlugins + ": use on or off"));
     ApprovalPolicy approvals = ApprovalPolicy.resolve(requireApproval, approvalTimeout,
         devSection());
-    Optional<DevServer.Host> host = Optional.empty();
-    WorkerPlugins first = null;
+    Optional<DevHost> host = Optional.empty();
     if (noHost) {
       if (spec.commandLine().getParseResult().hasMatchedOption("--plugins")) {
         throw new UserErrorException("--plugins has no effect with --no-host: leave one out");
       }
     } else {
       try {
-        first = WorkerPlugins.load(plugins.pluginsDir(), plugins.strict(), List.of());
+        host = Optional.of(DevHost.load(plugins.pluginsDir(), plugins.strict()));
       } catch (NotStartingException e) {
         spec.commandLine().getErr().println("dev: " + e.getMessage());
         return ExitCodes.PROBLEMS;
       }
-      LoadResult loaded = first.loaded();
-      WorkerIdentity identity = WorkerIdentity.resolve(Optional.empty(), System.getenv(),
-          WorkerIdentity::generateId, loaded.imageDigest());
-      host = Optional.of(new DevServer.Host(loaded.catalog(), identity, plugins.pluginsDir(),
-          loaded.problems(), WorkOptions.DEFAULT_DRAIN_TIMEOUT));
     }
 
     DevServer dev;
     try {
-      dev = DevServer.start(new DevServer.Options(port, controlPort, host, approvals));
+      dev = DevServer.start(new DevServer.Options(port, controlPort, host.map(DevHost::host),
+          approvals));
     } catch (DevServer.PortInUseException e) {
       String flag = e.listener() == DevServer.Listener.RUNTIME ? "--port" : "--control-port";
       throw new UserErrorException(e.getMessage() + " (another 'phrony-worker dev'?): stop "
@@ -147,19 +137,15 @@ final class DevCommand implements Callable<Integer> {
     out.print(dev.banner());
     out.flush();
     dev.showEvents(out);
-    if (dev.host().isEmpty()) {
+    if (host.isEmpty()) {
       stopped.await();
       return ExitCodes.OK;
     }
     // The author's inner loop: a rebuild into the plugins folder is served without a restart.
-    PluginReloader reloader = new PluginReloader(plugins.pluginsDir(), plugins.strict(),
-        List.of(), first.loaded(), first.applied(), dev.host().get(), generation -> { }, o -> {
-          out.println(o.message());
-          out.flush();
-        }, InstantSource.system());
-    // Edited arguments of an approval are checked against the handlers served now.
-    dev.schemasFrom(() -> reloader.served().applied().served());
-    try (LiveReload live = new LiveReload(reloader, plugins.pluginsDir())) {
+    try (LiveReload live = host.get().serveLive(dev, line -> {
+      out.println(line);
+      out.flush();
+    })) {
       if (watch) {
         live.watch();
       }
