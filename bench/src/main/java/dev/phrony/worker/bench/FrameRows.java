@@ -1,6 +1,7 @@
 package dev.phrony.worker.bench;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.phrony.worker.testkit.realrt.RealRuntime;
+import dev.phrony.worker.testkit.realrt.RealRuntime.ToolCall;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -22,20 +23,19 @@ final class FrameRows implements Scenario {
     Map<String, Object> f = new LinkedHashMap<>();
     List<String> lines = new ArrayList<>();
     for (String side : List.of("host", "peer")) {
-      try (RealRuntime rt = RealRuntime.start(s.options().runtimeBin(),
-              s.work().resolve("frames-" + side + ".log"), Hosts.START_TIMEOUT);
+      try (RealRuntime rt = RealRuntimeRows.startRuntime(s, "frames-" + side + ".log");
           FrameRelay relay = FrameRelay.to(rt.target());
           AutoCloseable worker = side.equals("host")
               ? RealRuntimeRows.startHost(s, rt, relay.target(), "host-frames")
               : RealRuntimeRows.startPeer(s, rt, relay.target(), "peer-frames", true)) {
-        ObjectNode noop = RealRuntime.template("s-bench-frames", "echo", "default", Calls.ARGS);
-        rt.batch(noop, s.quick() ? 2_000 : 100_000, 64, "frames-w-" + side + "-",
+        ToolCall noop = RealRuntimeRows.echo("s-bench-frames", Calls.ARGS);
+        rt.dispatchBatch(noop, s.quick() ? 2_000 : 100_000, 64, "frames-w-" + side + "-",
             Duration.ofMinutes(2)); // the host's JIT first: a cold host frames differently
         Map<String, Object> sideFigures = new LinkedHashMap<>();
         for (long[] load : List.of(new long[] {64, c64}, new long[] {1, c1})) {
           FrameRelay.Counts up0 = relay.workerToRuntime();
           FrameRelay.Counts down0 = relay.runtimeToWorker();
-          RealRuntime.Batch b = rt.batch(noop, load[1], (int) load[0],
+          RealRuntime.Batch b = rt.dispatchBatch(noop, load[1], (int) load[0],
               "frames-" + side + "-c" + load[0] + "-", Duration.ofMinutes(2));
           FrameRelay.Counts up = relay.workerToRuntime().minus(up0);
           FrameRelay.Counts down = relay.runtimeToWorker().minus(down0);

@@ -3,6 +3,7 @@ package dev.phrony.worker.bench;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.WorkerView;
+import dev.phrony.worker.testkit.realrt.RealRuntime;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;

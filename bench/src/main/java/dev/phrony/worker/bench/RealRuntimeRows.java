@@ -1,7 +1,9 @@
 package dev.phrony.worker.bench;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.phrony.worker.testkit.Await;
+import dev.phrony.worker.testkit.realrt.RealRuntime;
+import dev.phrony.worker.testkit.realrt.RealRuntime.ToolCall;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -68,16 +70,14 @@ final class RealRuntimeRows implements Scenario {
     Report report = s.report();
     report.meta.put("runtime_bin", o.runtimeBin().toString());
     report.meta.put("peer_bin", o.peerBin().toString());
-    try (RealRuntime hostRt = RealRuntime.start(o.runtimeBin(),
-            s.work().resolve("realrt-host.log"), Hosts.START_TIMEOUT);
-        RealRuntime peerRt = RealRuntime.start(o.runtimeBin(),
-            s.work().resolve("realrt-peer.log"), Hosts.START_TIMEOUT);
+    try (RealRuntime hostRt = startRuntime(s, "realrt-host.log");
+        RealRuntime peerRt = startRuntime(s, "realrt-peer.log");
         HostProcess host = startHost(s, hostRt, hostRt.target(), "host-realrt")) {
       Side h = new Side("host", hostRt, host.pid());
       BinaryProcess peer = startPeer(s, peerRt, peerRt.target(), "peer-noop", true);
       try {
         Side p = new Side("peer", peerRt, peer.pid());
-        ObjectNode noop = RealRuntime.template("s-bench-rt-noop", "echo", "default", Calls.ARGS);
+        ToolCall noop = echo("s-bench-rt-noop", Calls.ARGS);
         // The JIT's work goes by calls: a fresh host first serves as many as row 7's does.
         long[] warmed = warmUp(h, p, noop, ReloadRows.WARMUP_CALLS);
         report.meta.put("realrt_host_warmup", Map.of("calls", warmed[0], "s", warmed[1] / 1e9));
@@ -90,13 +90,28 @@ final class RealRuntimeRows implements Scenario {
             () -> peerRt.hasWorkers(Calls.ECHO_KEY, 0), Hosts.START_TIMEOUT);
         peer = startPeer(s, peerRt, peerRt.target(), "peer-sleep", false);
         p.workerPid = peer.pid();
-        ObjectNode sleep = RealRuntime.template("s-bench-rt-s64", "echo", "default",
-            Calls.sleep(50));
+        ToolCall sleep = echo("s-bench-rt-s64", Calls.sleep(50));
         row("8c", "real runtime: 50 ms handler, concurrency 64", h, p, sleep, 64, "s64", 0.98);
       } finally {
         peer.close();
       }
     }
+  }
+
+  /**
+   * The {@code --runtime-bin} runtime as rows 8a-8d run it, once its control API answers: no
+   * ledger ({@code --recorder none}) and a 30 s lease, its output in {@code log} of the work
+   * folder.
+   */
+  static RealRuntime startRuntime(Sitting s, String log) throws Exception {
+    return RealRuntime.start(s.options().runtimeBin(), s.work().resolve(log),
+        Hosts.START_TIMEOUT, "--recorder", "none", "--lease-ttl", "30s");
+  }
+
+  /** A {@code /dispatch-batch} template: one {@code read_only} call of echo with {@code args}. */
+  static ToolCall echo(String session, byte[] args) {
+    return ToolCall.of(session, Calls.ECHO_KEY, new String(args, StandardCharsets.UTF_8))
+        .withSideEffectClass("read_only");
   }
 
   /**
@@ -119,7 +134,7 @@ final class RealRuntimeRows implements Scenario {
    * {@code side} at concurrency 64 for at least the warm-up and until it has served
    * {@code calls} (at most 20 s); returns the calls and the nanoseconds.
    */
-  private long[] warmUp(Side side, Side idle, ObjectNode template, long calls) throws Exception {
+  private long[] warmUp(Side side, Side idle, ToolCall template, long calls) throws Exception {
     long t0 = System.nanoTime();
     long served = 0;
     long elapsed;
@@ -131,7 +146,7 @@ final class RealRuntimeRows implements Scenario {
     return new long[] {served, elapsed};
   }
 
-  private void row(String id, String scenario, Side h, Side p, ObjectNode template,
+  private void row(String id, String scenario, Side h, Side p, ToolCall template,
       int concurrency, String tag, double goal) throws Exception {
     int slices = s.options().slices();
     Duration slice = s.measure().dividedBy(slices);
@@ -178,7 +193,7 @@ final class RealRuntimeRows implements Scenario {
    * {@code duration} in equal batches of at most 1 s, nothing counted. Equal: a short last batch
    * would leave a rate that its start and end weigh on, and the next batch is sized by it.
    */
-  private void load(Side side, Side idle, ObjectNode template, int concurrency,
+  private void load(Side side, Side idle, ToolCall template, int concurrency,
       Duration duration, String tag) throws Exception {
     long n = Math.max(1, (duration.toNanos() + TimeUnit.SECONDS.toNanos(1) - 1)
         / TimeUnit.SECONDS.toNanos(1));
@@ -192,7 +207,7 @@ final class RealRuntimeRows implements Scenario {
    * of rounds of {@code concurrency}; 10 rounds when there is no rate yet), a call id prefix of
    * its own, and the CPU of all four processes around it.
    */
-  private Slice batch(Side side, Side idle, ObjectNode template, int concurrency,
+  private Slice batch(Side side, Side idle, ToolCall template, int concurrency,
       Duration duration, String tag) throws Exception {
     long rounds = Double.isNaN(side.rate) ? 10
         : Math.max(1, (long) Math.ceil(side.rate * duration.toNanos() / 1e9 / concurrency));
@@ -201,7 +216,7 @@ final class RealRuntimeRows implements Scenario {
     Duration timeout = Duration.ofSeconds(60).plus(duration.multipliedBy(10));
     long[] before = cpu(side, idle);
     long t0 = System.nanoTime();
-    RealRuntime.Batch b = side.runtime.batch(template, count, concurrency, prefix, timeout);
+    RealRuntime.Batch b = side.runtime.dispatchBatch(template, count, concurrency, prefix, timeout);
     long wall = System.nanoTime() - t0;
     long[] after = cpu(side, idle);
     if (b.ok() > 0 && b.elapsedMs() > 0 && (Double.isNaN(side.rate) || b.elapsedMs() >= 100)) {

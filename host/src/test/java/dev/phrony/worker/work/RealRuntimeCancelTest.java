@@ -8,15 +8,14 @@ import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.Durability;
 import dev.phrony.worker.outbox.DurableOutbox;
-import dev.phrony.worker.realrt.RealrtProcess;
 import dev.phrony.worker.state.StateDir;
+import dev.phrony.worker.testkit.realrt.RealRuntime;
 import dev.phrony.worker.time.ExecutorScheduler;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
@@ -30,12 +29,12 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Cancel-heavy traffic against the runtime's own Work-stream code ({@link RealrtProcess}): 400
+ * Cancel-heavy traffic against the runtime's own Work-stream code ({@link RealRuntime}): 400
  * calls of a {@code non_idempotent_write} handler that sleeps 0, 1, 3 or 8 ms, 40 at a time,
  * each call's session cancelled 0-12 ms after its dispatch ({@code runtime} and {@code rpc}
  * modes). The real runtime forgets a cancelled call before it sends {@code cancel}, and ends the
  * stream {@code NotFound: unknown call_id} for a later result; a worker that has read a cancel
- * must never write that result. Skips when the binary is absent (a clone has no ../shared).
+ * must never write that result. Skips when the binary is absent (a clone does not have it).
  *
  * <p>{@code -Dphrony.realrt.runs=N} sets the runs (10 by default, 400 calls each).
  */
@@ -44,6 +43,7 @@ class RealRuntimeCancelTest {
   private static final int CALLS = 400;
   private static final int CONCURRENCY = 40;
   private static final long[] SLEEPS_MS = {0, 1, 3, 8};
+  private static final Duration START = Duration.ofSeconds(20);
 
   @TempDir
   Path dir;
@@ -51,8 +51,8 @@ class RealRuntimeCancelTest {
   @ParameterizedTest
   @EnumSource(value = Durability.class, names = {"WRITES", "NONE"})
   void a_cancel_the_worker_has_read_always_wins(Durability durability) throws Exception {
-    Path bin = RealrtProcess.binary().orElse(null);
-    Assumptions.assumeTrue(bin != null, RealrtProcess::absent);
+    Path bin = RealRuntime.binary().orElse(null);
+    Assumptions.assumeTrue(bin != null, RealRuntime::absent);
     TestHandler pay = new TestHandler("pay", "1.0.0", 64, SideEffectClass.NON_IDEMPOTENT_WRITE,
         call -> {
           String args = new String(call.argsBytes());
@@ -84,8 +84,8 @@ class RealRuntimeCancelTest {
     int cancelled = 0;
     long crossed;
     long afterRead;
-    try (RealrtProcess rt = RealrtProcess.start(bin, dir, "--lease-ttl", "4s", "--recorder",
-            "memory");
+    try (RealRuntime rt = RealRuntime.start(bin, dir.resolve("realrt.log"), START, "--lease-ttl",
+            "4s", "--recorder", "memory");
         StateDir stateDir = StateDir.open(state);
         DurableOutbox outbox = DurableOutbox.open(stateDir, new DurableOutbox.Options(durability,
             DurableOutbox.DEFAULT_ORPHAN_RETENTION, java.time.InstantSource.system()));
@@ -97,9 +97,9 @@ class RealRuntimeCancelTest {
         client.start();
         for (int run = 0; run < runs; run++) {
           Await.until("registered", client::registered, Duration.ofSeconds(30));
-          rt.post("/events/reset", Map.of());
+          rt.resetEvents();
           cancelled += run(rt, cancels, new SplittableRandom(run), durability + "-" + run);
-          for (JsonNode e : rt.get("/events?type=stream_close")) {
+          for (JsonNode e : rt.events("type=stream_close")) {
             String message = e.path("data").path("message").asText();
             if (message.contains("unknown call_id")) {
               kills.add("run " + run + ": " + message + timeline(rt, message));
@@ -142,15 +142,15 @@ class RealRuntimeCancelTest {
    */
   @Test
   void the_go_peer_under_the_same_traffic() throws Exception {
-    Path bin = RealrtProcess.binary().orElse(null);
-    Assumptions.assumeTrue(bin != null, RealrtProcess::absent);
+    Path bin = RealRuntime.binary().orElse(null);
+    Assumptions.assumeTrue(bin != null, RealRuntime::absent);
     Assumptions.assumeTrue(Boolean.getBoolean("phrony.realrt.peer"),
         "the peer comparison runs with -Dphrony.realrt.peer=true");
     Path peer = bin.resolveSibling("testworker");
     int kills = 0;
     int cancelled = 0;
-    try (RealrtProcess rt = RealrtProcess.start(bin, dir, "--lease-ttl", "4s", "--recorder",
-            "memory");
+    try (RealRuntime rt = RealRuntime.start(bin, dir.resolve("realrt.log"), START, "--lease-ttl",
+            "4s", "--recorder", "memory");
         ScheduledExecutorService cancels = Executors.newScheduledThreadPool(2)) {
       Process p = new ProcessBuilder(peer.toString(), "--addr", rt.target(), "--worker-id",
           "w-peer", "--tool", "pay", "--version", "1.0.0", "--max-concurrency", "64",
@@ -158,10 +158,10 @@ class RealRuntimeCancelTest {
           .redirectErrorStream(true).redirectOutput(dir.resolve("peer.log").toFile()).start();
       try {
         for (int run = 0; run < RUNS; run++) {
-          Await.until("peer registered", () -> workers(rt) > 0, Duration.ofSeconds(30));
-          rt.post("/events/reset", Map.of());
+          Await.until("peer registered", () -> peerRegistered(rt), Duration.ofSeconds(30));
+          rt.resetEvents();
           cancelled += run(rt, cancels, new SplittableRandom(run), "peer-" + run);
-          for (JsonNode e : rt.get("/events?type=stream_close")) {
+          for (JsonNode e : rt.events("type=stream_close")) {
             if (e.path("data").path("message").asText().contains("unknown call_id")) {
               kills++;
             }
@@ -176,19 +176,19 @@ class RealRuntimeCancelTest {
         cancelled, kills);
   }
 
-  private static int workers(RealrtProcess rt) {
+  private static boolean peerRegistered(RealRuntime rt) {
     try {
-      return rt.get("/workers").path("tools").path("pay@1.0.0").path("worker_count").asInt();
+      return rt.workerCount("pay@1.0.0") > 0;
     } catch (java.io.IOException e) {
-      return 0;
+      return false; // between its restarts: asked again
     }
   }
 
   /** The killed call's messages, each with its time: what was sent when. */
-  private static String timeline(RealrtProcess rt, String message) throws java.io.IOException {
+  private static String timeline(RealRuntime rt, String message) throws java.io.IOException {
     String callId = message.replaceAll(".*call_id \"([^\"]*)\".*", "$1");
     StringBuilder b = new StringBuilder();
-    for (JsonNode e : rt.get("/events?call_id=" + callId)) {
+    for (JsonNode e : rt.events("call_id=" + callId)) {
       b.append("\n    ").append(e.path("time").asText()).append(' ').append(e.path("type").asText())
           .append(' ').append(e.path("data").path("kind").asText());
     }
@@ -196,10 +196,10 @@ class RealRuntimeCancelTest {
   }
 
   /** One run; returns how many calls the runtime reported cancelled. */
-  private static int run(RealrtProcess rt, ScheduledExecutorService cancels, SplittableRandom random,
+  private static int run(RealRuntime rt, ScheduledExecutorService cancels, SplittableRandom random,
       String prefix) throws Exception {
     Semaphore window = new Semaphore(CONCURRENCY);
-    List<CompletableFuture<JsonNode>> calls = new ArrayList<>();
+    List<CompletableFuture<RealRuntime.Answer>> calls = new ArrayList<>();
     for (int i = 0; i < CALLS; i++) {
       window.acquire();
       String callId = "dr-" + prefix + "-" + i;
@@ -207,18 +207,18 @@ class RealRuntimeCancelTest {
       long sleep = SLEEPS_MS[random.nextInt(SLEEPS_MS.length)];
       long cancelAfterUs = random.nextLong(12_001);
       String mode = random.nextBoolean() ? "runtime" : "rpc";
-      CompletableFuture<JsonNode> f = rt.postAsync("/dispatch", Map.of("call_id", callId,
-          "session_id", session, "tool", "pay", "version", "1.0.0",
-          "side_effect_class", "non_idempotent_write", "args", Map.of("sleep_ms", sleep)));
-      cancels.schedule(() -> rt.postAsync("/cancel-session",
-          Map.of("session_id", session, "mode", mode)), cancelAfterUs, TimeUnit.MICROSECONDS);
+      CompletableFuture<RealRuntime.Answer> f = rt.dispatch(RealRuntime.ToolCall
+          .of(session, "pay@1.0.0", "{\"sleep_ms\":" + sleep + "}").withCallId(callId)
+          .withSideEffectClass("non_idempotent_write"));
+      cancels.schedule(() -> rt.cancelSession(session, mode), cancelAfterUs,
+          TimeUnit.MICROSECONDS);
       f.whenComplete((r, e) -> window.release());
       calls.add(f);
     }
     int cancelled = 0;
     java.util.Map<String, Integer> kinds = new java.util.TreeMap<>();
-    for (CompletableFuture<JsonNode> f : calls) {
-      JsonNode r = f.get(60, TimeUnit.SECONDS);
+    for (CompletableFuture<RealRuntime.Answer> f : calls) {
+      JsonNode r = f.get(60, TimeUnit.SECONDS).body();
       String kind = r.path("dispatch_error").isNull() || r.path("dispatch_error").isMissingNode()
           ? (r.path("error").isObject() ? "tool_error:" + r.path("error").path("code").asText()
               : "result") : r.path("dispatch_error_kinds").toString();
