@@ -2,22 +2,31 @@ package dev.phrony.worker;
 
 /**
  * Text from outside (call ids, file names, plugin messages) made safe to print on a terminal:
- * characters that move the cursor, recolour or reorder what follows are written as escapes.
- * That is C0 and C1 controls, DEL, and the bidirectional formatting characters (U+202E and its
- * kin), which can make a log line or table row read as something else.
+ * characters that move the cursor, recolour or reorder what follows are written as escapes. That is
+ * C0 and C1 controls, DEL, and the bidirectional formatting characters (U+202E and its kin), which
+ * can make a log line or table row read as something else.
  */
 public final class Printable {
   private Printable() {}
 
   /** Whether {@code c} is shown as an escape. */
   public static boolean unsafe(int c) {
-    return c < 0x20 || (c >= 0x7f && c <= 0x9f) // C0, DEL, C1 (U+009B is CSI)
-        || c == 0x061c || c == 0x200e || c == 0x200f // bidi marks
-        || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) // embeddings, isolates
-        || c == 0x2028 || c == 0x2029 || c == 0xfeff; // line separators, BOM
+    return c < 0x20
+        || (c >= 0x7f && c <= 0x9f) // C0, DEL, C1 (U+009B is CSI)
+        || c == 0x061c
+        || c == 0x200e
+        || c == 0x200f // bidi marks
+        || (c >= 0x202a && c <= 0x202e)
+        || (c >= 0x2066 && c <= 0x2069) // embeddings, isolates
+        || c == 0x2028
+        || c == 0x2029
+        || c == 0xfeff; // line separators, BOM
   }
 
-  /** {@code text} with each unsafe character as {@code \n}, {@code \r}, {@code \t} or {@code \\uXXXX}. */
+  /**
+   * {@code text} with each unsafe character as {@code \n}, {@code \r}, {@code \t} or {@code
+   * \\uXXXX}.
+   */
   public static String of(String text) {
     if (text == null) {
       return "null";
@@ -45,8 +54,8 @@ public final class Printable {
    * Appends {@code text} in double quotes with {@code "} and {@code \} escaped and each unsafe
    * character as {@link #appendEscaped} writes it: a JSON string (every escape it writes is one of
    * JSON's, and every character JSON must escape is unsafe) that is also safe on a terminal. The
-   * logfmt layout's quoted values and the bench's JSON report. {@code null} is written as
-   * {@code ""}.
+   * logfmt layout's quoted values and the bench's JSON report. {@code null} is written as {@code
+   * ""}.
    */
   public static void appendQuoted(StringBuilder b, String text) {
     b.append('"');

@@ -7,17 +7,18 @@ public final class TextColumns {
   private TextColumns() {}
 
   /**
-   * Appends {@code rows} as left-aligned columns two spaces apart, one line each; the last
-   * column is not padded and no line ends in spaces. Control and bidi characters in a cell are
-   * shown as escapes ({@link Printable}).
+   * Appends {@code rows} as left-aligned columns two spaces apart, one line each; the last column
+   * is not padded and no line ends in spaces. Control and bidi characters in a cell are shown as
+   * escapes ({@link Printable}).
    */
   public static void append(StringBuilder out, List<List<String>> rows) {
     append(out, rows, false);
   }
 
-  /** The same; with {@code lastRightAligned}, the last column (a size, a count) is aligned right. */
-  public static void append(StringBuilder out, List<List<String>> rows,
-      boolean lastRightAligned) {
+  /**
+   * The same; with {@code lastRightAligned}, the last column (a size, a count) is aligned right.
+   */
+  public static void append(StringBuilder out, List<List<String>> rows, boolean lastRightAligned) {
     rows = rows.stream().map(r -> r.stream().map(Printable::of).toList()).toList();
     int[] widths = new int[rows.getFirst().size()];
     for (List<String> row : rows) {

@@ -18,16 +18,17 @@ import java.util.Set;
 
 /**
  * {@code bin/bench [--quick]}: one sitting, one table. The ceiling is a bare grpc-java stream
- * between this JVM and a child JVM; every host figure is the assembled distribution's
- * {@code bin/phrony-worker run} as a child process, driven by a {@link LocalRuntime} in this JVM.
- * So both sides of every figure are two processes on the same loopback and the same cores.
+ * between this JVM and a child JVM; every host figure is the assembled distribution's {@code
+ * bin/phrony-worker run} as a child process, driven by a {@link LocalRuntime} in this JVM. So both
+ * sides of every figure are two processes on the same loopback and the same cores.
  *
  * <p>The runner: it reads the flags, runs the steps ({@link Scenario}s) in order and prints the
- * table and writes the JSON. It reports; it does not fail on a slow machine. It exits 1 only
- * when a scenario could not run at all (a broken bench must not rot unnoticed in CI).
+ * table and writes the JSON. It reports; it does not fail on a slow machine. It exits 1 only when a
+ * scenario could not run at all (a broken bench must not rot unnoticed in CI).
  */
 public final class Bench {
-  static final String USAGE = """
+  static final String USAGE =
+      """
       usage: bench [--quick] [--only STEPS] [--dist DIR] [--out FILE.json]
                    [--runtime-bin PATH --peer-bin PATH]
         --quick        small counts, well under a minute (without the reload rows and the
@@ -83,8 +84,10 @@ public final class Bench {
         case "--warmup" -> warm = seconds(args[++i]);
         case "--measure" -> meas = seconds(args[++i]);
         case "--probe" -> {
-          Probe.run(home.resolve("dist/target/dist/phrony-worker"),
-              home.resolve("bench/target/probe"), args);
+          Probe.run(
+              home.resolve("dist/target/dist/phrony-worker"),
+              home.resolve("bench/target/probe"),
+              args);
           System.exit(0);
         }
         case "--outbox" -> {
@@ -108,22 +111,35 @@ public final class Bench {
       System.err.println("bench: no distribution at " + dist + " (run ./mvnw package first)");
       System.exit(1);
     }
-    String stamp = DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss", Locale.ROOT)
-        .withZone(ZoneOffset.UTC).format(Instant.now());
+    String stamp =
+        DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss", Locale.ROOT)
+            .withZone(ZoneOffset.UTC)
+            .format(Instant.now());
     Path target = home.resolve("bench/target");
     if (out == null) {
       out = target.resolve("bench-" + stamp + ".json");
     }
     if ((runtimeBin == null) != (peerBin == null)) {
-      System.err.println("bench: --runtime-bin and --peer-bin go together (rows 8a-8c need a"
-          + " runtime and a peer worker)\n" + USAGE);
+      System.err.println(
+          "bench: --runtime-bin and --peer-bin go together (rows 8a-8c need a"
+              + " runtime and a peer worker)\n"
+              + USAGE);
       System.exit(1);
     }
     Duration warmup = warm != null ? warm : quick ? Duration.ofMillis(700) : Duration.ofSeconds(5);
-    Duration measure = meas != null ? meas
-        : quick ? Duration.ofMillis(1500) : Duration.ofSeconds(10);
-    Options options = new Options(quick, only, dist, target.resolve("bench-work/" + stamp), out,
-        warmup, measure, runtimeBin, peerBin);
+    Duration measure =
+        meas != null ? meas : quick ? Duration.ofMillis(1500) : Duration.ofSeconds(10);
+    Options options =
+        new Options(
+            quick,
+            only,
+            dist,
+            target.resolve("bench-work/" + stamp),
+            out,
+            warmup,
+            measure,
+            runtimeBin,
+            peerBin);
     System.exit(new Bench(options).run());
   }
 
@@ -136,22 +152,31 @@ public final class Bench {
     boolean quick = options.quick();
     report.meta.put("started", Instant.now().toString());
     report.meta.put("mode", quick ? "quick" : "full");
-    report.meta.put("java", System.getProperty("java.vm.name") + " "
-        + System.getProperty("java.runtime.version"));
+    report.meta.put(
+        "java",
+        System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version"));
     report.meta.put("cores", Runtime.getRuntime().availableProcessors());
     report.meta.put("loadavg_start", loadavg());
     report.meta.put("warmup_s", options.warmup().toMillis() / 1000.0);
     report.meta.put("measure_s", options.measure().toMillis() / 1000.0);
     report.meta.put("distribution", options.dist().toString());
-    System.err.printf(Locale.ROOT, "bench: %s run, warm-up %s, measured %s per figure; load"
-        + " average %s (other processes on this machine move absolute figures: compare ratios)%n",
-        quick ? "quick" : "full", Format.human(options.warmup()),
-        Format.human(options.measure()), loadavg());
+    System.err.printf(
+        Locale.ROOT,
+        "bench: %s run, warm-up %s, measured %s per figure; load"
+            + " average %s (other processes on this machine move absolute figures: compare ratios)%n",
+        quick ? "quick" : "full",
+        Format.human(options.warmup()),
+        Format.human(options.measure()),
+        loadavg());
 
     try {
       step("ceiling", new CeilingRows());
-      try (LocalRuntime rt = LocalRuntime.builder().port(0)
-          .queueWait(Duration.ofSeconds(60)).eventLogCapacity(4096).start()) {
+      try (LocalRuntime rt =
+          LocalRuntime.builder()
+              .port(0)
+              .queueWait(Duration.ofSeconds(60))
+              .eventLogCapacity(4096)
+              .start()) {
         sitting.runtime(rt);
         step("64", new EchoRows());
         sitting.closeCeiling(); // only rows 1 and 2 use it
@@ -166,16 +191,22 @@ public final class Bench {
         step("realrt", new RealRuntimeRows());
         step("frames", new FrameRows());
       } else if (options.only().isEmpty() || options.names("realrt")) {
-        System.err.println("bench: real-runtime rows (8a-8d) skipped: they run with"
-            + " --runtime-bin PATH --peer-bin PATH");
+        System.err.println(
+            "bench: real-runtime rows (8a-8d) skipped: they run with"
+                + " --runtime-bin PATH --peer-bin PATH");
       }
       // its windows are set by the lease TTL and the settle time, not by counts: ~40 s
-      stepUnlessQuick("reload", new ReloadRows(), "reload rows (7a-7c) left out of a --quick"
-          + " run; --quick --only reload runs them");
+      stepUnlessQuick(
+          "reload",
+          new ReloadRows(),
+          "reload rows (7a-7c) left out of a --quick" + " run; --quick --only reload runs them");
       step("list", new ListHandlersRow());
       // its hold is 60 s whatever the counts: ~1.5 min
-      stepUnlessQuick("inflight", new HundredThousandRow(), "100 000-in-flight row (9) left out"
-          + " of a --quick run; --quick --only inflight runs it");
+      stepUnlessQuick(
+          "inflight",
+          new HundredThousandRow(),
+          "100 000-in-flight row (9) left out"
+              + " of a --quick run; --quick --only inflight runs it");
     } finally {
       sitting.closeCeiling();
     }
@@ -183,9 +214,14 @@ public final class Bench {
     report.meta.put("loadavg_end", loadavg());
     report.meta.put("failures", failures);
     System.out.println();
-    System.out.printf(Locale.ROOT, "phrony-worker bench (%s), %s, %d cores, load average %s ->"
-        + " %s%n", quick ? "quick" : "full", report.meta.get("java"),
-        Runtime.getRuntime().availableProcessors(), report.meta.get("loadavg_start"), loadavg());
+    System.out.printf(
+        Locale.ROOT,
+        "phrony-worker bench (%s), %s, %d cores, load average %s ->" + " %s%n",
+        quick ? "quick" : "full",
+        report.meta.get("java"),
+        Runtime.getRuntime().availableProcessors(),
+        report.meta.get("loadavg_start"),
+        loadavg());
     System.out.println();
     report.print(System.out);
     System.out.println();
@@ -209,14 +245,21 @@ public final class Bench {
       failures.add(name + ": " + e);
       System.err.println("bench: " + name + " failed: " + e);
       e.printStackTrace();
-      report.add(new Report.Row("!", name, "failed: " + e.getMessage(), "", "", null,
-          Map.of("error", String.valueOf(e))));
+      report.add(
+          new Report.Row(
+              "!",
+              name,
+              "failed: " + e.getMessage(),
+              "",
+              "",
+              null,
+              Map.of("error", String.valueOf(e))));
     }
   }
 
   /**
-   * {@link #step}, except in a {@code --quick} run whose {@code --only} does not name it, where
-   * a run of all steps says so ({@code leftOut}).
+   * {@link #step}, except in a {@code --quick} run whose {@code --only} does not name it, where a
+   * run of all steps says so ({@code leftOut}).
    */
   private void stepUnlessQuick(String name, Scenario scenario, String leftOut) {
     if (options.quick() && !options.names(name)) {

@@ -23,8 +23,8 @@ final class BinaryProcess implements AutoCloseable {
 
   static BinaryProcess start(String name, List<String> command, Path log) throws IOException {
     Files.createDirectories(log.toAbsolutePath().getParent());
-    Process p = new ProcessBuilder(command).redirectErrorStream(true)
-        .redirectOutput(log.toFile()).start();
+    Process p =
+        new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     return new BinaryProcess(p, log, name);
   }
 

@@ -9,12 +9,14 @@ import java.util.function.LongFunction;
 final class Calls {
   /** The host's bundled echo handler, the no-op of most rows. */
   static final String ECHO_KEY = "echo@default";
+
   /** ~64 bytes of JSON args, the same for the ceiling and the no-op host calls. */
   static final byte[] ARGS =
       "{\"city\":\"Oslo\",\"days\":3,\"units\":\"metric\",\"lang\":\"en-GB\",\"x\":1}"
           .getBytes(StandardCharsets.UTF_8);
-  static final byte[] PAY_ARGS = "{\"amount\":12.5,\"currency\":\"EUR\",\"payee\":\"ACME\"}"
-      .getBytes(StandardCharsets.UTF_8);
+
+  static final byte[] PAY_ARGS =
+      "{\"amount\":12.5,\"currency\":\"EUR\",\"payee\":\"ACME\"}".getBytes(StandardCharsets.UTF_8);
 
   private Calls() {}
 
@@ -34,10 +36,19 @@ final class Calls {
   }
 
   /** Calls of session {@code s-bench-TAG}, the sequence number in each call id. */
-  static LongFunction<Call> call(String tool, String version, byte[] args, String sideEffect,
-      String tag) {
+  static LongFunction<Call> call(
+      String tool, String version, byte[] args, String sideEffect, String tag) {
     String session = "s-bench-" + tag;
-    return seq -> new Call(session + ":av-bench:1:" + seq, session, "av-bench", 1, tool, version,
-        args, sideEffect, 0);
+    return seq ->
+        new Call(
+            session + ":av-bench:1:" + seq,
+            session,
+            "av-bench",
+            1,
+            tool,
+            version,
+            args,
+            sideEffect,
+            0);
   }
 }

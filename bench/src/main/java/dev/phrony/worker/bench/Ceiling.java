@@ -19,17 +19,22 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The runtime side of the ceiling: a bare grpc-java server on loopback that pushes
- * {@code invoke}s shaped like the LocalRuntime's and counts the {@code result}s a
- * {@link CeilingClient} (a child JVM) sends back. Nothing else happens per message, so the rate
- * is what this JDK, gRPC and machine allow for the host's message shapes and process layout.
+ * The runtime side of the ceiling: a bare grpc-java server on loopback that pushes {@code invoke}s
+ * shaped like the LocalRuntime's and counts the {@code result}s a {@link CeilingClient} (a child
+ * JVM) sends back. Nothing else happens per message, so the rate is what this JDK, gRPC and machine
+ * allow for the host's message shapes and process layout.
  *
  * <p>A run keeps {@code window} invokes outstanding: 1 is ping-pong, more is pipelined. Results
  * come back in order on one stream, so latency is measured against a ring of send times.
  */
 final class Ceiling implements AutoCloseable {
   /** One run; CPU per round trip of the client process and of this JVM (the server side). */
-  record Run(double perSecond, long calls, double p50Ms, double p99Ms, double clientCpuUs,
+  record Run(
+      double perSecond,
+      long calls,
+      double p50Ms,
+      double p99Ms,
+      double clientCpuUs,
       double serverCpuUs) {}
 
   private final Server server;
@@ -45,9 +50,17 @@ final class Ceiling implements AutoCloseable {
     Ceiling c = new Ceiling(args);
     try {
       Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-      c.client = new ProcessBuilder(java.toString(), "--enable-native-access=ALL-UNNAMED", "-cp",
-          System.getProperty("java.class.path"), CeilingClient.class.getName(), c.target())
-          .redirectErrorStream(true).redirectOutput(clientLog.toFile()).start();
+      c.client =
+          new ProcessBuilder(
+                  java.toString(),
+                  "--enable-native-access=ALL-UNNAMED",
+                  "-cp",
+                  System.getProperty("java.class.path"),
+                  CeilingClient.class.getName(),
+                  c.target())
+              .redirectErrorStream(true)
+              .redirectOutput(clientLog.toFile())
+              .start();
       c.connected.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
       return c;
     } catch (Exception e) {
@@ -58,22 +71,26 @@ final class Ceiling implements AutoCloseable {
 
   private Ceiling(byte[] args) throws IOException {
     this.args = ByteString.copyFrom(args);
-    this.server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
-        .addService(new RuntimeGrpc.RuntimeImplBase() {
-          @Override
-          public StreamObserver<WorkClientMsg> work(StreamObserver<WorkServerMsg> out) {
-            return new Session((ServerCallStreamObserver<WorkServerMsg>) out);
-          }
-        })
-        .build()
-        .start();
+    this.server =
+        NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+            .addService(
+                new RuntimeGrpc.RuntimeImplBase() {
+                  @Override
+                  public StreamObserver<WorkClientMsg> work(StreamObserver<WorkServerMsg> out) {
+                    return new Session((ServerCallStreamObserver<WorkServerMsg>) out);
+                  }
+                })
+            .build()
+            .start();
   }
 
   private String target() {
     return "127.0.0.1:" + server.getPort();
   }
 
-  /** Keeps {@code window} invokes outstanding for {@code warmup}, then counts for {@code measure}. */
+  /**
+   * Keeps {@code window} invokes outstanding for {@code warmup}, then counts for {@code measure}.
+   */
   Run run(int window, Duration warmup, Duration measure) throws Exception {
     long clientPid = client.pid();
     Session s = connected.get();
@@ -90,8 +107,13 @@ final class Ceiling implements AutoCloseable {
     phase.done.get(measure.plus(warmup).toMillis() + 60_000, TimeUnit.MILLISECONDS);
     double[] p = Latencies.percentilesMs(List.of(phase.latencies), 50, 99);
     long n = phase.counted;
-    return new Run(n / (measure.toNanos() / 1e9), n, p[0], p[1],
-        c0 < 0 ? Double.NaN : (c1 - c0) / 1e3 / n, s0 < 0 ? Double.NaN : (s1 - s0) / 1e3 / n);
+    return new Run(
+        n / (measure.toNanos() / 1e9),
+        n,
+        p[0],
+        p[1],
+        c0 < 0 ? Double.NaN : (c1 - c0) / 1e3 / n,
+        s0 < 0 ? Double.NaN : (s1 - s0) / 1e3 / n);
   }
 
   /** Ends the stream; the client then exits. */
@@ -187,16 +209,20 @@ final class Ceiling implements AutoCloseable {
     private void sendNext() {
       long seq = sent++;
       sentAt[(int) (seq & mask)] = System.nanoTime();
-      session.writer.send(WorkServerMsg.newBuilder().setInvoke(WorkInvoke.newBuilder()
-          .setCallId("s-ceiling:av-bench:1:" + seq)
-          .setSessionId("s-ceiling")
-          .setAgentVersionId("av-bench")
-          .setTurn(1)
-          .setTool("echo")
-          .setVersion("default")
-          .setArgs(args)
-          .setSideEffectClass("")
-          .setDeadlineUnixMs(0)).build());
+      session.writer.send(
+          WorkServerMsg.newBuilder()
+              .setInvoke(
+                  WorkInvoke.newBuilder()
+                      .setCallId("s-ceiling:av-bench:1:" + seq)
+                      .setSessionId("s-ceiling")
+                      .setAgentVersionId("av-bench")
+                      .setTurn(1)
+                      .setTool("echo")
+                      .setVersion("default")
+                      .setArgs(args)
+                      .setSideEffectClass("")
+                      .setDeadlineUnixMs(0))
+              .build());
     }
 
     synchronized void onResult() {

@@ -22,8 +22,10 @@ public final class CeilingClient {
     CountDownLatch done = new CountDownLatch(1);
     Echoer echoer = new Echoer(done);
     RuntimeGrpc.newStub(channel).work(echoer);
-    echoer.send(WorkClientMsg.newBuilder()
-        .setRegister(WorkRegister.newBuilder().setWorkerId("ceiling")).build());
+    echoer.send(
+        WorkClientMsg.newBuilder()
+            .setRegister(WorkRegister.newBuilder().setWorkerId("ceiling"))
+            .build());
     done.await();
     channel.shutdownNow();
   }
@@ -36,8 +38,11 @@ public final class CeilingClient {
 
     @Override
     void onInvoke(WorkInvoke inv) {
-      send(WorkClientMsg.newBuilder().setResult(WorkToolResult.newBuilder()
-          .setCallId(inv.getCallId()).setPayload(inv.getArgs())).build());
+      send(
+          WorkClientMsg.newBuilder()
+              .setResult(
+                  WorkToolResult.newBuilder().setCallId(inv.getCallId()).setPayload(inv.getArgs()))
+              .build());
     }
   }
 }

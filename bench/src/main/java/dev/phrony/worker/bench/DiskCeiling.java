@@ -16,13 +16,13 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The disk's share of row 5b: {@code callers} threads that each, call after call, wait
- * for two group-committed flushes one after the other (the intent before the handler may run,
- * then the result before it may be sent) and do nothing else. The flushes are made as the
- * host's outbox makes them: one writer takes everything queued, writes it at the end of a
- * zero-filled file and {@code fdatasync}s it, so a flush costs the device's cache flush and no
- * file metadata. No gRPC, no handler, no runtime: the rate is what this machine's disk allows a
- * worker that keeps the durable path's two-flush rule, whatever its own speed.
+ * The disk's share of row 5b: {@code callers} threads that each, call after call, wait for two
+ * group-committed flushes one after the other (the intent before the handler may run, then the
+ * result before it may be sent) and do nothing else. The flushes are made as the host's outbox
+ * makes them: one writer takes everything queued, writes it at the end of a zero-filled file and
+ * {@code fdatasync}s it, so a flush costs the device's cache flush and no file metadata. No gRPC,
+ * no handler, no runtime: the rate is what this machine's disk allows a worker that keeps the
+ * durable path's two-flush rule, whatever its own speed.
  */
 final class DiskCeiling implements AutoCloseable {
   /** One run: calls (two flushes each) per second, and device flushes per call. */
@@ -46,8 +46,12 @@ final class DiskCeiling implements AutoCloseable {
   DiskCeiling(Path dir) throws IOException {
     Files.createDirectories(dir);
     this.file = dir.resolve("disk-ceiling.dat");
-    this.channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-        StandardOpenOption.TRUNCATE_EXISTING);
+    this.channel =
+        FileChannel.open(
+            file,
+            StandardOpenOption.CREATE,
+            StandardOpenOption.WRITE,
+            StandardOpenOption.TRUNCATE_EXISTING);
     ByteBuffer zeros = ByteBuffer.allocate(256 << 10);
     for (long pos = 0; pos < FILE_BYTES; ) {
       zeros.clear();
@@ -57,27 +61,32 @@ final class DiskCeiling implements AutoCloseable {
     this.writer = Thread.ofPlatform().daemon().name("disk-ceiling-writer").start(this::write);
   }
 
-  /** Runs {@code callers} callers for {@code warmup}, then counts their calls for {@code measure}. */
+  /**
+   * Runs {@code callers} callers for {@code warmup}, then counts their calls for {@code measure}.
+   */
   Run run(int callers, Duration warmup, Duration measure) throws InterruptedException {
     long from = System.nanoTime() + warmup.toNanos();
     long until = from + measure.toNanos();
     AtomicLong calls = new AtomicLong();
     List<Thread> threads = new ArrayList<>();
     for (int i = 0; i < callers; i++) {
-      threads.add(Thread.ofVirtual().start(() -> {
-        while (true) {
-          long now = System.nanoTime();
-          if (now >= until) {
-            return;
-          }
-          boolean counting = now >= from;
-          flush(INTENT_BYTES).join();
-          flush(RESULT_BYTES).join();
-          if (counting && System.nanoTime() < until) {
-            calls.incrementAndGet();
-          }
-        }
-      }));
+      threads.add(
+          Thread.ofVirtual()
+              .start(
+                  () -> {
+                    while (true) {
+                      long now = System.nanoTime();
+                      if (now >= until) {
+                        return;
+                      }
+                      boolean counting = now >= from;
+                      flush(INTENT_BYTES).join();
+                      flush(RESULT_BYTES).join();
+                      if (counting && System.nanoTime() < until) {
+                        calls.incrementAndGet();
+                      }
+                    }
+                  }));
     }
     LockSupport.parkNanos(Math.max(0, from - System.nanoTime()));
     long flushesFrom = flushes.get();
@@ -87,7 +96,9 @@ final class DiskCeiling implements AutoCloseable {
       t.join();
     }
     long n = calls.get();
-    return new Run(n / (measure.toNanos() / 1e9), n,
+    return new Run(
+        n / (measure.toNanos() / 1e9),
+        n,
         n == 0 ? Double.NaN : (double) (flushesUntil - flushesFrom) / n);
   }
 

@@ -16,44 +16,75 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongFunction;
 
 /**
- * A closed-loop load driver on a {@link LocalRuntime}: {@code concurrency} lanes, each
- * dispatching its next call as soon as the previous one has an outcome. Lanes chain on the
- * dispatch futures (no thread per lane), so the driver costs the machine as little as it can.
- * Calls finishing inside the measurement window (after the warm-up) are counted and timed.
+ * A closed-loop load driver on a {@link LocalRuntime}: {@code concurrency} lanes, each dispatching
+ * its next call as soon as the previous one has an outcome. Lanes chain on the dispatch futures (no
+ * thread per lane), so the driver costs the machine as little as it can. Calls finishing inside the
+ * measurement window (after the warm-up) are counted and timed.
  */
 final class Driver {
   /**
    * One figure, from one or more measured slices. {@code hostCpuUsPerCall} is the host process's
-   * CPU time (user + system) over the measured windows divided by the calls counted in them:
-   * unlike calls/s it barely moves when other processes share the cores.
-   * {@code driverCpuUsPerCall} is the same for this JVM (the runtime and the driver).
-   * {@code slicesPerSecond} is each slice's own rate, in the order measured: how far a figure
-   * moves within one run, against how far it moves between runs.
+   * CPU time (user + system) over the measured windows divided by the calls counted in them: unlike
+   * calls/s it barely moves when other processes share the cores. {@code driverCpuUsPerCall} is the
+   * same for this JVM (the runtime and the driver). {@code slicesPerSecond} is each slice's own
+   * rate, in the order measured: how far a figure moves within one run, against how far it moves
+   * between runs.
    */
-  record Result(double perSecond, long ok, long errors, String firstError, double p50Ms,
-      double p99Ms, double maxMs, double hostCpuUsPerCall, double driverCpuUsPerCall,
-      double hostAllocKibPerCall, List<Double> slicesPerSecond) {
+  record Result(
+      double perSecond,
+      long ok,
+      long errors,
+      String firstError,
+      double p50Ms,
+      double p99Ms,
+      double maxMs,
+      double hostCpuUsPerCall,
+      double driverCpuUsPerCall,
+      double hostAllocKibPerCall,
+      List<Double> slicesPerSecond) {
 
     /**
      * "N calls/s, p50, p99, CPU/call host + runtime, alloc/call", and the first error if any: a
      * host row's result.
      */
     String line() {
-      return String.format(Locale.ROOT,
+      return String.format(
+          Locale.ROOT,
           "%s calls/s, p50 %s, p99 %s, CPU/call host %s + runtime %s, alloc %s/call%s",
-          Format.rate(perSecond), Format.ms(p50Ms), Format.ms(p99Ms),
-          Format.us(hostCpuUsPerCall), Format.us(driverCpuUsPerCall),
-          Double.isNaN(hostAllocKibPerCall) ? "n/a"
+          Format.rate(perSecond),
+          Format.ms(p50Ms),
+          Format.ms(p99Ms),
+          Format.us(hostCpuUsPerCall),
+          Format.us(driverCpuUsPerCall),
+          Double.isNaN(hostAllocKibPerCall)
+              ? "n/a"
               : String.format(Locale.ROOT, "%.1f KiB", hostAllocKibPerCall),
           errors == 0 ? "" : "; " + errors + " errors, first: " + firstError);
     }
 
     /** The same figures for the JSON report (a row adds its own after them). */
     Map<String, Object> figures() {
-      return Report.figures("per_s", perSecond, "p50_ms", p50Ms, "p99_ms", p99Ms, "calls", ok,
-          "errors", errors, "first_error", firstError, "host_cpu_us_per_call", hostCpuUsPerCall,
-          "driver_cpu_us_per_call", driverCpuUsPerCall, "host_alloc_kib_per_call",
-          hostAllocKibPerCall, "slices_per_s", slicesPerSecond);
+      return Report.figures(
+          "per_s",
+          perSecond,
+          "p50_ms",
+          p50Ms,
+          "p99_ms",
+          p99Ms,
+          "calls",
+          ok,
+          "errors",
+          errors,
+          "first_error",
+          firstError,
+          "host_cpu_us_per_call",
+          hostCpuUsPerCall,
+          "driver_cpu_us_per_call",
+          driverCpuUsPerCall,
+          "host_alloc_kib_per_call",
+          hostAllocKibPerCall,
+          "slices_per_s",
+          slicesPerSecond);
     }
 
     /** The slices taken together: as if their measured windows were one. */
@@ -81,16 +112,31 @@ final class Driver {
         latencies.addAll(s.latencies());
       }
       double[] p = Latencies.percentilesMs(latencies, 50, 99, 100);
-      return new Result(ok / (measured / 1e9), ok, errors, firstError, p[0], p[1], p[2],
+      return new Result(
+          ok / (measured / 1e9),
+          ok,
+          errors,
+          firstError,
+          p[0],
+          p[1],
+          p[2],
           cpuKnown ? hostCpu / 1e3 / ok : Double.NaN,
-          cpuKnown ? driverCpu / 1e3 / ok : Double.NaN, allocBytes / ok / 1024,
+          cpuKnown ? driverCpu / 1e3 / ok : Double.NaN,
+          allocBytes / ok / 1024,
           List.copyOf(rates));
     }
   }
 
   /** One measured window: raw counts, so that slices add up. CPU is -1 when unknown. */
-  record Slice(long ok, long errors, String firstError, List<Latencies> latencies,
-      long measuredNanos, long hostCpuNanos, long driverCpuNanos, double hostAllocBytes) {}
+  record Slice(
+      long ok,
+      long errors,
+      String firstError,
+      List<Latencies> latencies,
+      long measuredNanos,
+      long hostCpuNanos,
+      long driverCpuNanos,
+      double hostAllocBytes) {}
 
   private final LocalRuntime runtime;
   private final LongFunction<Call> calls;
@@ -154,14 +200,25 @@ final class Driver {
       }
       runtime.clearLedger();
       if (trace) {
-        System.err.printf(Locale.ROOT, "bench: trace t=%.1fs in flight %d, queues %s, workers %s%n",
-            (System.nanoTime() - now) / 1e9, runtime.inFlight(), runtime.queues(),
-            runtime.workers().stream().map(w -> w.workerId() + " busy " + w.handlers().stream()
-                .mapToInt(h -> h.busy()).sum()).toList());
+        System.err.printf(
+            Locale.ROOT,
+            "bench: trace t=%.1fs in flight %d, queues %s, workers %s%n",
+            (System.nanoTime() - now) / 1e9,
+            runtime.inFlight(),
+            runtime.queues(),
+            runtime.workers().stream()
+                .map(
+                    w ->
+                        w.workerId()
+                            + " busy "
+                            + w.handlers().stream().mapToInt(h -> h.busy()).sum())
+                .toList());
       }
       if (System.nanoTime() > deadline) {
-        throw new IllegalStateException(lanesDone.getCount() + " lanes still running 60 s after"
-            + " the end of the measurement");
+        throw new IllegalStateException(
+            lanesDone.getCount()
+                + " lanes still running 60 s after"
+                + " the end of the measurement");
       }
     }
     if (!sampled[1]) { // the lanes all ended before the loop saw the window close
@@ -174,9 +231,14 @@ final class Driver {
     long ok = lanes.stream().mapToLong(l -> l.counted).sum();
     boolean cpuKnown = sampled[1] && cpu[0] >= 0 && cpu[1] >= 0;
     double allocPerSecond = GcLog.allocatedBytesPerSecond(hostGcLog, wall[0], wall[1]);
-    return new Slice(ok, errors.get(), firstError.get(),
-        lanes.stream().map(l -> l.latencies).toList(), measure.toNanos(),
-        cpuKnown ? cpu[2] - cpu[0] : -1, cpuKnown ? cpu[3] - cpu[1] : -1,
+    return new Slice(
+        ok,
+        errors.get(),
+        firstError.get(),
+        lanes.stream().map(l -> l.latencies).toList(),
+        measure.toNanos(),
+        cpuKnown ? cpu[2] - cpu[0] : -1,
+        cpuKnown ? cpu[3] - cpu[1] : -1,
         allocPerSecond * measure.toNanos() / 1e9);
   }
 
@@ -197,11 +259,12 @@ final class Driver {
         sentAt = System.nanoTime();
         CompletableFuture<Outcome> f = runtime.dispatch(calls.apply(seq.incrementAndGet()));
         if (!f.isDone()) {
-          f.whenComplete((o, t) -> {
-            if (done(o, t)) {
-              next();
-            }
-          });
+          f.whenComplete(
+              (o, t) -> {
+                if (done(o, t)) {
+                  next();
+                }
+              });
           return;
         }
         if (!done(f.getNow(null), null)) {

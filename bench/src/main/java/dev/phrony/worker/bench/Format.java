@@ -28,8 +28,8 @@ final class Format {
 
   /** Runs in seconds: "1.23 1.30 1.28". */
   static String seconds(double[] s) {
-    return String.join(" ", Arrays.stream(s).mapToObj(v -> String.format(Locale.ROOT, "%.2f", v))
-        .toList());
+    return String.join(
+        " ", Arrays.stream(s).mapToObj(v -> String.format(Locale.ROOT, "%.2f", v)).toList());
   }
 
   static String human(Duration d) {
@@ -41,7 +41,9 @@ final class Format {
     if (ratios.size() < 2) {
       return "";
     }
-    return String.format(Locale.ROOT, " (slices %.2f-%.2f)",
+    return String.format(
+        Locale.ROOT,
+        " (slices %.2f-%.2f)",
         ratios.stream().mapToDouble(Double::doubleValue).min().orElseThrow(),
         ratios.stream().mapToDouble(Double::doubleValue).max().orElseThrow());
   }

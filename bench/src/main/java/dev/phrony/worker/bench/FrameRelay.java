@@ -14,17 +14,28 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
- * A loopback TCP relay between a worker and its runtime that counts the HTTP/2 frames crossing
- * it in each direction, by type, with the DATA payload bytes and the reads that carried them.
- * It forwards each read as it arrives (TCP_NODELAY both ways), so it adds a hop's latency but no
- * batching of its own; the counts say how each peer frames its messages, not how fast it is.
- * Only the 9-byte frame headers are parsed (after the client's 24-byte preface); payloads pass
- * through untouched, so TLS or h2c with a prior-knowledge preface is all it understands.
+ * A loopback TCP relay between a worker and its runtime that counts the HTTP/2 frames crossing it
+ * in each direction, by type, with the DATA payload bytes and the reads that carried them. It
+ * forwards each read as it arrives (TCP_NODELAY both ways), so it adds a hop's latency but no
+ * batching of its own; the counts say how each peer frames its messages, not how fast it is. Only
+ * the 9-byte frame headers are parsed (after the client's 24-byte preface); payloads pass through
+ * untouched, so TLS or h2c with a prior-knowledge preface is all it understands.
  */
 final class FrameRelay implements AutoCloseable {
   /** HTTP/2 frame type names by code (RFC 9113 section 6). */
-  static final List<String> TYPES = List.of("DATA", "HEADERS", "PRIORITY", "RST_STREAM",
-      "SETTINGS", "PUSH_PROMISE", "PING", "GOAWAY", "WINDOW_UPDATE", "CONTINUATION");
+  static final List<String> TYPES =
+      List.of(
+          "DATA",
+          "HEADERS",
+          "PRIORITY",
+          "RST_STREAM",
+          "SETTINGS",
+          "PUSH_PROMISE",
+          "PING",
+          "GOAWAY",
+          "WINDOW_UPDATE",
+          "CONTINUATION");
+
   private static final int PREFACE = 24;
   private static final int OTHER = TYPES.size();
   // per direction: frames by type, then other types, DATA payload bytes, all bytes, reads
@@ -76,8 +87,9 @@ final class FrameRelay implements AutoCloseable {
           m.put(TYPES.get(i).toLowerCase(java.util.Locale.ROOT), per(values[i], calls));
         }
       }
-      m.put("data_bytes_per_frame", frames("DATA") == 0 ? 0.0
-          : Math.round(10.0 * dataBytes() / frames("DATA")) / 10.0);
+      m.put(
+          "data_bytes_per_frame",
+          frames("DATA") == 0 ? 0.0 : Math.round(10.0 * dataBytes() / frames("DATA")) / 10.0);
       m.put("bytes", per(bytes(), calls));
       m.put("reads", per(reads(), calls));
       return m;
@@ -102,10 +114,11 @@ final class FrameRelay implements AutoCloseable {
   /** A relay on a free loopback port to the runtime's gRPC address {@code host:port}. */
   static FrameRelay to(String target) throws IOException {
     int colon = target.lastIndexOf(':');
-    InetSocketAddress up = new InetSocketAddress(target.substring(0, colon),
-        Integer.parseInt(target.substring(colon + 1)));
-    FrameRelay relay = new FrameRelay(new ServerSocket(0, 50, InetAddress.getLoopbackAddress()),
-        up);
+    InetSocketAddress up =
+        new InetSocketAddress(
+            target.substring(0, colon), Integer.parseInt(target.substring(colon + 1)));
+    FrameRelay relay =
+        new FrameRelay(new ServerSocket(0, 50, InetAddress.getLoopbackAddress()), up);
     Thread.ofPlatform().daemon().name("relay-accept").start(relay::accept);
     return relay;
   }
@@ -151,24 +164,29 @@ final class FrameRelay implements AutoCloseable {
     }
   }
 
-  private static void pump(String name, Socket from, Socket to, AtomicLongArray counts,
-      int preface) {
-    Thread.ofPlatform().daemon().name(name).start(() -> {
-      FrameCounter counter = new FrameCounter(counts, preface);
-      byte[] buf = new byte[64 * 1024];
-      try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
-        int n;
-        while ((n = in.read(buf)) > 0) {
-          out.write(buf, 0, n);
-          counter.accept(buf, n);
-        }
-      } catch (IOException e) {
-        // either side closed: close the other so the peer sees the stream end
-      } finally {
-        closeQuietly(from);
-        closeQuietly(to);
-      }
-    });
+  private static void pump(
+      String name, Socket from, Socket to, AtomicLongArray counts, int preface) {
+    Thread.ofPlatform()
+        .daemon()
+        .name(name)
+        .start(
+            () -> {
+              FrameCounter counter = new FrameCounter(counts, preface);
+              byte[] buf = new byte[64 * 1024];
+              try (InputStream in = from.getInputStream();
+                  OutputStream out = to.getOutputStream()) {
+                int n;
+                while ((n = in.read(buf)) > 0) {
+                  out.write(buf, 0, n);
+                  counter.accept(buf, n);
+                }
+              } catch (IOException e) {
+                // either side closed: close the other so the peer sees the stream end
+              } finally {
+                closeQuietly(from);
+                closeQuietly(to);
+              }
+            });
   }
 
   /** Walks one direction's bytes frame header by frame header. */

@@ -11,23 +11,29 @@ import java.util.regex.Pattern;
 /**
  * Reads a host's {@code -Xlog:gc:file=...:timemillis} log. The heap allocated between two
  * collections is the next one's "before" minus this one's "after"; over a window that gives the
- * host's allocation rate, which (per call) does not move when other processes share the cores.
- * Over the whole log it gives the heap's peaks and what a forced full GC left (rows 4 and 9).
+ * host's allocation rate, which (per call) does not move when other processes share the cores. Over
+ * the whole log it gives the heap's peaks and what a forced full GC left (rows 4 and 9).
  */
 final class GcLog {
-  private static final Pattern LINE = Pattern.compile(
-      "^\\[(\\d+)ms\\].*Pause (?:Young|Full).*?(\\d+)([KMG])->(\\d+)([KMG])\\(");
+  private static final Pattern LINE =
+      Pattern.compile("^\\[(\\d+)ms\\].*Pause (?:Young|Full).*?(\\d+)([KMG])->(\\d+)([KMG])\\(");
+
   /** Any collection's "before->after(size) time": pauses and concurrent phases alike. */
-  private static final Pattern ANY = Pattern.compile(
-      "(\\d+)([KMG])->(\\d+)([KMG])\\((\\d+)([KMG])\\)\\s+([\\d.]+)ms");
+  private static final Pattern ANY =
+      Pattern.compile("(\\d+)([KMG])->(\\d+)([KMG])\\((\\d+)([KMG])\\)\\s+([\\d.]+)ms");
+
   private static final double MIB = 1024 * 1024;
 
   /**
    * The whole log: the most heap used before and left after any collection, what the last
-   * collection forced by {@code jcmd} or {@code System.gc()} left (the live heap), and the
-   * pauses. NaN where the log has no such line.
+   * collection forced by {@code jcmd} or {@code System.gc()} left (the live heap), and the pauses.
+   * NaN where the log has no such line.
    */
-  record Summary(double maxBeforeMib, double maxAfterMib, double systemGcAfterMib, int pauses,
+  record Summary(
+      double maxBeforeMib,
+      double maxAfterMib,
+      double systemGcAfterMib,
+      int pauses,
       double pauseMs) {}
 
   private record Pause(long atMs, double beforeBytes, double afterBytes) {}

@@ -18,8 +18,10 @@ final class HostMetrics {
 
   /** The sum of {@code name}'s samples over all their labels; 0 when there are none. */
   double sum(String name) throws IOException, InterruptedException {
-    String text = client.send(HttpRequest.newBuilder(uri).build(),
-        HttpResponse.BodyHandlers.ofString()).body();
+    String text =
+        client
+            .send(HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.ofString())
+            .body();
     double sum = 0;
     for (String line : text.lines().toList()) {
       if (line.startsWith(name + "{") || line.startsWith(name + " ")) {

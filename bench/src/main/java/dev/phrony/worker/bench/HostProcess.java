@@ -37,22 +37,27 @@ final class HostProcess implements AutoCloseable {
    *
    * @param javaOpts PHRONY_WORKER_JAVA_OPTS
    */
-  static HostProcess start(Path dist, Path workDir, String name, List<String> javaOpts,
-      List<String> args) throws IOException {
+  static HostProcess start(
+      Path dist, Path workDir, String name, List<String> javaOpts, List<String> args)
+      throws IOException {
     return start(dist, workDir, name, javaOpts, args, false);
   }
 
   /** As {@link #start(Path, Path, String, List, List)}; {@code gcLog}: log GCs to a file. */
-  static HostProcess start(Path dist, Path workDir, String name, List<String> javaOpts,
-      List<String> args, boolean gcLog) throws IOException {
+  static HostProcess start(
+      Path dist, Path workDir, String name, List<String> javaOpts, List<String> args, boolean gcLog)
+      throws IOException {
     Files.createDirectories(workDir);
     List<String> command = new ArrayList<>();
     command.add(dist.resolve("bin/phrony-worker").toString());
     command.addAll(args);
     Path out = workDir.resolve(name + ".out");
     Path err = workDir.resolve(name + ".err");
-    ProcessBuilder pb = new ProcessBuilder(command).directory(workDir.toFile())
-        .redirectOutput(out.toFile()).redirectError(err.toFile());
+    ProcessBuilder pb =
+        new ProcessBuilder(command)
+            .directory(workDir.toFile())
+            .redirectOutput(out.toFile())
+            .redirectError(err.toFile());
     pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
     Path gc = workDir.resolve(name + "-gc.log");
     List<String> opts = new ArrayList<>(javaOpts);
@@ -102,14 +107,17 @@ final class HostProcess implements AutoCloseable {
   /** The port of {@code --http 127.0.0.1:0}, once the host's start-up log names it. */
   int httpPort(Duration timeout) {
     int[] port = {-1};
-    Await.until("the http endpoint line in " + stderr, () -> {
-      Matcher m = HTTP_LINE.matcher(stderr());
-      if (m.find()) {
-        port[0] = Integer.parseInt(m.group(1));
-        return true;
-      }
-      return false;
-    }, timeout);
+    Await.until(
+        "the http endpoint line in " + stderr,
+        () -> {
+          Matcher m = HTTP_LINE.matcher(stderr());
+          if (m.find()) {
+            port[0] = Integer.parseInt(m.group(1));
+            return true;
+          }
+          return false;
+        },
+        timeout);
     return port[0];
   }
 

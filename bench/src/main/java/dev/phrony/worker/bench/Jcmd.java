@@ -21,8 +21,10 @@ final class Jcmd {
       return "(no jcmd in this JDK)";
     }
     try {
-      Process p = new ProcessBuilder(jcmd.toString(), Long.toString(pid), command)
-          .redirectErrorStream(true).start();
+      Process p =
+          new ProcessBuilder(jcmd.toString(), Long.toString(pid), command)
+              .redirectErrorStream(true)
+              .start();
       String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       p.waitFor(30, TimeUnit.SECONDS);
       return text.strip();

@@ -17,22 +17,33 @@ final class ListHandlersRow implements Scenario {
     int runs = s.quick() ? 1 : 3;
     double[] secs = new double[runs];
     for (int i = 0; i < runs; i++) {
-      try (HostProcess h = s.hosts().command("list-" + i,
-          List.of("list-handlers", "--plugins", gen.toString()))) {
+      try (HostProcess h =
+          s.hosts().command("list-" + i, List.of("list-handlers", "--plugins", gen.toString()))) {
         int rc = h.awaitExit(Hosts.START_TIMEOUT);
         secs[i] = (System.nanoTime() - h.startedNanos()) / 1e9;
         long rows = h.stdout().lines().filter(l -> l.startsWith("gen.tool-")).count();
         if (rc != 0 || rows != 100) {
-          throw new IllegalStateException("list-handlers exited " + rc + " listing " + rows
-              + " of 100 handlers; stderr: " + h.stderr());
+          throw new IllegalStateException(
+              "list-handlers exited "
+                  + rc
+                  + " listing "
+                  + rows
+                  + " of 100 handlers; stderr: "
+                  + h.stderr());
         }
       }
     }
     double median = Stats.median(secs);
-    s.report().add(new Report.Row("6b", "list-handlers, 100 plugins"
-        + (runs > 1 ? " (median of " + runs + ")" : ""),
-        String.format(Locale.ROOT, "%.2f s (runs: %s)", median, Format.seconds(secs)),
-        String.format(Locale.ROOT, "%.2f s", median), "<= 2.0 s", median <= 2.0,
-        Report.figures("median_s", median, "runs_s", Arrays.stream(secs).boxed().toList())));
+    s.report()
+        .add(
+            new Report.Row(
+                "6b",
+                "list-handlers, 100 plugins" + (runs > 1 ? " (median of " + runs + ")" : ""),
+                String.format(Locale.ROOT, "%.2f s (runs: %s)", median, Format.seconds(secs)),
+                String.format(Locale.ROOT, "%.2f s", median),
+                "<= 2.0 s",
+                median <= 2.0,
+                Report.figures(
+                    "median_s", median, "runs_s", Arrays.stream(secs).boxed().toList())));
   }
 }

@@ -9,10 +9,19 @@ import java.util.Set;
  * (empty: all), where things are, the warm-up and measured time of each figure, and the
  * real-runtime binaries (both null unless given).
  */
-record Options(boolean quick, Set<String> only, Path dist, Path work, Path out, Duration warmup,
-    Duration measure, Path runtimeBin, Path peerBin) {
+record Options(
+    boolean quick,
+    Set<String> only,
+    Path dist,
+    Path work,
+    Path out,
+    Duration warmup,
+    Duration measure,
+    Path runtimeBin,
+    Path peerBin) {
   /** Paired rows: slices per figure in a full run, and the warm-up again before each slice. */
   static final int PAIRED_SLICES = 5;
+
   static final Duration SLICE_WARMUP = Duration.ofSeconds(1);
 
   Options {
@@ -21,8 +30,10 @@ record Options(boolean quick, Set<String> only, Path dist, Path work, Path out, 
 
   /** Whether {@code step} runs: all do when {@code --only} names none. */
   boolean runs(String step) {
-    return only.isEmpty() || only.contains(step) || step.equals("64") && (only.contains("c1")
-        || only.contains("c64") || only.contains("s64"));
+    return only.isEmpty()
+        || only.contains(step)
+        || step.equals("64")
+            && (only.contains("c1") || only.contains("c64") || only.contains("s64"));
   }
 
   /** Whether {@code --only} names {@code step} itself (a quick run leaves some steps out). */

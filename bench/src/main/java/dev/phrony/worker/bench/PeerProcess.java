@@ -9,6 +9,7 @@ final class PeerProcess implements AutoCloseable {
   private final Process process;
   final String shape;
   final String workerId;
+
   /** The version of {@code echo} it serves: its shape. */
   final String version;
 
@@ -23,10 +24,20 @@ final class PeerProcess implements AutoCloseable {
   static PeerProcess start(String shape, String target, Path log) throws IOException {
     Path java = Path.of(System.getProperty("java.home"), "bin", "java");
     String id = "peer-" + shape;
-    Process p = new ProcessBuilder(java.toString(), "--enable-native-access=ALL-UNNAMED", "-cp",
-        System.getProperty("java.class.path"), PeerWorker.class.getName(), shape, target, id,
-        shape)
-        .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    Process p =
+        new ProcessBuilder(
+                java.toString(),
+                "--enable-native-access=ALL-UNNAMED",
+                "-cp",
+                System.getProperty("java.class.path"),
+                PeerWorker.class.getName(),
+                shape,
+                target,
+                id,
+                shape)
+            .redirectErrorStream(true)
+            .redirectOutput(log.toFile())
+            .start();
     return new PeerProcess(p, shape, id);
   }
 

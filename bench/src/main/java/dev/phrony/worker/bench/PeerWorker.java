@@ -32,57 +32,75 @@ import java.util.regex.Pattern;
 
 /**
  * Stand-ins for the other workers, run as a child JVM: the least a worker written directly on
- * grpc-java does to serve {@code echo} (the host's no-op: the args back, after {@code sleep_ms}
- * if given) with {@code max_concurrency} 64. Like both peers' SDKs it hands its handler the
- * arguments decoded from JSON and encodes what the handler returns (Jackson, a tree each way);
- * same flow control as the host (inbound requested in batches, outbound through a writer that
- * honours {@code isReady}); heartbeats every 15 s; nothing else: no outbox, no metrics, no
- * dedupe, no deadline, no cancel. {@code raw} as a fifth argument skips the JSON: the args'
- * bytes go back as they came.
+ * grpc-java does to serve {@code echo} (the host's no-op: the args back, after {@code sleep_ms} if
+ * given) with {@code max_concurrency} 64. Like both peers' SDKs it hands its handler the arguments
+ * decoded from JSON and encodes what the handler returns (Jackson, a tree each way); same flow
+ * control as the host (inbound requested in batches, outbound through a writer that honours {@code
+ * isReady}); heartbeats every 15 s; nothing else: no outbox, no metrics, no dedupe, no deadline, no
+ * cancel. {@code raw} as a fifth argument skips the JSON: the args' bytes go back as they came.
  *
  * <ul>
- *   <li>{@code inline}, the TypeScript SDK's shape: one event loop; each invoke is answered on
- *       the stream's own thread (a {@code sleep_ms} becomes a timer on that loop, as an async
- *       handler would await one).
- *   <li>{@code threads}, the Go worker's shape: a new (virtual) thread per invoke runs the
- *       handler and sends its result itself, under the stream's lock, as goroutines call
- *       {@code Send}.
+ *   <li>{@code inline}, the TypeScript SDK's shape: one event loop; each invoke is answered on the
+ *       stream's own thread (a {@code sleep_ms} becomes a timer on that loop, as an async handler
+ *       would await one).
+ *   <li>{@code threads}, the Go worker's shape: a new (virtual) thread per invoke runs the handler
+ *       and sends its result itself, under the stream's lock, as goroutines call {@code Send}.
  * </ul>
  *
- * <p>Arguments: {@code inline|threads TARGET WORKER_ID VERSION [raw]}. It advertises
- * {@code echo@VERSION}, so it can share a runtime with a host serving {@code echo@default}.
+ * <p>Arguments: {@code inline|threads TARGET WORKER_ID VERSION [raw]}. It advertises {@code
+ * echo@VERSION}, so it can share a runtime with a host serving {@code echo@default}.
  */
 public final class PeerWorker {
   private static final Pattern SLEEP = Pattern.compile("\"sleep_ms\"\\s*:\\s*(\\d{1,9})");
   private static final ByteString SLEEP_KEY = ByteString.copyFromUtf8("sleep_ms");
+
   /**
-   * Jackson with a shared buffer pool, as the host's: with its default per-thread pool, every
-   * fresh virtual thread would allocate its buffers anew, a cost of the JVM, not of the shape.
+   * Jackson with a shared buffer pool, as the host's: with its default per-thread pool, every fresh
+   * virtual thread would allocate its buffers anew, a cost of the JVM, not of the shape.
    */
-  private static final ObjectMapper JSON = JsonMapper.builder(JsonFactory.builder()
-      .recyclerPool(JsonRecyclerPools.newConcurrentDequePool()).build()).build();
+  private static final ObjectMapper JSON =
+      JsonMapper.builder(
+              JsonFactory.builder()
+                  .recyclerPool(JsonRecyclerPools.newConcurrentDequePool())
+                  .build())
+          .build();
 
   private PeerWorker() {}
 
   public static void main(String[] args) throws InterruptedException {
-    boolean inline = switch (args[0]) {
-      case "inline" -> true;
-      case "threads" -> false;
-      default -> throw new IllegalArgumentException("shape must be inline or threads: " + args[0]);
-    };
+    boolean inline =
+        switch (args[0]) {
+          case "inline" -> true;
+          case "threads" -> false;
+          default ->
+              throw new IllegalArgumentException("shape must be inline or threads: " + args[0]);
+        };
     // One event loop, which runs every callback of the stream (the direct executor).
     EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
-    ManagedChannel channel = NettyChannelBuilder.forTarget(args[1]).usePlaintext()
-        .eventLoopGroup(group).channelType(NioSocketChannel.class).directExecutor().build();
+    ManagedChannel channel =
+        NettyChannelBuilder.forTarget(args[1])
+            .usePlaintext()
+            .eventLoopGroup(group)
+            .channelType(NioSocketChannel.class)
+            .directExecutor()
+            .build();
     CountDownLatch done = new CountDownLatch(1);
     Peer peer = new Peer(inline, args.length > 4 && args[4].equals("raw"), group.next(), done);
     RuntimeGrpc.newStub(channel).work(peer);
-    peer.send(WorkClientMsg.newBuilder().setRegister(WorkRegister.newBuilder()
-        .setWorkerId(args[2]).addHandlers(WorkHandlerAdvertisement.newBuilder()
-            .setTool("echo").setVersion(args[3]).setMaxConcurrency(64))).build());
+    peer.send(
+        WorkClientMsg.newBuilder()
+            .setRegister(
+                WorkRegister.newBuilder()
+                    .setWorkerId(args[2])
+                    .addHandlers(
+                        WorkHandlerAdvertisement.newBuilder()
+                            .setTool("echo")
+                            .setVersion(args[3])
+                            .setMaxConcurrency(64)))
+            .build());
     ScheduledExecutorService heartbeats = Executors.newSingleThreadScheduledExecutor();
-    WorkClientMsg heartbeat = WorkClientMsg.newBuilder()
-        .setHeartbeat(WorkHeartbeat.getDefaultInstance()).build();
+    WorkClientMsg heartbeat =
+        WorkClientMsg.newBuilder().setHeartbeat(WorkHeartbeat.getDefaultInstance()).build();
     heartbeats.scheduleAtFixedRate(() -> peer.send(heartbeat), 15, 15, TimeUnit.SECONDS);
     done.await();
     heartbeats.shutdownNow();
@@ -145,17 +163,19 @@ public final class PeerWorker {
           send(result(invoke));
         }
       } else {
-        Thread.ofVirtual().start(() -> {
-          long sleep = sleepMs(invoke.getArgs());
-          if (sleep > 0) {
-            try {
-              Thread.sleep(sleep); // the handler's own work: a Go handler's time.Sleep
-            } catch (InterruptedException e) {
-              return;
-            }
-          }
-          send(result(invoke));
-        });
+        Thread.ofVirtual()
+            .start(
+                () -> {
+                  long sleep = sleepMs(invoke.getArgs());
+                  if (sleep > 0) {
+                    try {
+                      Thread.sleep(sleep); // the handler's own work: a Go handler's time.Sleep
+                    } catch (InterruptedException e) {
+                      return;
+                    }
+                  }
+                  send(result(invoke));
+                });
       }
     }
 
@@ -170,8 +190,9 @@ public final class PeerWorker {
           payload = ByteString.copyFromUtf8("{\"error\":\"arguments are not JSON\"}");
         }
       }
-      return WorkClientMsg.newBuilder().setResult(WorkToolResult.newBuilder()
-          .setCallId(invoke.getCallId()).setPayload(payload)).build();
+      return WorkClientMsg.newBuilder()
+          .setResult(WorkToolResult.newBuilder().setCallId(invoke.getCallId()).setPayload(payload))
+          .build();
     }
   }
 }

@@ -20,10 +20,10 @@ import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
 
 /**
- * Plugins at bench time. Generates plugin jars: {@code count} tiny handlers
- * ({@code gen.tool-NNN@1.0.0}, read_only, returning their args), each compiled by javax.tools
- * into its own jar with its {@code META-INF/services} entry, as a plugin author's build would
- * produce; and puts them in a plugins folder the way an operator does.
+ * Plugins at bench time. Generates plugin jars: {@code count} tiny handlers ({@code
+ * gen.tool-NNN@1.0.0}, read_only, returning their args), each compiled by javax.tools into its own
+ * jar with its {@code META-INF/services} entry, as a plugin author's build would produce; and puts
+ * them in a plugins folder the way an operator does.
  */
 final class Plugins {
   private Plugins() {}
@@ -42,7 +42,11 @@ final class Plugins {
       String pkg = pkg(i);
       Path f = src.resolve(pkg.replace('.', '/')).resolve("Tool.java");
       Files.createDirectories(f.getParent());
-      Files.writeString(f, String.format(Locale.ROOT, """
+      Files.writeString(
+          f,
+          String.format(
+              Locale.ROOT,
+              """
           package %s;
 
           import dev.phrony.worker.api.SideEffectClass;
@@ -68,11 +72,22 @@ final class Plugins {
               return ToolResult.json(call.argsBytes());
             }
           }
-          """, pkg, i));
+          """,
+              pkg,
+              i));
       files.add(f.toString());
     }
-    List<String> argv = new ArrayList<>(List.of("--release", "21", "-nowarn", "-proc:none",
-        "-cp", apiJar().toString(), "-d", classes.toString()));
+    List<String> argv =
+        new ArrayList<>(
+            List.of(
+                "--release",
+                "21",
+                "-nowarn",
+                "-proc:none",
+                "-cp",
+                apiJar().toString(),
+                "-d",
+                classes.toString()));
     argv.addAll(files);
     int rc = javac.run(null, null, System.err, argv.toArray(String[]::new));
     if (rc != 0) {

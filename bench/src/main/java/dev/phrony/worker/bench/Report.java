@@ -25,7 +25,13 @@ final class Report {
    * @param met whether the goal was met; null when there is none or it could not be measured
    * @param figures the same figures, as numbers, for the JSON file
    */
-  record Row(String id, String scenario, String result, String ratio, String goal, Boolean met,
+  record Row(
+      String id,
+      String scenario,
+      String result,
+      String ratio,
+      String goal,
+      Boolean met,
       Map<String, Object> figures) {}
 
   final Map<String, Object> meta = new LinkedHashMap<>();
@@ -33,8 +39,13 @@ final class Report {
 
   void add(Row row) {
     rows.add(row);
-    System.err.printf(Locale.ROOT, "bench: %-4s %-44s %s  %s%n", row.id(), row.scenario(),
-        row.result(), row.ratio());
+    System.err.printf(
+        Locale.ROOT,
+        "bench: %-4s %-44s %s  %s%n",
+        row.id(),
+        row.scenario(),
+        row.result(),
+        row.ratio());
   }
 
   void print(PrintStream out) {
@@ -42,8 +53,15 @@ final class Report {
     List<String[]> lines = new ArrayList<>();
     lines.add(head);
     for (Row r : rows) {
-      lines.add(new String[] {r.id(), r.scenario(), r.result(), r.ratio(), r.goal(),
-          r.met() == null ? "-" : r.met() ? "yes" : "NO"});
+      lines.add(
+          new String[] {
+            r.id(),
+            r.scenario(),
+            r.result(),
+            r.ratio(),
+            r.goal(),
+            r.met() == null ? "-" : r.met() ? "yes" : "NO"
+          });
     }
     int[] w = new int[head.length];
     for (String[] l : lines) {
@@ -102,8 +120,13 @@ final class Report {
     switch (o) {
       case null -> b.append("null");
       case Boolean x -> b.append(x);
-      case Double d -> b.append(d.isNaN() || d.isInfinite() ? "null"
-          : String.format(Locale.ROOT, "%.4f", d).replaceAll("0+$", "").replaceAll("\\.$", ""));
+      case Double d ->
+          b.append(
+              d.isNaN() || d.isInfinite()
+                  ? "null"
+                  : String.format(Locale.ROOT, "%.4f", d)
+                      .replaceAll("0+$", "")
+                      .replaceAll("\\.$", ""));
       case Number n -> b.append(n);
       case Map<?, ?> m -> {
         b.append("{");

@@ -64,8 +64,8 @@ final class Sitting {
   /** The ceiling's server and client, started on first use and kept until closed. */
   Ceiling ceiling() throws Exception {
     if (ceiling == null) {
-      ceiling = Ceiling.start(Calls.ARGS, work().resolve("ceiling-client.log"),
-          Hosts.START_TIMEOUT);
+      ceiling =
+          Ceiling.start(Calls.ARGS, work().resolve("ceiling-client.log"), Hosts.START_TIMEOUT);
     }
     return ceiling;
   }

@@ -27,14 +27,33 @@ final class StartRow implements Scenario {
     for (int i = 0; i < runs; i++) {
       String id = "bench-start-" + i;
       CompletableFuture<Long> registered = new CompletableFuture<>();
-      try (LocalRuntime.Subscription sub = runtime.onEvent(e -> {
-        if (Event.out(WorkServerMsg.BodyCase.REGISTERED).test(e) && id.equals(e.workerId())) {
-          registered.complete(System.nanoTime());
-        }
-      }); HostProcess host = s.hosts().command("start-" + i, List.of("run", "--plugins",
-          ten.toString(), "--runtime", runtime.target(), "--worker-id", id, "--drain-timeout",
-          "5s", "--http", "none", "--state-dir-in-build-output", "--state-dir",
-          work.resolve("state-start").toString()))) {
+      try (LocalRuntime.Subscription sub =
+              runtime.onEvent(
+                  e -> {
+                    if (Event.out(WorkServerMsg.BodyCase.REGISTERED).test(e)
+                        && id.equals(e.workerId())) {
+                      registered.complete(System.nanoTime());
+                    }
+                  });
+          HostProcess host =
+              s.hosts()
+                  .command(
+                      "start-" + i,
+                      List.of(
+                          "run",
+                          "--plugins",
+                          ten.toString(),
+                          "--runtime",
+                          runtime.target(),
+                          "--worker-id",
+                          id,
+                          "--drain-timeout",
+                          "5s",
+                          "--http",
+                          "none",
+                          "--state-dir-in-build-output",
+                          "--state-dir",
+                          work.resolve("state-start").toString()))) {
         long at = registered.get(Hosts.START_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
         cpu[i] = Proc.cpuNanos(host.pid()) / 1e9;
         secs[i] = (at - host.startedNanos()) / 1e9;
@@ -44,12 +63,28 @@ final class StartRow implements Scenario {
       }
     }
     double median = Stats.median(secs);
-    s.report().add(new Report.Row("6a", "start to registered, 10 plugins (median of " + runs
-        + ")", String.format(Locale.ROOT, "%.2f s (runs: %s); host CPU by then %.2f s", median,
-            Format.seconds(secs), Stats.median(cpu)),
-        String.format(Locale.ROOT, "%.2f s", median), "<= 0.8 s", median <= 0.8,
-        Report.figures("median_s", median, "runs_s", Arrays.stream(secs).boxed().toList(),
-            "median_cpu_s", Stats.median(cpu), "cds", System.getenv().getOrDefault(
-                "PHRONY_WORKER_CDS", "auto"))));
+    s.report()
+        .add(
+            new Report.Row(
+                "6a",
+                "start to registered, 10 plugins (median of " + runs + ")",
+                String.format(
+                    Locale.ROOT,
+                    "%.2f s (runs: %s); host CPU by then %.2f s",
+                    median,
+                    Format.seconds(secs),
+                    Stats.median(cpu)),
+                String.format(Locale.ROOT, "%.2f s", median),
+                "<= 0.8 s",
+                median <= 0.8,
+                Report.figures(
+                    "median_s",
+                    median,
+                    "runs_s",
+                    Arrays.stream(secs).boxed().toList(),
+                    "median_cpu_s",
+                    Stats.median(cpu),
+                    "cds",
+                    System.getenv().getOrDefault("PHRONY_WORKER_CDS", "auto"))));
   }
 }

@@ -16,7 +16,8 @@ final class Stats {
 
   /** The median; NaN when there are none. */
   static double median(List<Double> values) {
-    return values.isEmpty() ? Double.NaN
+    return values.isEmpty()
+        ? Double.NaN
         : median(values.stream().mapToDouble(Double::doubleValue).toArray());
   }
 

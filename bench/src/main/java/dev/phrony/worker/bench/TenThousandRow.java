@@ -16,8 +16,8 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongFunction;
 
 /**
- * Row 4 (step {@code 10k}): 10 000 echo calls sleeping at once in a host with {@code -Xmx256m},
- * on the shared runtime; the live heap from a full GC forced while all are in flight.
+ * Row 4 (step {@code 10k}): 10 000 echo calls sleeping at once in a host with {@code -Xmx256m}, on
+ * the shared runtime; the live heap from a full GC forced while all are in flight.
  */
 final class TenThousandRow implements Scenario {
   @Override
@@ -25,8 +25,8 @@ final class TenThousandRow implements Scenario {
     int n = 10_000;
     int sleepMs = s.quick() ? 3000 : 5000;
     LocalRuntime runtime = s.runtime();
-    try (HostProcess host = s.hosts().start(runtime, "host-10000", List.of("-Xmx256m"),
-        Calls.echoSlots(n))) {
+    try (HostProcess host =
+        s.hosts().start(runtime, "host-10000", List.of("-Xmx256m"), Calls.echoSlots(n))) {
       LongFunction<Call> calls = Calls.echo(Calls.sleep(sleepMs), "k10");
       long t0 = System.nanoTime();
       List<CompletableFuture<Outcome>> futures = new ArrayList<>(n);
@@ -34,8 +34,9 @@ final class TenThousandRow implements Scenario {
         futures.add(runtime.dispatch(calls.apply(i)));
       }
       String worker = s.hosts().lastWorkerId();
-      Await.until("all " + n + " calls leased", () -> runtime.worker(worker)
-          .map(w -> w.busy(Calls.ECHO_KEY)).orElse(0) >= n,
+      Await.until(
+          "all " + n + " calls leased",
+          () -> runtime.worker(worker).map(w -> w.busy(Calls.ECHO_KEY)).orElse(0) >= n,
           Duration.ofMillis(sleepMs).plus(Duration.ofSeconds(30)));
       double leasedS = (System.nanoTime() - t0) / 1e9;
       // A third into the sleep every call is inside the host: a point in time to look at, not
@@ -75,13 +76,26 @@ final class TenThousandRow implements Scenario {
       f.put("rss_hwm_mib", hwm / 1024.0);
       f.put("heap_info", heapInfo);
       double live = gc.systemGcAfterMib();
-      s.report().add(new Report.Row("4", "host: 10 000 sleeping calls in flight (-Xmx256m)",
-          String.format(Locale.ROOT, "%d/%d ok; all invoked in %.1f s; live heap %s MiB, peak"
-              + " used %s MiB, RSS peak %.0f MiB", ok, n, leasedS, Format.mib(live),
-              Format.mib(gc.maxBeforeMib()), hwm / 1024.0),
-          String.format(Locale.ROOT, "heap %s MiB",
-              Format.mib(Math.max(live, gc.maxAfterMib()))),
-          "heap <= 256 MiB", ok == n && !Double.isNaN(live) ? live <= 256 : null, f));
+      s.report()
+          .add(
+              new Report.Row(
+                  "4",
+                  "host: 10 000 sleeping calls in flight (-Xmx256m)",
+                  String.format(
+                      Locale.ROOT,
+                      "%d/%d ok; all invoked in %.1f s; live heap %s MiB, peak"
+                          + " used %s MiB, RSS peak %.0f MiB",
+                      ok,
+                      n,
+                      leasedS,
+                      Format.mib(live),
+                      Format.mib(gc.maxBeforeMib()),
+                      hwm / 1024.0),
+                  String.format(
+                      Locale.ROOT, "heap %s MiB", Format.mib(Math.max(live, gc.maxAfterMib()))),
+                  "heap <= 256 MiB",
+                  ok == n && !Double.isNaN(live) ? live <= 256 : null,
+                  f));
     }
   }
 }

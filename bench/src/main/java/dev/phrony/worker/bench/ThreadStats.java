@@ -12,20 +12,18 @@ import java.util.TreeMap;
  * Per-thread CPU time and context switches of a process, from {@code /proc/<pid>/task}: where a
  * call's CPU goes, and how many times threads were put to sleep and woken for it (a voluntary
  * switch is a thread blocking; each is later undone by a wake-up). Threads are grouped by name
- * without their trailing numbers ({@code ForkJoinPool-1-worker-3} counts as
- * {@code ForkJoinPool-1-worker-}).
+ * without their trailing numbers ({@code ForkJoinPool-1-worker-3} counts as {@code
+ * ForkJoinPool-1-worker-}).
  */
 final class ThreadStats {
   /** One group of threads: CPU in ns, voluntary and involuntary switches. */
   record Group(long cpuNanos, long voluntary, long involuntary) {
     Group plus(Group o) {
-      return new Group(cpuNanos + o.cpuNanos, voluntary + o.voluntary,
-          involuntary + o.involuntary);
+      return new Group(cpuNanos + o.cpuNanos, voluntary + o.voluntary, involuntary + o.involuntary);
     }
 
     Group minus(Group o) {
-      return new Group(cpuNanos - o.cpuNanos, voluntary - o.voluntary,
-          involuntary - o.involuntary);
+      return new Group(cpuNanos - o.cpuNanos, voluntary - o.voluntary, involuntary - o.involuntary);
     }
   }
 

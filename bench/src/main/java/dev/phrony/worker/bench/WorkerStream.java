@@ -9,10 +9,10 @@ import java.util.concurrent.CountDownLatch;
 
 /**
  * The worker side of a {@code Work} stream with the host's flow control, for the bench's own
- * workers (the ceiling's client, the stand-in peers): inbound requested in batches
- * ({@link #INBOUND_BATCH} up front, half as many more per half read), outbound through a
- * {@link Writer} that honours {@code isReady}/{@code onReady}. A subclass answers the invokes;
- * {@code done} counts down when the stream ends.
+ * workers (the ceiling's client, the stand-in peers): inbound requested in batches ({@link
+ * #INBOUND_BATCH} up front, half as many more per half read), outbound through a {@link Writer}
+ * that honours {@code isReady}/{@code onReady}. A subclass answers the invokes; {@code done} counts
+ * down when the stream ends.
  */
 abstract class WorkerStream implements ClientResponseObserver<WorkClientMsg, WorkServerMsg> {
   static final int INBOUND_BATCH = 256;

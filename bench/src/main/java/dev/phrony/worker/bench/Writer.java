@@ -6,8 +6,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The single writer of one side of a stream, as the host's own writer does it: any thread may
- * {@link #send}, messages go out in order only while {@code isReady}, the rest on
- * {@code onReady}, and a work-in-progress counter keeps it to one thread at a time without a lock.
+ * {@link #send}, messages go out in order only while {@code isReady}, the rest on {@code onReady},
+ * and a work-in-progress counter keeps it to one thread at a time without a lock.
  */
 final class Writer<T> {
   private final CallStreamObserver<T> out;

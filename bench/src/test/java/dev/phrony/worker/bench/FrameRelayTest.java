@@ -22,8 +22,10 @@ class FrameRelayTest {
   void counts_frames_by_type_across_reads_that_split_headers_and_payloads() throws Exception {
     try (ServerSocket runtime = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
         FrameRelay relay = FrameRelay.to("127.0.0.1:" + runtime.getLocalPort());
-        Socket worker = new Socket("127.0.0.1",
-            Integer.parseInt(relay.target().substring(relay.target().indexOf(':') + 1)));
+        Socket worker =
+            new Socket(
+                "127.0.0.1",
+                Integer.parseInt(relay.target().substring(relay.target().indexOf(':') + 1)));
         Socket upstream = runtime.accept()) {
       ByteArrayOutputStream sent = new ByteArrayOutputStream();
       sent.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
@@ -42,8 +44,7 @@ class FrameRelayTest {
       }
       byte[] got = readN(upstream.getInputStream(), all.length);
       assertThat(got).isEqualTo(all);
-      Await.until("all bytes counted", () -> relay.workerToRuntime().bytes() == all.length,
-          WAIT);
+      Await.until("all bytes counted", () -> relay.workerToRuntime().bytes() == all.length, WAIT);
 
       FrameRelay.Counts up = relay.workerToRuntime();
       assertThat(up.frames()).isEqualTo(6);

@@ -11,11 +11,12 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** What rows 4 and 9 and the allocation figures read from a host's {@code -Xlog:gc} file. */
 class GcLogTest {
-  private static final List<String> LOG = List.of(
-      "[1000ms] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) 3.000ms",
-      "[1100ms] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 30M->6M(256M) 2.500ms",
-      "[1150ms] GC(2) Concurrent Mark Cycle 5.000ms",
-      "[1200ms] GC(3) Pause Full (Diagnostic Command) 2048K->1M(1G) 20.000ms");
+  private static final List<String> LOG =
+      List.of(
+          "[1000ms] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) 3.000ms",
+          "[1100ms] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 30M->6M(256M) 2.500ms",
+          "[1150ms] GC(2) Concurrent Mark Cycle 5.000ms",
+          "[1200ms] GC(3) Pause Full (Diagnostic Command) 2048K->1M(1G) 20.000ms");
 
   @Test
   void summary_takes_the_peaks_the_forced_gcs_live_heap_and_the_pauses(@TempDir Path dir)

@@ -11,8 +11,15 @@ import org.junit.jupiter.api.Test;
 class OptionsTest {
 
   private static Options only(boolean quick, String... steps) {
-    return new Options(quick, Set.of(steps), Path.of("dist"), Path.of("work"), Path.of("o.json"),
-        quick ? Duration.ofMillis(700) : Duration.ofSeconds(5), Duration.ofSeconds(10), null,
+    return new Options(
+        quick,
+        Set.of(steps),
+        Path.of("dist"),
+        Path.of("work"),
+        Path.of("o.json"),
+        quick ? Duration.ofMillis(700) : Duration.ofSeconds(5),
+        Duration.ofSeconds(10),
+        null,
         null);
   }
 

@@ -19,9 +19,25 @@ class ReportTest {
     String awkward = "say \"hi\" in c:\\dir\n\tthen \u0007 bell, \u001b[31m red, \u202e rtl";
     Report report = new Report();
     report.meta.put("mode", "quick");
-    report.add(new Report.Row("2a", awkward, "1 000 calls/s", "0.50x", ">= 0.50x", true,
-        Report.figures("per_s", 1234.56789, "p99_ms", Double.NaN, "calls", 42L, "first_error",
-            null, "lines", List.of(awkward, "plain"))));
+    report.add(
+        new Report.Row(
+            "2a",
+            awkward,
+            "1 000 calls/s",
+            "0.50x",
+            ">= 0.50x",
+            true,
+            Report.figures(
+                "per_s",
+                1234.56789,
+                "p99_ms",
+                Double.NaN,
+                "calls",
+                42L,
+                "first_error",
+                null,
+                "lines",
+                List.of(awkward, "plain"))));
     Path file = dir.resolve("report.json");
 
     report.writeJson(file);
@@ -44,10 +60,18 @@ class ReportTest {
   @Test
   void prints_one_aligned_table_line_a_row_under_its_heading() {
     Report report = new Report();
-    report.add(new Report.Row("1a", "ceiling", "983 round trips/s", "reference", "", null,
-        Report.figures()));
-    report.add(new Report.Row("6b", "list-handlers, 100 plugins", "7.96 s", "7.96 s",
-        "<= 2.0 s", false, Report.figures()));
+    report.add(
+        new Report.Row(
+            "1a", "ceiling", "983 round trips/s", "reference", "", null, Report.figures()));
+    report.add(
+        new Report.Row(
+            "6b",
+            "list-handlers, 100 plugins",
+            "7.96 s",
+            "7.96 s",
+            "<= 2.0 s",
+            false,
+            Report.figures()));
     java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
 
     report.print(new java.io.PrintStream(bytes, true, java.nio.charset.StandardCharsets.UTF_8));

@@ -9,10 +9,10 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * The {@link ToolCall} a handler receives: the call's facts as the runtime sent them, copied
- * into a small object of its own. It holds no reference back into the host (no dispatcher, no
- * stream, no other call), so reflection on it reaches nothing a plugin should not see; only
- * the cancel flag changes after construction.
+ * The {@link ToolCall} a handler receives: the call's facts as the runtime sent them, copied into a
+ * small object of its own. It holds no reference back into the host (no dispatcher, no stream, no
+ * other call), so reflection on it reaches nothing a plugin should not see; only the cancel flag
+ * changes after construction.
  */
 public final class CallContext implements ToolCall {
   private final String callId;
@@ -23,10 +23,13 @@ public final class CallContext implements ToolCall {
   private final String version;
   private final String sideEffectClass;
   private final long deadlineUnixMs;
+
   /** Read-only view of the arguments as they arrived; never handed out, only copied or read. */
   private final ByteBuffer args;
+
   private final JsonCodec codec;
   private volatile boolean cancelled;
+
   /** The stage an asynchronous handler returned: cancelled with the call. */
   private volatile CompletableFuture<?> stage;
 
@@ -35,8 +38,16 @@ public final class CallContext implements ToolCall {
    * @param deadlineUnixMs the session's deadline, 0 for none
    * @param args the arguments (a read-only view is kept; the buffer must not change)
    */
-  public CallContext(String callId, String sessionId, String agentVersionId, int turn,
-      String tool, String version, String sideEffectClass, long deadlineUnixMs, ByteBuffer args,
+  public CallContext(
+      String callId,
+      String sessionId,
+      String agentVersionId,
+      int turn,
+      String tool,
+      String version,
+      String sideEffectClass,
+      long deadlineUnixMs,
+      ByteBuffer args,
       JsonCodec codec) {
     this.callId = Objects.requireNonNull(callId, "callId");
     this.sessionId = sessionId;
@@ -56,8 +67,8 @@ public final class CallContext implements ToolCall {
   }
 
   /**
-   * Marks the call cancelled (cancel or deadline) and cancels the stage of an asynchronous
-   * handler; the owner also interrupts the handler's thread, if it has one.
+   * Marks the call cancelled (cancel or deadline) and cancels the stage of an asynchronous handler;
+   * the owner also interrupts the handler's thread, if it has one.
    */
   public void markCancelled() {
     cancelled = true;
@@ -77,9 +88,9 @@ public final class CallContext implements ToolCall {
   }
 
   /**
-   * {@code s}, the stage the handler returned, is cancelled with the call (at once if the call
-   * is cancelled already). Both fields are volatile and each side writes its own before reading
-   * the other's, so a cancel racing this is never missed.
+   * {@code s}, the stage the handler returned, is cancelled with the call (at once if the call is
+   * cancelled already). Both fields are volatile and each side writes its own before reading the
+   * other's, so a cancel racing this is never missed.
    */
   void cancelWithCall(CompletableFuture<?> s) {
     stage = s;
@@ -132,7 +143,8 @@ public final class CallContext implements ToolCall {
 
   @Override
   public Optional<Instant> deadline() {
-    return deadlineUnixMs <= 0 ? Optional.empty()
+    return deadlineUnixMs <= 0
+        ? Optional.empty()
         : Optional.of(Instant.ofEpochMilli(deadlineUnixMs));
   }
 

@@ -18,17 +18,23 @@ import java.nio.ByteBuffer;
 
 /** The host's JSON codec for handler arguments and results (records, maps, lists). */
 public final class JsonCodec {
-  private final ObjectMapper mapper = JsonMapper.builder(JsonFactory.builder()
-          // Jackson recycles its parser/generator buffers per thread by default; calls run on
-          // virtual threads that live for one call, so every parse and encode would allocate
-          // them afresh (~12 KiB per encode). A shared pool reuses them across threads; it holds
-          // about as many as there are carrier threads, since buffers are only taken while a
-          // parse or an encode runs.
-          .recyclerPool(JsonRecyclerPools.newConcurrentDequePool())
-          .build())
-      // Models add fields a handler does not know; refusing them would fail calls for nothing.
-      .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
-      .build();
+  private final ObjectMapper mapper =
+      JsonMapper.builder(
+              JsonFactory.builder()
+                  // Jackson recycles its parser/generator buffers per thread by default; calls run
+                  // on
+                  // virtual threads that live for one call, so every parse and encode would
+                  // allocate
+                  // them afresh (~12 KiB per encode). A shared pool reuses them across threads; it
+                  // holds
+                  // about as many as there are carrier threads, since buffers are only taken while
+                  // a
+                  // parse or an encode runs.
+                  .recyclerPool(JsonRecyclerPools.newConcurrentDequePool())
+                  .build())
+          // Models add fields a handler does not know; refusing them would fail calls for nothing.
+          .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+          .build();
 
   /** True if {@code bytes} hold exactly one well-formed JSON value. */
   public boolean isJson(byte[] bytes) {
@@ -40,12 +46,13 @@ public final class JsonCodec {
   }
 
   /**
-   * The same for arguments as they arrived. Documents too large for the scan are read in place
-   * (a large payload is not copied just to be checked); smaller ones are copied for the scan,
-   * which is cheaper than a stream for a few bytes.
+   * The same for arguments as they arrived. Documents too large for the scan are read in place (a
+   * large payload is not copied just to be checked); smaller ones are copied for the scan, which is
+   * cheaper than a stream for a few bytes.
    */
   public boolean isJson(ByteBuffer bytes) {
-    return bytes.remaining() <= JsonScan.MAX_BYTES ? isJson(copy(bytes))
+    return bytes.remaining() <= JsonScan.MAX_BYTES
+        ? isJson(copy(bytes))
         : parses(() -> mapper.getFactory().createParser(input(bytes)));
   }
 
@@ -125,8 +132,8 @@ public final class JsonCodec {
   }
 
   /**
-   * Null if {@code bytes} hold exactly one JSON value; else why not, in words for the model:
-   * {@code not valid JSON}, {@code nesting too deep (limit 1000 levels)}.
+   * Null if {@code bytes} hold exactly one JSON value; else why not, in words for the model: {@code
+   * not valid JSON}, {@code nesting too deep (limit 1000 levels)}.
    */
   public String jsonProblem(ByteBuffer bytes) {
     if (isJson(bytes)) {
@@ -145,15 +152,27 @@ public final class JsonCodec {
       return mapper.readValue(input(json), type); // read in place, not copied first
     } catch (MismatchedInputException e) {
       // Said in JSON's words, at a JSON pointer: the model never sees Java class names.
-      throw new ToolException(ToolException.INVALID_ARGS, pointer(e) + ": expected "
-          + (e.getTargetType() == null ? "another value" : jsonType(e.getTargetType())), e);
+      throw new ToolException(
+          ToolException.INVALID_ARGS,
+          pointer(e)
+              + ": expected "
+              + (e.getTargetType() == null ? "another value" : jsonType(e.getTargetType())),
+          e);
     } catch (JsonMappingException e) {
-      throw new ToolException(ToolException.INVALID_ARGS, pointer(e) + ": not a valid value"
-          + (e.getCause() == null || e.getCause().getMessage() == null ? ""
-              : " (" + e.getCause().getMessage() + ")"), e);
+      throw new ToolException(
+          ToolException.INVALID_ARGS,
+          pointer(e)
+              + ": not a valid value"
+              + (e.getCause() == null || e.getCause().getMessage() == null
+                  ? ""
+                  : " (" + e.getCause().getMessage() + ")"),
+          e);
     } catch (StreamConstraintsException e) {
-      throw new ToolException(ToolException.INVALID_ARGS, "arguments cannot be read: "
-          + problem(() -> mapper.getFactory().createParser(input(json))), e);
+      throw new ToolException(
+          ToolException.INVALID_ARGS,
+          "arguments cannot be read: "
+              + problem(() -> mapper.getFactory().createParser(input(json))),
+          e);
     } catch (JsonProcessingException e) {
       throw new ToolException(ToolException.INVALID_ARGS, "arguments are not valid JSON", e);
     } catch (IOException e) {
@@ -183,8 +202,14 @@ public final class JsonCodec {
     if (t == boolean.class || t == Boolean.class) {
       return "boolean";
     }
-    if (t == int.class || t == long.class || t == short.class || t == byte.class
-        || t == Integer.class || t == Long.class || t == Short.class || t == Byte.class
+    if (t == int.class
+        || t == long.class
+        || t == short.class
+        || t == byte.class
+        || t == Integer.class
+        || t == Long.class
+        || t == Short.class
+        || t == Byte.class
         || t == java.math.BigInteger.class) {
       return "integer";
     }

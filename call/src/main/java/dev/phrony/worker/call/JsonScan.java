@@ -1,11 +1,11 @@
 package dev.phrony.worker.call;
 
 /**
- * An allocation-free check that a byte array is exactly one JSON value (RFC 8259), for the
- * common case only: ASCII text, at most {@value #MAX_BYTES} bytes, nesting at most
- * {@value #MAX_DEPTH} deep, numbers of at most {@value #MAX_NUMBER} characters. It answers
- * {@code true} only for documents Jackson accepts with its default features; {@code false} means
- * "not vouched for" (invalid, or outside that case), and the caller asks Jackson.
+ * An allocation-free check that a byte array is exactly one JSON value (RFC 8259), for the common
+ * case only: ASCII text, at most {@value #MAX_BYTES} bytes, nesting at most {@value #MAX_DEPTH}
+ * deep, numbers of at most {@value #MAX_NUMBER} characters. It answers {@code true} only for
+ * documents Jackson accepts with its default features; {@code false} means "not vouched for"
+ * (invalid, or outside that case), and the caller asks Jackson.
  */
 final class JsonScan {
   static final int MAX_BYTES = 64 * 1024;
@@ -133,8 +133,7 @@ final class JsonScan {
       switch (b[i + 1]) {
         case '"', '\\', '/', 'b', 'f', 'n', 'r', 't' -> i += 2;
         case 'u' -> {
-          if (i + 5 >= n || !hex(b[i + 2]) || !hex(b[i + 3]) || !hex(b[i + 4])
-              || !hex(b[i + 5])) {
+          if (i + 5 >= n || !hex(b[i + 2]) || !hex(b[i + 3]) || !hex(b[i + 4]) || !hex(b[i + 5])) {
             return -1;
           }
           i += 6;

@@ -15,34 +15,34 @@ import java.util.stream.Stream;
  * The classloader of one plugin. It sees three things only:
  *
  * <ol>
- *   <li>the shared packages {@code dev.phrony.worker.api}, {@code org.slf4j} and
- *       {@code com.fasterxml.jackson.annotation} (classes and resources), always from the host,
- *       so handler types match the host's, plugin logs reach the host's logging, and the host's
- *       Jackson sees the annotations on a plugin's records (a plugin's own copy would be a
- *       different class, silently ignored); copies bundled in the plugin are never used;
+ *   <li>the shared packages {@code dev.phrony.worker.api}, {@code org.slf4j} and {@code
+ *       com.fasterxml.jackson.annotation} (classes and resources), always from the host, so handler
+ *       types match the host's, plugin logs reach the host's logging, and the host's Jackson sees
+ *       the annotations on a plugin's records (a plugin's own copy would be a different class,
+ *       silently ignored); copies bundled in the plugin are never used;
  *   <li>the JDK, through the platform classloader (the parent), which wins over the plugin for
  *       classes both have, since a plugin cannot replace JDK classes safely;
  *   <li>the plugin's own jars, for everything else.
  * </ol>
  *
  * <p>The host's own classpath (gRPC, protobuf, Jackson, picocli, the host's packages) is never
- * consulted, so a plugin cannot depend on it by accident and may bundle any version of any
- * library. Resources follow the same rules, except that the plugin's own resources come before
- * the JDK's; the host's resources (such as its {@code META-INF/services}) are never visible.
+ * consulted, so a plugin cannot depend on it by accident and may bundle any version of any library.
+ * Resources follow the same rules, except that the plugin's own resources come before the JDK's;
+ * the host's resources (such as its {@code META-INF/services}) are never visible.
  *
  * <p>The worker loads each plugin in one; the plugin test harness loads the handler under test in
- * one too, over the test's class path, with the loader of its own copy of the call pipeline as
- * the host. It lives beside the pipeline so that both use these rules, not copies of them.
+ * one too, over the test's class path, with the loader of its own copy of the call pipeline as the
+ * host. It lives beside the pipeline so that both use these rules, not copies of them.
  */
 public final class PluginClassLoader extends URLClassLoader {
   static {
     ClassLoader.registerAsParallelCapable();
   }
 
-  private static final List<String> SHARED_PACKAGES = List.of("dev.phrony.worker.api.",
-      "org.slf4j.", "com.fasterxml.jackson.annotation.");
-  private static final List<String> SHARED_RESOURCES = List.of("dev/phrony/worker/api/",
-      "org/slf4j/", "com/fasterxml/jackson/annotation/");
+  private static final List<String> SHARED_PACKAGES =
+      List.of("dev.phrony.worker.api.", "org.slf4j.", "com.fasterxml.jackson.annotation.");
+  private static final List<String> SHARED_RESOURCES =
+      List.of("dev/phrony/worker/api/", "org/slf4j/", "com/fasterxml/jackson/annotation/");
 
   private final ClassLoader host;
 
@@ -107,12 +107,15 @@ public final class PluginClassLoader extends URLClassLoader {
   }
 
   private static URL[] urls(List<Path> jars) {
-    return jars.stream().map(p -> {
-      try {
-        return p.toUri().toURL();
-      } catch (MalformedURLException e) {
-        throw new UncheckedIOException(e);
-      }
-    }).toArray(URL[]::new);
+    return jars.stream()
+        .map(
+            p -> {
+              try {
+                return p.toUri().toURL();
+              } catch (MalformedURLException e) {
+                throw new UncheckedIOException(e);
+              }
+            })
+        .toArray(URL[]::new);
   }
 }

@@ -19,8 +19,8 @@ public final class ExecutorScheduler implements Scheduler, AutoCloseable {
   private final ScheduledThreadPoolExecutor executor;
 
   public ExecutorScheduler(String threadName) {
-    executor = new ScheduledThreadPoolExecutor(1,
-        Thread.ofPlatform().name(threadName).daemon().factory());
+    executor =
+        new ScheduledThreadPoolExecutor(1, Thread.ofPlatform().name(threadName).daemon().factory());
     executor.setRemoveOnCancelPolicy(true);
     executor.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
   }
@@ -29,13 +29,17 @@ public final class ExecutorScheduler implements Scheduler, AutoCloseable {
   public Handle schedule(Runnable task, Duration delay) {
     ScheduledFuture<?> f;
     try {
-      f = executor.schedule(() -> {
-        try {
-          task.run();
-        } catch (RuntimeException | Error e) {
-          log.error("scheduled task failed", e);
-        }
-      }, Math.max(0, delay.toNanos()), TimeUnit.NANOSECONDS);
+      f =
+          executor.schedule(
+              () -> {
+                try {
+                  task.run();
+                } catch (RuntimeException | Error e) {
+                  log.error("scheduled task failed", e);
+                }
+              },
+              Math.max(0, delay.toNanos()),
+              TimeUnit.NANOSECONDS);
     } catch (java.util.concurrent.RejectedExecutionException e) {
       return NONE; // closed: the worker is stopping, nothing is due any more
     }

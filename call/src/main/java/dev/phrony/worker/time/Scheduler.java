@@ -4,10 +4,10 @@ import java.time.Duration;
 import java.time.InstantSource;
 
 /**
- * Where every timer of the worker comes from: call deadlines, heartbeats, the lease watchdog,
- * the orphan window, reconnect backoff and the drain timeout. Injected, so tests drive time with
- * a fake one instead of sleeping; every handle is cancelled when its call or stream ends, so
- * nothing lingers in the queue holding a call's arguments.
+ * Where every timer of the worker comes from: call deadlines, heartbeats, the lease watchdog, the
+ * orphan window, reconnect backoff and the drain timeout. Injected, so tests drive time with a fake
+ * one instead of sleeping; every handle is cancelled when its call or stream ends, so nothing
+ * lingers in the queue holding a call's arguments.
  */
 public interface Scheduler {
 

@@ -16,7 +16,8 @@ import org.junit.jupiter.api.Test;
 
 class CallPipelineTest {
   private final JsonCodec codec = new JsonCodec();
-  private final CallPipeline pipeline = new CallPipeline(codec, new CallPipeline.Settings(64, false));
+  private final CallPipeline pipeline =
+      new CallPipeline(codec, new CallPipeline.Settings(64, false));
 
   private static ByteBuffer utf8(String s) {
     return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
@@ -50,53 +51,73 @@ class CallPipelineTest {
 
   @Test
   void an_unexpected_exception_reaches_the_model_as_a_reference_only() {
-    CallOutcome out = run(c -> {
-      throw new IllegalStateException("boom: database password=hunter2 unreachable");
-    });
-    assertThat(out).isInstanceOfSatisfying(CallOutcome.Error.class, e -> {
-      assertThat(e.code()).isEqualTo("internal");
-      assertThat(e.message()).matches("internal error \\(ref [0-9a-f]{8}\\)")
-          .doesNotContain("hunter2").doesNotContain("IllegalState");
-    });
+    CallOutcome out =
+        run(
+            c -> {
+              throw new IllegalStateException("boom: database password=hunter2 unreachable");
+            });
+    assertThat(out)
+        .isInstanceOfSatisfying(
+            CallOutcome.Error.class,
+            e -> {
+              assertThat(e.code()).isEqualTo("internal");
+              assertThat(e.message())
+                  .matches("internal error \\(ref [0-9a-f]{8}\\)")
+                  .doesNotContain("hunter2")
+                  .doesNotContain("IllegalState");
+            });
   }
 
   @Test
   void exposing_internal_errors_keeps_class_and_message() {
     CallPipeline dev = new CallPipeline(codec, new CallPipeline.Settings(64, true));
-    CallOutcome out = dev.run(handler(c -> {
-      throw new IllegalStateException("boom");
-    }), getClass().getClassLoader(), call("{}"));
+    CallOutcome out =
+        dev.run(
+            handler(
+                c -> {
+                  throw new IllegalStateException("boom");
+                }),
+            getClass().getClassLoader(),
+            call("{}"));
     assertThat(((CallOutcome.Error) out).message())
         .startsWith("java.lang.IllegalStateException: boom (ref ");
   }
 
   @Test
   void tool_exceptions_are_the_authors_words() {
-    CallOutcome out = run(c -> {
-      throw new ToolException("not_found", "no such city");
-    });
+    CallOutcome out =
+        run(
+            c -> {
+              throw new ToolException("not_found", "no such city");
+            });
     assertThat(out).isEqualTo(CallOutcome.error("not_found", "no such city"));
   }
 
   @Test
   void results_are_encoded_and_bounded() {
     record R(String greeting) {}
-    assertThat(new String(((CallOutcome.Payload) run(c -> ToolResult.of(new R("hi")))).bytes(),
-        StandardCharsets.UTF_8)).isEqualTo("{\"greeting\":\"hi\"}");
+    assertThat(
+            new String(
+                ((CallOutcome.Payload) run(c -> ToolResult.of(new R("hi")))).bytes(),
+                StandardCharsets.UTF_8))
+        .isEqualTo("{\"greeting\":\"hi\"}");
     assertThat(run(c -> ToolResult.text("x".repeat(65))))
-        .isInstanceOfSatisfying(CallOutcome.Error.class,
-            e -> assertThat(e.code()).isEqualTo("result_too_large"));
+        .isInstanceOfSatisfying(
+            CallOutcome.Error.class, e -> assertThat(e.code()).isEqualTo("result_too_large"));
     assertThat(run(c -> ToolResult.json("{".getBytes(StandardCharsets.UTF_8))))
-        .isInstanceOfSatisfying(CallOutcome.Error.class,
-            e -> assertThat(e.code()).isEqualTo("internal"));
+        .isInstanceOfSatisfying(
+            CallOutcome.Error.class, e -> assertThat(e.code()).isEqualTo("internal"));
   }
 
   @Test
   void arguments_nested_beyond_the_parsers_limit_say_so_not_invalid_json() {
     String deep = "[".repeat(5_000) + "]".repeat(5_000);
-    assertThat(pipeline.checkArgs(utf8(deep), ArgsCheck.NONE)).isEqualTo(
-        new CallPipeline.Refusal(true, "invalid_args",
-            "arguments cannot be read: nesting too deep (limit 1000 levels)"));
+    assertThat(pipeline.checkArgs(utf8(deep), ArgsCheck.NONE))
+        .isEqualTo(
+            new CallPipeline.Refusal(
+                true,
+                "invalid_args",
+                "arguments cannot be read: nesting too deep (limit 1000 levels)"));
     String deepObject = "{\"a\":".repeat(2_000) + "1" + "}".repeat(2_000);
     assertThat(pipeline.checkArgs(utf8(deepObject), ArgsCheck.NONE).message())
         .isEqualTo("arguments cannot be read: nesting too deep (limit 1000 levels)");
@@ -109,8 +130,8 @@ class CallPipelineTest {
     assertThat(pipeline.checkArgs(utf8("{"), ArgsCheck.NONE))
         .isEqualTo(new CallPipeline.Refusal(true, "invalid_args", "arguments are not valid JSON"));
     assertThat(pipeline.checkArgs(utf8("{}"), ArgsCheck.NONE)).isNull();
-    CallPipeline.Refusal r = pipeline.checkArgs(utf8("{\"city\":42}"),
-        a -> "/city: expected string, got integer");
+    CallPipeline.Refusal r =
+        pipeline.checkArgs(utf8("{\"city\":42}"), a -> "/city: expected string, got integer");
     assertThat(r.nack()).isFalse();
     assertThat(r.message()).endsWith("/city: expected string, got integer");
   }
@@ -119,10 +140,14 @@ class CallPipelineTest {
   void the_handler_runs_with_its_plugins_context_loader() {
     ClassLoader plugin = new ClassLoader(null) {};
     ClassLoader[] seen = new ClassLoader[1];
-    pipeline.run(handler(c -> {
-      seen[0] = Thread.currentThread().getContextClassLoader();
-      return ToolResult.text("ok");
-    }), plugin, call("{}"));
+    pipeline.run(
+        handler(
+            c -> {
+              seen[0] = Thread.currentThread().getContextClassLoader();
+              return ToolResult.text("ok");
+            }),
+        plugin,
+        call("{}"));
     assertThat(seen[0]).isSameAs(plugin);
     assertThat(Thread.currentThread().getContextClassLoader()).isNotSameAs(plugin);
   }
@@ -142,15 +167,15 @@ class CallPipelineTest {
     };
   }
 
-  private CompletableFuture<CallOutcome> start(CallContext call,
-      java.util.function.Function<ToolCall, CompletionStage<ToolResult>> body) {
+  private CompletableFuture<CallOutcome> start(
+      CallContext call, java.util.function.Function<ToolCall, CompletionStage<ToolResult>> body) {
     return pipeline.start(async(body), getClass().getClassLoader(), call);
   }
 
   @Test
   void an_async_handler_that_completes_at_once_gives_its_outcome_at_once() {
-    CompletableFuture<CallOutcome> out = start(call("{}"),
-        c -> CompletableFuture.completedFuture(ToolResult.json("{\"a\":1}")));
+    CompletableFuture<CallOutcome> out =
+        start(call("{}"), c -> CompletableFuture.completedFuture(ToolResult.json("{\"a\":1}")));
     assertThat(out).isDone();
     assertThat(new String(((CallOutcome.Payload) out.join()).bytes(), StandardCharsets.UTF_8))
         .isEqualTo("{\"a\":1}");
@@ -158,29 +183,59 @@ class CallPipelineTest {
 
   @Test
   void an_async_handlers_failures_are_mapped_as_a_blocking_handlers_are() {
-    assertThat(start(call("{}"), c -> {
-      throw new ToolException("not_found", "no such city");
-    }).join()).as("thrown by handleAsync").isEqualTo(CallOutcome.error("not_found", "no such city"));
-    assertThat(start(call("{}"), c -> CompletableFuture.failedFuture(
-        new ToolException("not_found", "no such city"))).join())
-        .as("the stage failed").isEqualTo(CallOutcome.error("not_found", "no such city"));
-    assertThat(start(call("{}"), c -> CompletableFuture.supplyAsync(() -> {
-      throw new ToolException("not_found", "late");
-    })).join()).as("failed in a dependent stage: CompletionException unwrapped")
+    assertThat(
+            start(
+                    call("{}"),
+                    c -> {
+                      throw new ToolException("not_found", "no such city");
+                    })
+                .join())
+        .as("thrown by handleAsync")
+        .isEqualTo(CallOutcome.error("not_found", "no such city"));
+    assertThat(
+            start(
+                    call("{}"),
+                    c ->
+                        CompletableFuture.failedFuture(
+                            new ToolException("not_found", "no such city")))
+                .join())
+        .as("the stage failed")
+        .isEqualTo(CallOutcome.error("not_found", "no such city"));
+    assertThat(
+            start(
+                    call("{}"),
+                    c ->
+                        CompletableFuture.supplyAsync(
+                            () -> {
+                              throw new ToolException("not_found", "late");
+                            }))
+                .join())
+        .as("failed in a dependent stage: CompletionException unwrapped")
         .isEqualTo(CallOutcome.error("not_found", "late"));
-    assertThat(start(call("{}"), c -> {
-      throw new IllegalStateException("password=hunter2");
-    }).join()).isInstanceOfSatisfying(CallOutcome.Error.class, e -> {
-      assertThat(e.code()).isEqualTo("internal");
-      assertThat(e.message()).doesNotContain("hunter2");
-    });
+    assertThat(
+            start(
+                    call("{}"),
+                    c -> {
+                      throw new IllegalStateException("password=hunter2");
+                    })
+                .join())
+        .isInstanceOfSatisfying(
+            CallOutcome.Error.class,
+            e -> {
+              assertThat(e.code()).isEqualTo("internal");
+              assertThat(e.message()).doesNotContain("hunter2");
+            });
     assertThat(start(call("{}"), c -> null).join())
-        .as("a null stage is a bug of the handler").isInstanceOfSatisfying(CallOutcome.Error.class,
-            e -> assertThat(e.code()).isEqualTo("internal"));
-    assertThat(start(call("{}"), c -> CompletableFuture.completedFuture(
-        ToolResult.text("x".repeat(65)))).join())
-        .isInstanceOfSatisfying(CallOutcome.Error.class,
-            e -> assertThat(e.code()).isEqualTo("result_too_large"));
+        .as("a null stage is a bug of the handler")
+        .isInstanceOfSatisfying(
+            CallOutcome.Error.class, e -> assertThat(e.code()).isEqualTo("internal"));
+    assertThat(
+            start(
+                    call("{}"),
+                    c -> CompletableFuture.completedFuture(ToolResult.text("x".repeat(65))))
+                .join())
+        .isInstanceOfSatisfying(
+            CallOutcome.Error.class, e -> assertThat(e.code()).isEqualTo("result_too_large"));
   }
 
   @Test
@@ -206,10 +261,15 @@ class CallPipelineTest {
     ClassLoader plugin = new ClassLoader(null) {};
     ClassLoader[] seen = new ClassLoader[1];
     CompletableFuture<ToolResult> later = new CompletableFuture<>();
-    CompletableFuture<CallOutcome> out = pipeline.start(async(c -> {
-      seen[0] = Thread.currentThread().getContextClassLoader();
-      return later;
-    }), plugin, call("{}"));
+    CompletableFuture<CallOutcome> out =
+        pipeline.start(
+            async(
+                c -> {
+                  seen[0] = Thread.currentThread().getContextClassLoader();
+                  return later;
+                }),
+            plugin,
+            call("{}"));
     assertThat(seen[0]).isSameAs(plugin);
     assertThat(Thread.currentThread().getContextClassLoader()).isNotSameAs(plugin);
     later.complete(ToolResult.text("ok"));

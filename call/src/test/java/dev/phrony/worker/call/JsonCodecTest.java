@@ -31,11 +31,21 @@ class JsonCodecTest {
   @Test
   void arguments_small_and_beyond_the_scan_get_the_same_verdict_as_bytes() {
     String big = document(JsonScan.MAX_BYTES + 1_000);
-    for (String s : List.of("{}", "{\"a\":1}", "{", "{}{}", big, big + " ", big + "x",
-        big.substring(0, big.length() - 1), "[" + big + "," + big + "]")) {
+    for (String s :
+        List.of(
+            "{}",
+            "{\"a\":1}",
+            "{",
+            "{}{}",
+            big,
+            big + " ",
+            big + "x",
+            big.substring(0, big.length() - 1),
+            "[" + big + "," + big + "]")) {
       ByteBuffer args = utf8(s);
-      assertThat(codec.isJson(args)).as("%d bytes ending %s", s.length(),
-          s.substring(Math.max(0, s.length() - 8))).isEqualTo(codec.isJson(JsonCodec.copy(args)));
+      assertThat(codec.isJson(args))
+          .as("%d bytes ending %s", s.length(), s.substring(Math.max(0, s.length() - 8)))
+          .isEqualTo(codec.isJson(JsonCodec.copy(args)));
     }
     assertThat(codec.isJson(utf8(big))).isTrue();
     assertThat(codec.isJson(utf8(big + "x"))).isFalse();
@@ -47,10 +57,9 @@ class JsonCodecTest {
     assertThat(d.name()).isEqualTo("n");
     assertThat(d.values()).hasSizeGreaterThan(10_000);
 
-    assertThatThrownBy(() -> codec.decodeArgs(utf8("{\"values\":\"x\"}"),
-        Doc.class))
-        .isInstanceOfSatisfying(ToolException.class,
-            e -> assertThat(e.code()).isEqualTo(ToolException.INVALID_ARGS))
+    assertThatThrownBy(() -> codec.decodeArgs(utf8("{\"values\":\"x\"}"), Doc.class))
+        .isInstanceOfSatisfying(
+            ToolException.class, e -> assertThat(e.code()).isEqualTo(ToolException.INVALID_ARGS))
         .hasMessage("/values: expected array");
   }
 
@@ -62,9 +71,12 @@ class JsonCodecTest {
         .hasMessage("/: expected object");
     assertThatThrownBy(() -> codec.decodeArgs(utf8("{\"inner\":{\"n\":\"x\"}}"), Outer.class))
         .hasMessage("/inner/n: expected integer");
-    assertThatThrownBy(() -> codec.decodeArgs(utf8("{\"list\":[{\"n\":1},{\"n\":[]}]}"),
-        Outer.class)).hasMessage("/list/1/n: expected integer");
+    assertThatThrownBy(
+            () -> codec.decodeArgs(utf8("{\"list\":[{\"n\":1},{\"n\":[]}]}"), Outer.class))
+        .hasMessage("/list/1/n: expected integer");
     assertThatThrownBy(() -> codec.decodeArgs(utf8("{\"city\":{}}"), Outer.class))
-        .hasMessage("/city: expected string").message().doesNotContain("java", "$", "`");
+        .hasMessage("/city: expected string")
+        .message()
+        .doesNotContain("java", "$", "`");
   }
 }

@@ -9,7 +9,8 @@ import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 class SchemaCheckTest {
-  private static final String FORECAST = """
+  private static final String FORECAST =
+      """
       {"type": "object",
        "properties": {
          "city": {"type": "string", "minLength": 1},
@@ -19,8 +20,8 @@ class SchemaCheckTest {
        "additionalProperties": false}""";
 
   private static String check(String schema, String args) {
-    return SchemaCheck.compile(schema).violation(
-        ByteBuffer.wrap(args.getBytes(StandardCharsets.UTF_8)));
+    return SchemaCheck.compile(schema)
+        .violation(ByteBuffer.wrap(args.getBytes(StandardCharsets.UTF_8)));
   }
 
   @Test
@@ -50,15 +51,18 @@ class SchemaCheckTest {
     assertThatThrownBy(() -> SchemaCheck.compile("{\"type\": 12}"))
         .isInstanceOf(SchemaCheck.InvalidSchemaException.class)
         .hasMessageStartingWith("the input schema is not a valid JSON Schema: /type: ");
-    assertThatThrownBy(() -> SchemaCheck.compile(
-            "{\"properties\": {\"a\": {\"$ref\": \"https://example.invalid/a.json\"}}}"))
+    assertThatThrownBy(
+            () ->
+                SchemaCheck.compile(
+                    "{\"properties\": {\"a\": {\"$ref\": \"https://example.invalid/a.json\"}}}"))
         .isInstanceOf(SchemaCheck.InvalidSchemaException.class)
         .hasMessageStartingWith("the input schema cannot be used: ");
   }
 
   @Test
   void references_inside_the_schema_resolve() {
-    String schema = """
+    String schema =
+        """
         {"$defs": {"city": {"type": "string"}},
          "type": "object", "properties": {"city": {"$ref": "#/$defs/city"}}}""";
     assertThat(check(schema, "{\"city\":\"Oslo\"}")).isNull();

@@ -15,15 +15,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The launcher's class archives: {@code run} on JDK 25+ gets an AOT cache (a first run records,
- * the next launch assembles the cache in the background, the runs after it map it whole); the
- * other commands keep a dynamic CDS archive, whose making prints nothing.
+ * The launcher's class archives: {@code run} on JDK 25+ gets an AOT cache (a first run records, the
+ * next launch assembles the cache in the background, the runs after it map it whole); the other
+ * commands keep a dynamic CDS archive, whose making prints nothing.
  */
 class ClassArchiveIT {
   private static final String[] RUN = {"run", "--plugins", "no-such-plugins"}; // exits at once
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   @Test
   void runRecordsThenAssemblesThenMapsItsCache() throws Exception {
@@ -39,19 +38,30 @@ class ClassArchiveIT {
 
     DistProcess.Result second = DistProcess.run(tmp, env, RUN); // starts the assembly
     assertThat(second.err().lines()).containsExactly(problem); // no recording this time
-    Await.until("the cache assembled", () -> names(archives).stream()
-        .anyMatch(n -> n.matches("run-\\d+\\.aot")), Duration.ofSeconds(60));
-    Await.until("nothing left of the assembly", () -> names(archives).size() == 1,
-        Duration.ofSeconds(10));
+    Await.until(
+        "the cache assembled",
+        () -> names(archives).stream().anyMatch(n -> n.matches("run-\\d+\\.aot")),
+        Duration.ofSeconds(60));
+    Await.until(
+        "nothing left of the assembly", () -> names(archives).size() == 1, Duration.ofSeconds(10));
 
     Path log = tmp.resolve("aot.log");
-    DistProcess.Result third = DistProcess.run(tmp, Map.of("PHRONY_WORKER_CDS_DIR",
-        archives.toString(), "PHRONY_WORKER_JAVA_OPTS", "-Xlog:aot*=info:file=" + log), RUN);
+    DistProcess.Result third =
+        DistProcess.run(
+            tmp,
+            Map.of(
+                "PHRONY_WORKER_CDS_DIR",
+                archives.toString(),
+                "PHRONY_WORKER_JAVA_OPTS",
+                "-Xlog:aot*=info:file=" + log),
+            RUN);
     assertThat(third.err().lines()).containsExactly(problem);
     // Mapped with its module graph: a cache assembled with other module options is mapped
     // without it ("Disabling optimized module handling"), which loses most of the gain.
-    assertThat(Files.readString(log)).contains("Opened AOT cache")
-        .doesNotContain("[error]").doesNotContain("Disabling optimized module handling");
+    assertThat(Files.readString(log))
+        .contains("Opened AOT cache")
+        .doesNotContain("[error]")
+        .doesNotContain("Disabling optimized module handling");
   }
 
   @Test

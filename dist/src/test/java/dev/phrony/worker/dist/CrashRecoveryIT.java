@@ -2,9 +2,9 @@ package dev.phrony.worker.dist;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.outbox.OutboxEntry;
 import dev.phrony.worker.outbox.OutboxView;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.Outcome;
@@ -34,31 +34,47 @@ class CrashRecoveryIT {
   private static final Duration WAIT = Duration.ofSeconds(60);
   private static final String PAY = "payments.process-payment";
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   private Path state() {
     return tmp.resolve("state");
   }
 
   private DistProcess startWorker(LocalRuntime rt) throws Exception {
-    return DistProcess.start(tmp, Map.of("PHRONY_RUNTIME_ADDR", rt.target(),
-            "PHRONY_WORKER_LOG_LEVEL", "DEBUG"),
-        "run", "--state-dir", state().toString(), "--drain-timeout", "5s", "--http", "none");
+    return DistProcess.start(
+        tmp,
+        Map.of("PHRONY_RUNTIME_ADDR", rt.target(), "PHRONY_WORKER_LOG_LEVEL", "DEBUG"),
+        "run",
+        "--state-dir",
+        state().toString(),
+        "--drain-timeout",
+        "5s",
+        "--http",
+        "none");
   }
 
   /** The worker registered on a stream newer than {@code afterStream}. */
   private static WorkerView awaitRegistered(LocalRuntime rt, long afterStream) {
-    Await.until("worker registered", () -> rt.workers().stream()
-        .anyMatch(w -> w.connected() && w.streamId() > afterStream), WAIT);
-    return rt.workers().stream().filter(w -> w.connected() && w.streamId() > afterStream)
-        .findFirst().orElseThrow();
+    Await.until(
+        "worker registered",
+        () -> rt.workers().stream().anyMatch(w -> w.connected() && w.streamId() > afterStream),
+        WAIT);
+    return rt.workers().stream()
+        .filter(w -> w.connected() && w.streamId() > afterStream)
+        .findFirst()
+        .orElseThrow();
   }
 
   private static Call payment(String callId, long processingMs) {
-    return Call.of(callId, "session-" + callId, PAY, "1.0.0",
-        "{\"amount\":10,\"currency\":\"EUR\",\"payee\":\"ACME\",\"processing_ms\":"
-            + processingMs + "}").withSideEffectClass("non_idempotent_write");
+    return Call.of(
+            callId,
+            "session-" + callId,
+            PAY,
+            "1.0.0",
+            "{\"amount\":10,\"currency\":\"EUR\",\"payee\":\"ACME\",\"processing_ms\":"
+                + processingMs
+                + "}")
+        .withSideEffectClass("non_idempotent_write");
   }
 
   private static Outcome await(CompletableFuture<Outcome> f) throws Exception {
@@ -75,8 +91,11 @@ class CrashRecoveryIT {
   /** "handler started" DEBUG lines of {@code callId} (exactly that id in the MDC). */
   private static long handlerRuns(DistProcess worker, String callId) {
     Pattern id = Pattern.compile("call_id=" + Pattern.quote(callId) + "(?![\\w-])");
-    return worker.stderr().lines()
-        .filter(l -> l.contains("handler started") && id.matcher(l).find()).count();
+    return worker
+        .stderr()
+        .lines()
+        .filter(l -> l.contains("handler started") && id.matcher(l).find())
+        .count();
   }
 
   private Optional<OutboxEntry> kept(String callId) throws Exception {
@@ -105,27 +124,34 @@ class CrashRecoveryIT {
       }
       // S: cut off mid-run.
       CompletableFuture<Outcome> slow = rt.dispatch(payment("s-0", 60_000));
-      Await.until("s-0 running with a durable intent", () -> {
-        try {
-          return kept("s-0").map(e -> e.state() == OutboxEntry.State.RUNNING).orElse(false);
-        } catch (Exception e) {
-          return false;
-        }
-      }, WAIT);
+      Await.until(
+          "s-0 running with a durable intent",
+          () -> {
+            try {
+              return kept("s-0").map(e -> e.state() == OutboxEntry.State.RUNNING).orElse(false);
+            } catch (Exception e) {
+              return false;
+            }
+          },
+          WAIT);
       for (String id : a) {
-        assertThat(kept(id)).hasValueSatisfying(
-            e -> assertThat(e.state()).isEqualTo(OutboxEntry.State.HELD));
+        assertThat(kept(id))
+            .hasValueSatisfying(e -> assertThat(e.state()).isEqualTo(OutboxEntry.State.HELD));
       }
       first.kill();
-      assertThat(await(slow)).isInstanceOfSatisfying(Outcome.DispatchError.class,
-          e -> assertThat(e.kind()).isEqualTo(Outcome.DispatchError.Kind.INDETERMINATE));
+      assertThat(await(slow))
+          .isInstanceOfSatisfying(
+              Outcome.DispatchError.class,
+              e -> assertThat(e.kind()).isEqualTo(Outcome.DispatchError.Kind.INDETERMINATE));
 
       // What an operator sees: the table of outbox list (once lost at exit, as it ends without
       // a println of its own).
-      DistProcess.Result listed = DistProcess.run(tmp, "outbox", "list", "--state-dir",
-          state().toString());
+      DistProcess.Result listed =
+          DistProcess.run(tmp, "outbox", "list", "--state-dir", state().toString());
       assertThat(listed.exit()).as("stderr: %s", listed.err()).isZero();
-      assertThat(listed.out()).startsWith("CALL_ID").containsPattern("(?m)^a-0 +held +" + PAY)
+      assertThat(listed.out())
+          .startsWith("CALL_ID")
+          .containsPattern("(?m)^a-0 +held +" + PAY)
           .containsPattern("(?m)^s-0 +\\w+ +" + PAY);
 
       rt.withholdResultAcks(false);
@@ -133,13 +159,19 @@ class CrashRecoveryIT {
         WorkerView w2 = awaitRegistered(rt, w1.streamId());
         assertThat(w2.workerId()).as("worker id kept in the state dir").isEqualTo(w1.workerId());
         // The runtime's ledger acked A through in_flight; the worker let them go.
-        Await.until("A released", () -> a.stream().allMatch(id -> {
-          try {
-            return kept(id).isEmpty();
-          } catch (Exception e) {
-            return false;
-          }
-        }), WAIT);
+        Await.until(
+            "A released",
+            () ->
+                a.stream()
+                    .allMatch(
+                        id -> {
+                          try {
+                            return kept(id).isEmpty();
+                          } catch (Exception e) {
+                            return false;
+                          }
+                        }),
+            WAIT);
         // B: invoked again, answered from the held result; the handler does not run.
         for (var e : paidB.entrySet()) {
           Outcome again = await(rt.dispatch(payment(e.getKey(), 0)));
@@ -148,11 +180,13 @@ class CrashRecoveryIT {
         }
         // S: refused, not run a second time.
         assertThat(await(rt.dispatch(payment("s-0", 0))))
-            .isInstanceOfSatisfying(Outcome.ToolError.class,
+            .isInstanceOfSatisfying(
+                Outcome.ToolError.class,
                 e -> assertThat(e.code()).isEqualTo("previous_attempt_interrupted"));
         assertThat(handlerRuns(second, "s-0")).isZero();
-        assertThat(kept("s-0")).hasValueSatisfying(
-            e -> assertThat(e.state()).isEqualTo(OutboxEntry.State.INTERRUPTED));
+        assertThat(kept("s-0"))
+            .hasValueSatisfying(
+                e -> assertThat(e.state()).isEqualTo(OutboxEntry.State.INTERRUPTED));
         assertThat(OutboxView.read(state()).problems()).isEmpty();
         // A handler still works after all that, and a real run is visible to handlerRuns (so
         // the zero counts above mean something).
@@ -181,8 +215,10 @@ class CrashRecoveryIT {
             Optional<OutboxEntry> e = view.find(id);
             Outcome again = await(rt.dispatch(payment(id, 0)));
             if (e.isPresent() && e.get().state() == OutboxEntry.State.INTERRUPTED) {
-              assertThat(again).isInstanceOfSatisfying(Outcome.ToolError.class,
-                  t -> assertThat(t.code()).isEqualTo("previous_attempt_interrupted"));
+              assertThat(again)
+                  .isInstanceOfSatisfying(
+                      Outcome.ToolError.class,
+                      t -> assertThat(t.code()).isEqualTo("previous_attempt_interrupted"));
               assertThat(handlerRuns(worker, id)).isZero();
             } else if (e.isPresent()) {
               assertThat(paymentId(again)).startsWith("pay_");

@@ -6,8 +6,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import dev.phrony.worker.HostVersion;
-import dev.phrony.worker.config.DurationParser;
 import dev.phrony.worker.cli.PhronyWorkerCommand;
+import dev.phrony.worker.config.DurationParser;
 import dev.phrony.worker.work.WorkOptions;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -47,8 +47,11 @@ class DeployIT {
   }
 
   private static JsonNode yaml(String file) throws IOException {
-    List<JsonNode> docs = new YAMLMapper().readerFor(JsonNode.class)
-        .<JsonNode>readValues(DEPLOY.resolve(file).toFile()).readAll();
+    List<JsonNode> docs =
+        new YAMLMapper()
+            .readerFor(JsonNode.class)
+            .<JsonNode>readValues(DEPLOY.resolve(file).toFile())
+            .readAll();
     assertThat(docs).as(file).hasSize(1);
     return docs.getFirst();
   }
@@ -80,8 +83,13 @@ class DeployIT {
   }
 
   private static int httpPort() {
-    String http = arg("--http").orElseThrow(() -> new AssertionError("the worker's args must "
-        + "set --http: the host's default 127.0.0.1 is unreachable from the kubelet"));
+    String http =
+        arg("--http")
+            .orElseThrow(
+                () ->
+                    new AssertionError(
+                        "the worker's args must "
+                            + "set --http: the host's default 127.0.0.1 is unreachable from the kubelet"));
     assertThat(http).as("--http listens on all interfaces").startsWith("0.0.0.0:");
     return Integer.parseInt(http.substring(http.lastIndexOf(':') + 1));
   }
@@ -113,8 +121,8 @@ class DeployIT {
       assertThat(c.at("/startupProbe/httpGet/path").asText()).isEqualTo("/healthz");
       assertThat(port(c.get("startupProbe"))).isEqualTo(port);
     }
-    assertThat(c.path("ports")).anySatisfy(p -> assertThat(p.path("containerPort").asInt())
-        .isEqualTo(port));
+    assertThat(c.path("ports"))
+        .anySatisfy(p -> assertThat(p.path("containerPort").asInt()).isEqualTo(port));
     assertThat(deployment.at("/spec/template/metadata/annotations/prometheus.io~1port").asText())
         .isEqualTo(Integer.toString(port));
     assertThat(image.all("EXPOSE")).contains(Integer.toString(port));
@@ -122,10 +130,11 @@ class DeployIT {
 
   @Test
   void the_grace_period_outlasts_the_drain() {
-    Duration drain = arg("--drain-timeout").map(DurationParser::parse)
-        .orElse(WorkOptions.DEFAULT_DRAIN_TIMEOUT);
-    Duration grace = Duration.ofSeconds(
-        deployment.at("/spec/template/spec/terminationGracePeriodSeconds").asLong(30));
+    Duration drain =
+        arg("--drain-timeout").map(DurationParser::parse).orElse(WorkOptions.DEFAULT_DRAIN_TIMEOUT);
+    Duration grace =
+        Duration.ofSeconds(
+            deployment.at("/spec/template/spec/terminationGracePeriodSeconds").asLong(30));
 
     assertThat(grace).isGreaterThan(drain).isGreaterThan(WorkOptions.DEFAULT_DRAIN_TIMEOUT);
   }
@@ -159,10 +168,11 @@ class DeployIT {
 
     // ADD unpacks the tarball into /opt/; its top folder is phrony-worker/.
     String version = image.arg("PHRONY_WORKER_VERSION").orElseThrow();
-    assertThat(version).as("ARG PHRONY_WORKER_VERSION is the project version")
+    assertThat(version)
+        .as("ARG PHRONY_WORKER_VERSION is the project version")
         .isEqualTo(HostVersion.get());
-    assertThat(image.all("ADD")).contains(
-        "dist/target/phrony-worker-${PHRONY_WORKER_VERSION}.tar.gz /opt/");
+    assertThat(image.all("ADD"))
+        .contains("dist/target/phrony-worker-${PHRONY_WORKER_VERSION}.tar.gz /opt/");
     assertThat(Path.of("target", "phrony-worker-" + version + ".tar.gz")).isRegularFile();
     assertThat(DistProcess.distDir().getFileName().toString())
         .isEqualTo(Path.of(INSTALL_DIR).getFileName().toString());
@@ -176,13 +186,16 @@ class DeployIT {
     assertThat(user).doesNotStartWith("0").doesNotStartWith("root");
     JsonNode security = deployment.at("/spec/template/spec/securityContext");
     assertThat(security.path("runAsNonRoot").asBoolean()).isTrue();
-    assertThat(user).isEqualTo(security.path("runAsUser").asText() + ":"
-        + security.path("runAsGroup").asText());
+    assertThat(user)
+        .isEqualTo(
+            security.path("runAsUser").asText() + ":" + security.path("runAsGroup").asText());
 
     String volume = image.last("VOLUME");
     String stateDir = image.env("PHRONY_WORKER_STATE_DIR").orElseThrow();
-    assertThat(Path.of(stateDir)).as("the state dir is a folder in the volume")
-        .startsWithRaw(Path.of(volume)).isNotEqualTo(Path.of(volume));
+    assertThat(Path.of(stateDir))
+        .as("the state dir is a folder in the volume")
+        .startsWithRaw(Path.of(volume))
+        .isNotEqualTo(Path.of(volume));
     assertThat(container().path("volumeMounts"))
         .anySatisfy(m -> assertThat(m.path("mountPath").asText()).isEqualTo(volume));
   }
@@ -193,8 +206,13 @@ class DeployIT {
     JsonNode selector = pdb.at("/spec/selector/matchLabels");
 
     assertThat(selector.isEmpty()).isFalse();
-    selector.properties().forEach(e -> assertThat(labels.path(e.getKey()).asText())
-        .as("pod label %s", e.getKey()).isEqualTo(e.getValue().asText()));
+    selector
+        .properties()
+        .forEach(
+            e ->
+                assertThat(labels.path(e.getKey()).asText())
+                    .as("pod label %s", e.getKey())
+                    .isEqualTo(e.getValue().asText()));
     assertThat(deployment.at("/spec/selector/matchLabels")).isEqualTo(selector);
   }
 
@@ -203,8 +221,7 @@ class DeployIT {
     JsonNode target = hpa.at("/spec/scaleTargetRef");
     assertThat(target.path("apiVersion").asText()).isEqualTo("apps/v1");
     assertThat(target.path("kind").asText()).isEqualTo("Deployment");
-    assertThat(target.path("name").asText())
-        .isEqualTo(deployment.at("/metadata/name").asText());
+    assertThat(target.path("name").asText()).isEqualTo(deployment.at("/metadata/name").asText());
 
     JsonNode metric = hpa.at("/spec/metrics/0");
     assertThat(metric.path("type").asText()).isEqualTo("Pods");
@@ -246,8 +263,10 @@ class DeployIT {
     }
 
     List<String> all(String instruction) {
-      return instructions.stream().filter(e -> e.getKey().equals(instruction))
-          .map(Map.Entry::getValue).toList();
+      return instructions.stream()
+          .filter(e -> e.getKey().equals(instruction))
+          .map(Map.Entry::getValue)
+          .toList();
     }
 
     String last(String instruction) {
@@ -258,14 +277,18 @@ class DeployIT {
 
     /** The default of {@code ARG name=default}. */
     Optional<String> arg(String name) {
-      return all("ARG").stream().filter(a -> a.startsWith(name + "="))
-          .map(a -> a.substring(name.length() + 1)).findFirst();
+      return all("ARG").stream()
+          .filter(a -> a.startsWith(name + "="))
+          .map(a -> a.substring(name.length() + 1))
+          .findFirst();
     }
 
     /** The value of {@code ENV name=value}. */
     Optional<String> env(String name) {
-      return all("ENV").stream().filter(a -> a.startsWith(name + "="))
-          .map(a -> a.substring(name.length() + 1)).findFirst();
+      return all("ENV").stream()
+          .filter(a -> a.startsWith(name + "="))
+          .map(a -> a.substring(name.length() + 1))
+          .findFirst();
     }
   }
 }

@@ -27,8 +27,7 @@ class DevApprovalsIT {
   private static final Pattern HELD = Pattern.compile("held for approval (ap-[0-9a-f]{8})");
   private static final String PAYMENT = "payments.process-payment@1.0.0";
 
-  @TempDir
-  static Path tmp;
+  @TempDir static Path tmp;
 
   static DistProcess dev;
   static int controlPort;
@@ -38,9 +37,19 @@ class DevApprovalsIT {
   static void startDev() throws Exception {
     controlPort = DistProcess.freePort();
     control = "http://127.0.0.1:" + controlPort;
-    dev = DistProcess.start(tmp, Map.of(), "dev", "--port", String.valueOf(DistProcess.freePort()),
-        "--control-port", String.valueOf(controlPort), "--require-approval", "payments.*",
-        "--require-approval", "echo@default");
+    dev =
+        DistProcess.start(
+            tmp,
+            Map.of(),
+            "dev",
+            "--port",
+            String.valueOf(DistProcess.freePort()),
+            "--control-port",
+            String.valueOf(controlPort),
+            "--require-approval",
+            "payments.*",
+            "--require-approval",
+            "echo@default");
     dev.awaitStdout("Ctrl-C stops.", DistProcess.DEADLINE);
     assertThat(dev.stdout()).contains("  approval payments.*, echo@default held until approved\n");
   }
@@ -108,16 +117,27 @@ class DevApprovalsIT {
       String id = heldId(call);
       assertThat(invoked(PAYMENT)).as("held: no worker has it").isEqualTo(before);
       dev.awaitStdout("approval_required approval_id=" + id, Duration.ofSeconds(10));
-      assertThat(dev.stdout()).containsPattern("approval_required approval_id=" + id
-          + " call_id=\\S+ tool=" + Pattern.quote(PAYMENT) + " args=48B answer:"
-          + " bin/phrony-worker approve " + id + " --control " + Pattern.quote(control)
-          + " \\[--args JSON\\] \\| bin/phrony-worker deny " + id + " --control "
-          + Pattern.quote(control) + "\n");
+      assertThat(dev.stdout())
+          .containsPattern(
+              "approval_required approval_id="
+                  + id
+                  + " call_id=\\S+ tool="
+                  + Pattern.quote(PAYMENT)
+                  + " args=48B answer:"
+                  + " bin/phrony-worker approve "
+                  + id
+                  + " --control "
+                  + Pattern.quote(control)
+                  + " \\[--args JSON\\] \\| bin/phrony-worker deny "
+                  + id
+                  + " --control "
+                  + Pattern.quote(control)
+                  + "\n");
 
       DistProcess.Result list = run("approvals");
       assertThat(list.exit()).as(list.err()).isZero();
-      assertThat(list.out()).containsPattern(id + " +\\S+ +" + Pattern.quote(PAYMENT)
-          + " +48B +never\n");
+      assertThat(list.out())
+          .containsPattern(id + " +\\S+ +" + Pattern.quote(PAYMENT) + " +48B +never\n");
 
       DistProcess.Result approved = run("approve", id, "--comment", "ok");
       assertThat(approved.exit()).as(approved.err()).isZero();
@@ -137,8 +157,8 @@ class DevApprovalsIT {
     try (DistProcess call = call("echo", "{\"to\":\"everyone\",\"text\":\"hi\"}")) {
       String id = heldId(call);
 
-      DistProcess.Result approved = run("approve", id, "--args",
-          "{\"to\":\"team\",\"text\":\"hi\"}");
+      DistProcess.Result approved =
+          run("approve", id, "--args", "{\"to\":\"team\",\"text\":\"hi\"}");
       assertThat(approved.exit()).as(approved.err()).isZero();
       assertThat(approved.out()).endsWith("with the replacement arguments\n");
 
@@ -156,9 +176,14 @@ class DevApprovalsIT {
       DistProcess.Result refused = run("approve", id, "--args", payment("\"lots\""));
       assertThat(refused.exit()).isEqualTo(1);
       assertThat(refused.out()).isEmpty();
-      assertThat(refused.err()).isEqualTo("phrony-worker approve: the args do not fit the input"
-          + " schema of " + PAYMENT + ": /amount: expected number, got string; approval " + id
-          + " is still waiting\n");
+      assertThat(refused.err())
+          .isEqualTo(
+              "phrony-worker approve: the args do not fit the input"
+                  + " schema of "
+                  + PAYMENT
+                  + ": /amount: expected number, got string; approval "
+                  + id
+                  + " is still waiting\n");
       DistProcess.Result negative = run("approve", id, "--args", payment(-1));
       assertThat(negative.exit()).isEqualTo(1);
       assertThat(negative.err()).contains(": /amount: ");
@@ -188,21 +213,26 @@ class DevApprovalsIT {
       DistProcess.Result done = call.awaitExit(DistProcess.DEADLINE);
       assertThat(done.exit()).isEqualTo(4);
       assertThat(done.out()).isEmpty();
-      assertThat(done.err()).endsWith("\napproval_denied: denied by the reviewer: wrong payee;"
-          + " the call was not run\n");
+      assertThat(done.err())
+          .endsWith(
+              "\napproval_denied: denied by the reviewer: wrong payee;"
+                  + " the call was not run\n");
       assertThat(invoked(PAYMENT)).as("the handler's invocations").isEqualTo(before);
       dev.awaitStdout("outcome=tool_error code=approval_denied", Duration.ofSeconds(10));
 
       DistProcess.Result again = run("approve", id);
       assertThat(again.exit()).isEqualTo(1);
-      assertThat(again.err()).startsWith("phrony-worker approve: no approval " + id
-          + " is waiting");
+      assertThat(again.err())
+          .startsWith("phrony-worker approve: no approval " + id + " is waiting");
     }
   }
 
   @Test
   void an_unanswered_call_expires_as_set_in_worker_yaml() throws Exception {
-    Path yaml = Files.writeString(tmp.resolve("worker.yaml"), """
+    Path yaml =
+        Files.writeString(
+            tmp.resolve("worker.yaml"),
+            """
         dev:
           require-approval:
             - payments.*
@@ -210,18 +240,27 @@ class DevApprovalsIT {
         """);
     int port = DistProcess.freePort();
     String otherControl = "http://127.0.0.1:" + port;
-    try (DistProcess other = DistProcess.start(tmp, Map.of(), "dev", "--port",
-        String.valueOf(DistProcess.freePort()), "--control-port", String.valueOf(port),
-        "--config", yaml.toString())) {
+    try (DistProcess other =
+        DistProcess.start(
+            tmp,
+            Map.of(),
+            "dev",
+            "--port",
+            String.valueOf(DistProcess.freePort()),
+            "--control-port",
+            String.valueOf(port),
+            "--config",
+            yaml.toString())) {
       other.awaitStdout("Ctrl-C stops.", DistProcess.DEADLINE);
-      assertThat(other.stdout()).contains("  approval payments.* held until approved (they"
-          + " expire after 2s)\n");
+      assertThat(other.stdout())
+          .contains("  approval payments.* held until approved (they" + " expire after 2s)\n");
 
-      DistProcess.Result done = DistProcess.run(tmp, "call", PAYMENT, payment(1), "--control",
-          otherControl);
+      DistProcess.Result done =
+          DistProcess.run(tmp, "call", PAYMENT, payment(1), "--control", otherControl);
 
       assertThat(done.exit()).as(done.err()).isEqualTo(4);
-      assertThat(done.err()).containsPattern("held for approval ap-[0-9a-f]{8}")
+      assertThat(done.err())
+          .containsPattern("held for approval ap-[0-9a-f]{8}")
           .endsWith("\napproval_expired: approval timed out after 2s; the call was not run\n");
       JsonNode workers = JSON.readTree(DistProcess.get(port, "/v1/workers").body());
       assertThat(workers.findValues("invoked")).allMatch(n -> n.asLong() == 0);
@@ -237,18 +276,20 @@ class DevApprovalsIT {
     String session = "s-it-stream";
     try (DistProcess follow = call("--session", session, "--follow")) {
       // The follow is in place once dev knows the session (it has no call yet).
-      Await.until("following " + session, () -> DistProcess.status(controlPort,
-          "/v1/sessions/" + session + "/events") == 200, DistProcess.DEADLINE);
-      DistProcess.Result forecast = run("call", "weather.get-forecast@1.0.0",
-          "{\"city\":\"Oslo\"}", "--session", session);
+      Await.until(
+          "following " + session,
+          () -> DistProcess.status(controlPort, "/v1/sessions/" + session + "/events") == 200,
+          DistProcess.DEADLINE);
+      DistProcess.Result forecast =
+          run("call", "weather.get-forecast@1.0.0", "{\"city\":\"Oslo\"}", "--session", session);
       assertThat(forecast.exit()).as(forecast.err()).isZero();
       try (DistProcess pay = call(PAYMENT, payment(7), "--session", session)) {
         assertThat(run("approve", heldId(pay)).exit()).isZero();
         assertThat(pay.awaitExit(DistProcess.DEADLINE).exit()).isZero();
       }
 
-      List<String> expected = List.of("tool_call", "tool_result", "tool_call",
-          "approval_required", "tool_result");
+      List<String> expected =
+          List.of("tool_call", "tool_result", "tool_call", "approval_required", "tool_result");
       follow.awaitStdout("\"type\":\"tool_result\",\"seq\":5", DistProcess.DEADLINE);
       List<JsonNode> events = follow.stdout().lines().map(DevApprovalsIT::json).toList();
       assertThat(events).extracting(e -> e.path("type").asText()).isEqualTo(expected);
@@ -263,8 +304,8 @@ class DevApprovalsIT {
 
       // The same, from the control API without following.
       String body = DistProcess.get(controlPort, "/v1/sessions/" + session + "/events").body();
-      assertThat(body.lines().map(DevApprovalsIT::json).map(e -> e.path("type").asText())
-          .toList()).isEqualTo(expected);
+      assertThat(body.lines().map(DevApprovalsIT::json).map(e -> e.path("type").asText()).toList())
+          .isEqualTo(expected);
     }
   }
 

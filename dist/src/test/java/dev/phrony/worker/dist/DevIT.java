@@ -15,16 +15,22 @@ import org.junit.jupiter.api.io.TempDir;
  * newcomer uses them: dev in one terminal, calls from another, Ctrl-C to stop.
  */
 class DevIT {
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   @Test
   void dev_serves_the_bundled_plugins_to_call_and_stops_cleanly_on_sigint() throws Exception {
     int port = DistProcess.freePort();
     int controlPort = DistProcess.freePort();
     String control = "http://127.0.0.1:" + controlPort;
-    try (DistProcess dev = DistProcess.start(tmp, Map.of(), "dev", "--port",
-        String.valueOf(port), "--control-port", String.valueOf(controlPort))) {
+    try (DistProcess dev =
+        DistProcess.start(
+            tmp,
+            Map.of(),
+            "dev",
+            "--port",
+            String.valueOf(port),
+            "--control-port",
+            String.valueOf(controlPort))) {
       dev.awaitStdout("Ctrl-C stops.", DistProcess.DEADLINE);
       assertThat(dev.stdout())
           .contains("runtime  127.0.0.1:" + port)
@@ -32,56 +38,91 @@ class DevIT {
           .contains("weather.get-forecast@1.0.0")
           .contains("payments.process-payment@1.0.0")
           .contains("echo@default")
-          .contains("  bin/phrony-worker call weather.get-forecast@1.0.0 '{\"city\":\"Oslo\"}'"
-              + " --control " + control + "\n");
+          .contains(
+              "  bin/phrony-worker call weather.get-forecast@1.0.0 '{\"city\":\"Oslo\"}'"
+                  + " --control "
+                  + control
+                  + "\n");
 
       // The banner's call, as typed (the shell removes the single quotes).
-      DistProcess.Result forecast = DistProcess.run(tmp, "call", "weather.get-forecast@1.0.0",
-          "{\"city\":\"Oslo\"}", "--control", control);
+      DistProcess.Result forecast =
+          DistProcess.run(
+              tmp,
+              "call",
+              "weather.get-forecast@1.0.0",
+              "{\"city\":\"Oslo\"}",
+              "--control",
+              control);
       assertThat(forecast.exit()).as("stderr: %s", forecast.err()).isZero();
       assertThat(forecast.out()).startsWith("{\n  \"city\": \"Oslo\",\n  \"days\": [\n");
       JsonNode json = new ObjectMapper().readTree(forecast.out());
       assertThat(json.path("days").size()).isEqualTo(3);
 
-      DistProcess.Result noCity = DistProcess.run(tmp, Map.of("PHRONY_WORKER_CONTROL", control),
-          "call", "weather.get-forecast@1.0.0", "{}");
+      DistProcess.Result noCity =
+          DistProcess.run(
+              tmp,
+              Map.of("PHRONY_WORKER_CONTROL", control),
+              "call",
+              "weather.get-forecast@1.0.0",
+              "{}");
       assertThat(noCity.exit()).as("stderr: %s", noCity.err()).isEqualTo(4);
       assertThat(noCity.out()).isEmpty();
-      assertThat(noCity.err()).isEqualTo(
-          "invalid_args: arguments do not fit the input schema: /city: required, but missing\n");
+      assertThat(noCity.err())
+          .isEqualTo(
+              "invalid_args: arguments do not fit the input schema: /city: required, but missing\n");
 
-      DistProcess.Result unknown = DistProcess.run(tmp, "call", "no.such-tool@1.0.0",
-          "--control", control); // answered at once: nobody serves it
+      DistProcess.Result unknown =
+          DistProcess.run(
+              tmp,
+              "call",
+              "no.such-tool@1.0.0",
+              "--control",
+              control); // answered at once: nobody serves it
       assertThat(unknown.exit()).as("stderr: %s", unknown.err()).isEqualTo(5);
-      assertThat(unknown.err()).startsWith("no_handler: ")
+      assertThat(unknown.err())
+          .startsWith("no_handler: ")
           .contains("hint: no worker serves no.such-tool@1.0.0; served: echo@default");
 
-      DistProcess.Result second = DistProcess.run(tmp, "dev", "--port", String.valueOf(port),
-          "--control-port", String.valueOf(DistProcess.freePort()));
+      DistProcess.Result second =
+          DistProcess.run(
+              tmp,
+              "dev",
+              "--port",
+              String.valueOf(port),
+              "--control-port",
+              String.valueOf(DistProcess.freePort()));
       assertThat(second.exit()).isEqualTo(1);
-      assertThat(second.err()).isEqualTo("phrony-worker dev: the runtime's port " + port
-          + " is in use (another 'phrony-worker dev'?): stop what uses it, or choose another "
-          + "port with --port PORT\n");
+      assertThat(second.err())
+          .isEqualTo(
+              "phrony-worker dev: the runtime's port "
+                  + port
+                  + " is in use (another 'phrony-worker dev'?): stop what uses it, or choose another "
+                  + "port with --port PORT\n");
 
       dev.awaitStdout("kind=no_handler", Duration.ofSeconds(10));
       assertThat(dev.stdout())
           .containsPattern("tool_call   call_id=\\S+ tool=weather.get-forecast@1.0.0 args=15B")
-          .containsPattern("tool_result call_id=\\S+ outcome=result size=\\d+B worker=\\S+ "
-              + "elapsed=\\d+ms")
+          .containsPattern(
+              "tool_result call_id=\\S+ outcome=result size=\\d+B worker=\\S+ " + "elapsed=\\d+ms")
           .containsPattern("tool_result call_id=\\S+ outcome=tool_error code=invalid_args ")
           .containsPattern("tool_result call_id=\\S+ outcome=dispatch_error kind=no_handler ");
 
       dev.interrupt();
       DistProcess.Result stopped = dev.awaitExit(DistProcess.DEADLINE);
       assertThat(stopped.exit()).as("exit status; stderr:%n%s", stopped.err()).isZero();
-      assertThat(stopped.err()).contains("SIGINT received").contains("dev stopped")
-          .doesNotContain("Exception").doesNotContain("\tat ");
+      assertThat(stopped.err())
+          .contains("SIGINT received")
+          .contains("dev stopped")
+          .doesNotContain("Exception")
+          .doesNotContain("\tat ");
     }
 
     DistProcess.Result nobody = DistProcess.run(tmp, "call", "echo", "--control", control);
     assertThat(nobody.exit()).isEqualTo(6);
     assertThat(nobody.out()).isEmpty();
-    assertThat(nobody.err().lines().toList()).singleElement().asString()
+    assertThat(nobody.err().lines().toList())
+        .singleElement()
+        .asString()
         .startsWith("phrony-worker call: cannot reach phrony-worker dev at " + control)
         .contains("start it with 'bin/phrony-worker dev'");
   }

@@ -18,8 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
  * plugins folder; it reloads, says what changed, and the next {@code call} reaches the new code.
  */
 class DevReloadIT {
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   /** Copies a plugin folder in as a build that finishes with a rename does. */
   private static void deploy(Path plugin, Path pluginsDir) throws IOException {
@@ -44,25 +43,45 @@ class DevReloadIT {
     deploy(bundled.resolve("echo"), plugins);
     int controlPort = DistProcess.freePort();
     String control = "http://127.0.0.1:" + controlPort;
-    try (DistProcess dev = DistProcess.start(tmp, Map.of(), "dev", "--plugins",
-        plugins.toString(), "--port", String.valueOf(DistProcess.freePort()), "--control-port",
-        String.valueOf(controlPort))) {
+    try (DistProcess dev =
+        DistProcess.start(
+            tmp,
+            Map.of(),
+            "dev",
+            "--plugins",
+            plugins.toString(),
+            "--port",
+            String.valueOf(DistProcess.freePort()),
+            "--control-port",
+            String.valueOf(controlPort))) {
       dev.awaitStdout("Ctrl-C stops.", DistProcess.DEADLINE);
-      DistProcess.Result before = DistProcess.run(tmp, "call", "weather.get-forecast@1.0.0",
-          "{\"city\":\"Oslo\"}", "--control", control);
+      DistProcess.Result before =
+          DistProcess.run(
+              tmp,
+              "call",
+              "weather.get-forecast@1.0.0",
+              "{\"city\":\"Oslo\"}",
+              "--control",
+              control);
       assertThat(before.exit()).as("not served yet; stderr: %s", before.err()).isEqualTo(5);
 
       deploy(bundled.resolve("weather"), plugins);
-      dev.awaitStdout("plugins_reloaded added=weather.get-forecast@1.0.0 replaced= removed=",
+      dev.awaitStdout(
+          "plugins_reloaded added=weather.get-forecast@1.0.0 replaced= removed=",
           Duration.ofSeconds(30));
 
-      DistProcess.Result after = DistProcess.run(tmp, "call", "weather.get-forecast@1.0.0",
-          "{\"city\":\"Oslo\"}", "--control", control);
-      assertThat(after.exit()).as("stderr: %s%ndev stderr: %s", after.err(), dev.stderr())
-          .isZero();
+      DistProcess.Result after =
+          DistProcess.run(
+              tmp,
+              "call",
+              "weather.get-forecast@1.0.0",
+              "{\"city\":\"Oslo\"}",
+              "--control",
+              control);
+      assertThat(after.exit()).as("stderr: %s%ndev stderr: %s", after.err(), dev.stderr()).isZero();
       assertThat(after.out()).contains("\"city\": \"Oslo\"");
-      DistProcess.Result echo = DistProcess.run(tmp, "call", "echo@default", "{\"a\":1}",
-          "--control", control);
+      DistProcess.Result echo =
+          DistProcess.run(tmp, "call", "echo@default", "{\"a\":1}", "--control", control);
       assertThat(echo.exit()).as("the plugin that did not change is still served").isZero();
 
       dev.interrupt();

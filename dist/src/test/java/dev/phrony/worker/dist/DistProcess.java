@@ -28,8 +28,8 @@ final class DistProcess implements AutoCloseable {
   static final Duration DEADLINE = Duration.ofSeconds(60);
   private static final Pattern HTTP_ENDPOINT =
       Pattern.compile("http endpoint on http://127\\.0\\.0\\.1:(\\d+)/");
-  private static final HttpClient HTTP = HttpClient.newBuilder()
-      .connectTimeout(Duration.ofSeconds(5)).build();
+  private static final HttpClient HTTP =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
   record Result(int exit, String out, String err) {}
 
@@ -69,10 +69,11 @@ final class DistProcess implements AutoCloseable {
     command.addAll(List.of(args));
     Path out = Files.createTempFile(workDir, "stdout", ".txt");
     Path err = Files.createTempFile(workDir, "stderr", ".txt");
-    ProcessBuilder pb = new ProcessBuilder(command)
-        .directory(workDir.toFile()) // so that a stray ./plugins cannot be picked up
-        .redirectOutput(out.toFile())
-        .redirectError(err.toFile());
+    ProcessBuilder pb =
+        new ProcessBuilder(command)
+            .directory(workDir.toFile()) // so that a stray ./plugins cannot be picked up
+            .redirectOutput(out.toFile())
+            .redirectError(err.toFile());
     pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
     pb.environment().remove("PHRONY_WORKER_JAVA_OPTS");
     pb.environment().remove("PHRONY_RUNTIME_ADDR");
@@ -142,27 +143,38 @@ final class DistProcess implements AutoCloseable {
   }
 
   /**
-   * {@link Await#until} for a condition on what this process does: it fails at once if the
-   * process exits first, and a failure shows its stdout and stderr.
+   * {@link Await#until} for a condition on what this process does: it fails at once if the process
+   * exits first, and a failure shows its stdout and stderr.
    */
   void until(String what, BooleanSupplier condition, Duration timeout) {
     try {
-      Await.until(what, () -> {
-        if (condition.getAsBoolean()) {
-          return true;
-        }
-        if (!process.isAlive()) {
-          throw new AssertionError(command + " exited " + process.exitValue() + " before: "
-              + what + "; stdout:\n" + stdout() + "\nstderr:\n" + stderr());
-        }
-        return false;
-      }, timeout);
+      Await.until(
+          what,
+          () -> {
+            if (condition.getAsBoolean()) {
+              return true;
+            }
+            if (!process.isAlive()) {
+              throw new AssertionError(
+                  command
+                      + " exited "
+                      + process.exitValue()
+                      + " before: "
+                      + what
+                      + "; stdout:\n"
+                      + stdout()
+                      + "\nstderr:\n"
+                      + stderr());
+            }
+            return false;
+          },
+          timeout);
     } catch (AssertionError e) {
       if (!process.isAlive()) {
         throw e;
       }
-      throw new AssertionError(e.getMessage() + "; stdout:\n" + stdout() + "\nstderr:\n"
-          + stderr(), e);
+      throw new AssertionError(
+          e.getMessage() + "; stdout:\n" + stdout() + "\nstderr:\n" + stderr(), e);
     }
   }
 
@@ -178,8 +190,11 @@ final class DistProcess implements AutoCloseable {
 
   /** {@code GET http://127.0.0.1:port/path}. */
   static HttpResponse<String> get(int port, String path) throws IOException, InterruptedException {
-    return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-        .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+    return HTTP.send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+            .timeout(Duration.ofSeconds(10))
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
   }
 
   /** The status of {@code GET path}, or -1 when nothing answers. */
@@ -200,15 +215,20 @@ final class DistProcess implements AutoCloseable {
   }
 
   /**
-   * SIGINT, as Ctrl-C in a terminal sends it ({@link Process#destroy} sends SIGTERM). The
-   * launcher execs the JVM, so the pid is the JVM's.
+   * SIGINT, as Ctrl-C in a terminal sends it ({@link Process#destroy} sends SIGTERM). The launcher
+   * execs the JVM, so the pid is the JVM's.
    */
   void interrupt() throws IOException, InterruptedException {
-    Process kill = new ProcessBuilder("kill", "-INT", String.valueOf(process.pid()))
-        .redirectErrorStream(true).start();
+    Process kill =
+        new ProcessBuilder("kill", "-INT", String.valueOf(process.pid()))
+            .redirectErrorStream(true)
+            .start();
     if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
-      throw new AssertionError("kill -INT " + process.pid() + " failed: "
-          + new String(kill.getInputStream().readAllBytes()));
+      throw new AssertionError(
+          "kill -INT "
+              + process.pid()
+              + " failed: "
+              + new String(kill.getInputStream().readAllBytes()));
     }
   }
 
@@ -220,8 +240,8 @@ final class DistProcess implements AutoCloseable {
   Result awaitExit(Duration timeout) throws InterruptedException {
     if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
       process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-      throw new AssertionError(command + " did not finish within " + timeout + "; stderr:\n"
-          + stderr());
+      throw new AssertionError(
+          command + " did not finish within " + timeout + "; stderr:\n" + stderr());
     }
     return new Result(process.exitValue(), stdout(), stderr());
   }

@@ -28,31 +28,30 @@ import org.junit.jupiter.api.io.TempDir;
  * The documentation ({@code README.md} and {@code docs/*.md}), checked by running it.
  *
  * <p><b>Runnable blocks.</b> A fenced code block whose info string is {@code sh runnable} is run
- * for real, with {@code bash -e -o pipefail}, and fails this test when it ends with another
- * status than expected. Words after {@code runnable}:
+ * for real, with {@code bash -e -o pipefail}, and fails this test when it ends with another status
+ * than expected. Words after {@code runnable}:
  *
  * <ul>
- *   <li>{@code exit=N}: the status it must end with (default 0), for a block that shows an
- *       error;
- *   <li>{@code dev}: it needs {@code phrony-worker dev} running: this test starts one (the
- *       bundled plugins, free ports), sets {@code PHRONY_WORKER_CONTROL} to its control address
- *       and puts that address where the block says {@code 127.0.0.1:7778}.
+ *   <li>{@code exit=N}: the status it must end with (default 0), for a block that shows an error;
+ *   <li>{@code dev}: it needs {@code phrony-worker dev} running: this test starts one (the bundled
+ *       plugins, free ports), sets {@code PHRONY_WORKER_CONTROL} to its control address and puts
+ *       that address where the block says {@code 127.0.0.1:7778}.
  * </ul>
  *
  * <p>A fenced block with the info string {@code output} right after a runnable one (nothing but
- * blank lines between) is what the block prints: each of its non-blank lines must be a line of
- * the block's output (stdout and stderr together), where {@code …} stands for any text.
+ * blank lines between) is what the block prints: each of its non-blank lines must be a line of the
+ * block's output (stdout and stderr together), where {@code …} stands for any text.
  *
- * <p>The blocks of a page run in order, as a reader follows them, in a scratch folder of the
- * page's own that holds the checkout's {@code samples/}. {@code bin/phrony-worker} in a block is
- * the assembled distribution's launcher (a shell function of that name), which is what the
- * checkout's launcher runs once it has built it. Mark a block runnable when it runs here in a
- * few seconds and needs nothing but the distribution; leave it unmarked when it needs a real
- * runtime, a Maven build or minutes.
+ * <p>The blocks of a page run in order, as a reader follows them, in a scratch folder of the page's
+ * own that holds the checkout's {@code samples/}. {@code bin/phrony-worker} in a block is the
+ * assembled distribution's launcher (a shell function of that name), which is what the checkout's
+ * launcher runs once it has built it. Mark a block runnable when it runs here in a few seconds and
+ * needs nothing but the distribution; leave it unmarked when it needs a real runtime, a Maven build
+ * or minutes.
  *
- * <p>Also: every relative link of these pages reaches an existing file, and its {@code #anchor}
- * a heading of that page; every page of {@code docs/} is linked from the README; and the
- * README's command and exit-code tables list what {@code bin/phrony-worker --help} lists.
+ * <p>Also: every relative link of these pages reaches an existing file, and its {@code #anchor} a
+ * heading of that page; every page of {@code docs/} is linked from the README; and the README's
+ * command and exit-code tables list what {@code bin/phrony-worker --help} lists.
  */
 class DocsIT {
   private static final Pattern FENCE = Pattern.compile("^(\\s*)(`{3,}|~{3,})(.*)$");
@@ -78,8 +77,11 @@ class DocsIT {
     }
 
     int expectedExit() {
-      return words().stream().filter(w -> w.startsWith("exit=")).findFirst()
-          .map(w -> Integer.parseInt(w.substring(5))).orElse(0);
+      return words().stream()
+          .filter(w -> w.startsWith("exit="))
+          .findFirst()
+          .map(w -> Integer.parseInt(w.substring(5)))
+          .orElse(0);
     }
 
     String where() {
@@ -87,8 +89,7 @@ class DocsIT {
     }
   }
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   private static Path repo() {
     return Path.of(System.getProperty("phrony.repo.dir")).toAbsolutePath().normalize();
@@ -112,8 +113,8 @@ class DocsIT {
     DistProcess dev = null;
     try {
       for (Path page : pages()) {
-        Path dir = Files.createDirectories(tmp.resolve(
-            page.getFileName().toString().replace(".md", "")));
+        Path dir =
+            Files.createDirectories(tmp.resolve(page.getFileName().toString().replace(".md", "")));
         Files.createSymbolicLink(dir.resolve("samples"), repo().resolve("samples"));
         List<Block> blocks = blocks(page);
         for (int i = 0; i < blocks.size(); i++) {
@@ -125,26 +126,34 @@ class DocsIT {
           Map<String, String> env = new LinkedHashMap<>();
           if (b.needsDev()) {
             if (dev == null) {
-              dev = DistProcess.start(tmp, Map.of(), "dev", "--port", "0", "--control-port",
-                  String.valueOf(devPort));
+              dev =
+                  DistProcess.start(
+                      tmp,
+                      Map.of(),
+                      "dev",
+                      "--port",
+                      "0",
+                      "--control-port",
+                      String.valueOf(devPort));
               dev.awaitStdout("Ctrl-C stops.", DistProcess.DEADLINE);
             }
             script = script.replace(CONTROL_IN_DOCS, control);
             env.put("PHRONY_WORKER_CONTROL", "http://" + control);
           }
           ran++;
-          Optional<Block> output = i + 1 < blocks.size()
-              && blocks.get(i + 1).info().strip().equals("output")
-              && blankBetween(page, b.endLine(), blocks.get(i + 1).line())
-              ? Optional.of(blocks.get(i + 1)) : Optional.empty();
+          Optional<Block> output =
+              i + 1 < blocks.size()
+                      && blocks.get(i + 1).info().strip().equals("output")
+                      && blankBetween(page, b.endLine(), blocks.get(i + 1).line())
+                  ? Optional.of(blocks.get(i + 1))
+                  : Optional.empty();
           run(b, script, dir, env, output).ifPresent(failures::add);
         }
       }
       if (dev != null) {
         dev.interrupt();
         DistProcess.Result stopped = dev.awaitExit(DistProcess.DEADLINE);
-        assertThat(stopped.exit()).as("dev stopped by Ctrl-C; stderr:%n%s", stopped.err())
-            .isZero();
+        assertThat(stopped.exit()).as("dev stopped by Ctrl-C; stderr:%n%s", stopped.err()).isZero();
       }
     } finally {
       if (dev != null) {
@@ -156,13 +165,16 @@ class DocsIT {
   }
 
   /** Runs one block; a failure message naming it, or empty when it did as its marker says. */
-  private Optional<String> run(Block b, String script, Path dir, Map<String, String> env,
-      Optional<Block> output) throws IOException, InterruptedException {
+  private Optional<String> run(
+      Block b, String script, Path dir, Map<String, String> env, Optional<Block> output)
+      throws IOException, InterruptedException {
     String prelude = "bin/phrony-worker() { \"$PHRONY_DIST/bin/phrony-worker\" \"$@\"; }\n";
     Path log = Files.createTempFile(tmp, "block", ".txt");
-    ProcessBuilder pb = new ProcessBuilder("bash", "-e", "-o", "pipefail", "-c",
-        prelude + script).directory(dir.toFile()).redirectErrorStream(true)
-        .redirectOutput(log.toFile());
+    ProcessBuilder pb =
+        new ProcessBuilder("bash", "-e", "-o", "pipefail", "-c", prelude + script)
+            .directory(dir.toFile())
+            .redirectErrorStream(true)
+            .redirectOutput(log.toFile());
     Map<String, String> penv = pb.environment();
     penv.keySet().removeIf(k -> k.startsWith("PHRONY_") || k.startsWith("WORKER_"));
     penv.put("JAVA_HOME", System.getProperty("java.home"));
@@ -171,23 +183,47 @@ class DocsIT {
     Process p = pb.start();
     if (!p.waitFor(BLOCK_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)) {
       p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-      return Optional.of(b.where() + ": did not end within " + BLOCK_DEADLINE + ":\n"
-          + script + "\noutput:\n" + Files.readString(log));
+      return Optional.of(
+          b.where()
+              + ": did not end within "
+              + BLOCK_DEADLINE
+              + ":\n"
+              + script
+              + "\noutput:\n"
+              + Files.readString(log));
     }
     String out = Files.readString(log, StandardCharsets.UTF_8);
     if (p.exitValue() != b.expectedExit()) {
-      return Optional.of(b.where() + ": exit " + p.exitValue() + ", expected "
-          + b.expectedExit() + ":\n" + script + "\noutput:\n" + out);
+      return Optional.of(
+          b.where()
+              + ": exit "
+              + p.exitValue()
+              + ", expected "
+              + b.expectedExit()
+              + ":\n"
+              + script
+              + "\noutput:\n"
+              + out);
     }
     if (output.isPresent()) {
       List<String> actual = out.lines().map(String::stripTrailing).toList();
-      List<String> missing = output.get().text().lines().filter(l -> !l.isBlank())
-          .filter(l -> actual.stream().noneMatch(a -> lineMatches(l.stripTrailing(), a)))
-          .toList();
+      List<String> missing =
+          output
+              .get()
+              .text()
+              .lines()
+              .filter(l -> !l.isBlank())
+              .filter(l -> actual.stream().noneMatch(a -> lineMatches(l.stripTrailing(), a)))
+              .toList();
       if (!missing.isEmpty()) {
-        return Optional.of(b.where() + ": the output shown at " + output.get().where()
-            + " has lines it does not print:\n  " + String.join("\n  ", missing)
-            + "\nit printed:\n" + out);
+        return Optional.of(
+            b.where()
+                + ": the output shown at "
+                + output.get().where()
+                + " has lines it does not print:\n  "
+                + String.join("\n  ", missing)
+                + "\nit printed:\n"
+                + out);
       }
     }
     return Optional.empty();
@@ -195,8 +231,8 @@ class DocsIT {
 
   /** Whether {@code actual} is {@code shown}, where {@code …} in {@code shown} is any text. */
   static boolean lineMatches(String shown, String actual) {
-    String regex = Stream.of(shown.split("…", -1)).map(Pattern::quote)
-        .collect(Collectors.joining(".*"));
+    String regex =
+        Stream.of(shown.split("…", -1)).map(Pattern::quote).collect(Collectors.joining(".*"));
     return actual.matches(regex);
   }
 
@@ -227,10 +263,16 @@ class DocsIT {
           broken.add(repo().relativize(page) + ": " + target + ": no such file");
           continue;
         }
-        if (anchor != null && !(file.toString().endsWith(".md") && anchors(file)
-            .contains(anchor))) {
-          broken.add(repo().relativize(page) + ": " + target + ": no heading #" + anchor
-              + " in " + repo().relativize(file));
+        if (anchor != null
+            && !(file.toString().endsWith(".md") && anchors(file).contains(anchor))) {
+          broken.add(
+              repo().relativize(page)
+                  + ": "
+                  + target
+                  + ": no heading #"
+                  + anchor
+                  + " in "
+                  + repo().relativize(file));
         }
         if (page.getFileName().toString().equals("README.md") && page.getParent().equals(repo())) {
           fromReadme.add(file);
@@ -311,8 +353,11 @@ class DocsIT {
         if (l.strip().startsWith(fence) && l.strip().replace(fence.substring(0, 1), "").isEmpty()) {
           break;
         }
-        text.append(l.length() >= indent && l.substring(0, indent).isBlank()
-            ? l.substring(indent) : l.stripLeading()).append('\n');
+        text.append(
+                l.length() >= indent && l.substring(0, indent).isBlank()
+                    ? l.substring(indent)
+                    : l.stripLeading())
+            .append('\n');
       }
       blocks.add(new Block(page, i + 1, open.group(3), text.toString(), j + 1));
       i = j;
@@ -320,8 +365,7 @@ class DocsIT {
     return blocks;
   }
 
-  private static boolean blankBetween(Path page, int afterLine, int beforeLine)
-      throws IOException {
+  private static boolean blankBetween(Path page, int afterLine, int beforeLine) throws IOException {
     List<String> lines = Files.readAllLines(page);
     return lines.subList(afterLine, beforeLine - 1).stream().allMatch(String::isBlank);
   }

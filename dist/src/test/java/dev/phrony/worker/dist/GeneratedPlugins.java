@@ -1,8 +1,8 @@
 package dev.phrony.worker.dist;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -18,10 +18,10 @@ import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
 
 /**
- * Plugin jars made at test time, as a plugin author's build would: one {@code ToolHandler}
- * compiled by javax.tools against the distribution's plugin API jar, listed in
- * {@code META-INF/services}. And deploying them into a watched plugins folder the way a
- * deployer should: written under a hidden name in the folder, then renamed atomically.
+ * Plugin jars made at test time, as a plugin author's build would: one {@code ToolHandler} compiled
+ * by javax.tools against the distribution's plugin API jar, listed in {@code META-INF/services}.
+ * And deploying them into a watched plugins folder the way a deployer should: written under a
+ * hidden name in the folder, then renamed atomically.
  */
 final class GeneratedPlugins {
   private static final String SERVICE = "dev.phrony.worker.api.ToolHandler";
@@ -30,12 +30,19 @@ final class GeneratedPlugins {
 
   /**
    * Compiles {@code pkg.Tool}, serving {@code tool@version} (read_only, {@code maxConcurrency}
-   * slots) and answering {@code answerJson} to every call; a top-level {@code "sleep_ms": N} in
-   * the args makes it answer N ms later. Writes the jar to {@code jar}, using {@code work} for
-   * sources and classes.
+   * slots) and answering {@code answerJson} to every call; a top-level {@code "sleep_ms": N} in the
+   * args makes it answer N ms later. Writes the jar to {@code jar}, using {@code work} for sources
+   * and classes.
    */
-  static Path jar(Path work, Path jar, String pkg, String tool, String version,
-      int maxConcurrency, String answerJson) throws IOException {
+  static Path jar(
+      Path work,
+      Path jar,
+      String pkg,
+      String tool,
+      String version,
+      int maxConcurrency,
+      String answerJson)
+      throws IOException {
     JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
     if (javac == null) {
       throw new IllegalStateException("no Java compiler: the tests need a JDK, not a JRE");
@@ -46,7 +53,9 @@ final class GeneratedPlugins {
     Files.createDirectories(classes);
     Path file = src.resolve(pkg.replace('.', '/')).resolve("Tool.java");
     Files.createDirectories(file.getParent());
-    Files.writeString(file, """
+    Files.writeString(
+        file,
+        """
         package %s;
 
         import dev.phrony.worker.api.SideEffectClass;
@@ -81,13 +90,32 @@ final class GeneratedPlugins {
             return ToolResult.json("%s");
           }
         }
-        """.formatted(pkg, tool, version, maxConcurrency, javaString(answerJson)));
+        """
+            .formatted(pkg, tool, version, maxConcurrency, javaString(answerJson)));
     ByteArrayOutputStream diagnostics = new ByteArrayOutputStream();
-    int rc = javac.run(null, diagnostics, diagnostics, "--release", "21", "-nowarn", "-proc:none",
-        "-Xlint:none", "-cp", apiJar().toString(), "-d", classes.toString(), file.toString());
+    int rc =
+        javac.run(
+            null,
+            diagnostics,
+            diagnostics,
+            "--release",
+            "21",
+            "-nowarn",
+            "-proc:none",
+            "-Xlint:none",
+            "-cp",
+            apiJar().toString(),
+            "-d",
+            classes.toString(),
+            file.toString());
     if (rc != 0) {
-      throw new IllegalStateException("javac failed (" + rc + ") on " + file + ":\n"
-          + diagnostics.toString(StandardCharsets.UTF_8));
+      throw new IllegalStateException(
+          "javac failed ("
+              + rc
+              + ") on "
+              + file
+              + ":\n"
+              + diagnostics.toString(StandardCharsets.UTF_8));
     }
     Manifest mf = new Manifest();
     mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
@@ -106,9 +134,9 @@ final class GeneratedPlugins {
   }
 
   /**
-   * Puts {@code jar} into {@code pluginsDir} as {@code name} the way a deployer should: copied
-   * to a hidden temp file in the same folder (which the watcher ignores), then renamed over
-   * {@code name} in one atomic step, so the watcher never sees a half-written jar.
+   * Puts {@code jar} into {@code pluginsDir} as {@code name} the way a deployer should: copied to a
+   * hidden temp file in the same folder (which the watcher ignores), then renamed over {@code name}
+   * in one atomic step, so the watcher never sees a half-written jar.
    */
   static Path deployAtomically(Path jar, Path pluginsDir, String name) throws IOException {
     Path hidden = pluginsDir.resolve("." + name + ".part");
@@ -135,14 +163,14 @@ final class GeneratedPlugins {
 
   /** The plugin API jar of the distribution ({@code lib/phrony-plugin-api-*.jar}). */
   static Path apiJar() throws IOException {
-    try (DirectoryStream<Path> jars = Files.newDirectoryStream(
-        DistProcess.distDir().resolve("lib"), "phrony-plugin-api-*.jar")) {
+    try (DirectoryStream<Path> jars =
+        Files.newDirectoryStream(DistProcess.distDir().resolve("lib"), "phrony-plugin-api-*.jar")) {
       for (Path p : jars) {
         return p;
       }
     }
-    throw new IllegalStateException("no phrony-plugin-api jar in " + DistProcess.distDir()
-        .resolve("lib"));
+    throw new IllegalStateException(
+        "no phrony-plugin-api jar in " + DistProcess.distDir().resolve("lib"));
   }
 
   /** {@code s} as the body of a Java string literal. */

@@ -13,9 +13,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 /**
- * Steady load: one thread keeps {@code concurrency} calls in flight, round-robin over a set of
- * keys that the test may change while it runs, and records every call's outcome with when it
- * was sent and answered. {@code T} is whatever the runtime's client answers with.
+ * Steady load: one thread keeps {@code concurrency} calls in flight, round-robin over a set of keys
+ * that the test may change while it runs, and records every call's outcome with when it was sent
+ * and answered. {@code T} is whatever the runtime's client answers with.
  */
 final class LoadDriver<T> implements AutoCloseable {
   /** One call of the load: its key, when it was sent and answered, its outcome or failure. */
@@ -29,7 +29,10 @@ final class LoadDriver<T> implements AutoCloseable {
   private final Thread thread;
   private volatile boolean stopped;
 
-  LoadDriver(String name, int concurrency, List<String> keys,
+  LoadDriver(
+      String name,
+      int concurrency,
+      List<String> keys,
       Function<String, CompletableFuture<T>> dispatch) {
     this.concurrency = concurrency;
     this.slots = new Semaphore(concurrency);
@@ -90,23 +93,24 @@ final class LoadDriver<T> implements AutoCloseable {
         slots.release();
         continue;
       }
-      f.whenComplete((o, e) -> {
-        done.add(new Rec<>(key, sent, System.nanoTime(), o, e)); // see above
-        slots.release();
-      });
+      f.whenComplete(
+          (o, e) -> {
+            done.add(new Rec<>(key, sent, System.nanoTime(), o, e)); // see above
+            slots.release();
+          });
     }
   }
 
   /**
-   * Stops sending and waits until every call sent has been answered; returns every call's
-   * record. Fails when calls are still unanswered after {@code timeout}.
+   * Stops sending and waits until every call sent has been answered; returns every call's record.
+   * Fails when calls are still unanswered after {@code timeout}.
    */
   List<Rec<T>> stop(Duration timeout) throws InterruptedException {
     stopped = true;
     thread.join(timeout.toMillis());
     if (!slots.tryAcquire(concurrency, timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-      throw new AssertionError(inFlight() + " call(s) of the load still unanswered after "
-          + timeout);
+      throw new AssertionError(
+          inFlight() + " call(s) of the load still unanswered after " + timeout);
     }
     slots.release(concurrency);
     return done();
@@ -122,8 +126,8 @@ final class LoadDriver<T> implements AutoCloseable {
   }
 
   /** The records of {@code recs} that {@code bad} rejects, at most {@code limit} of them. */
-  static <T> List<Rec<T>> first(List<Rec<T>> recs, java.util.function.Predicate<Rec<T>> bad,
-      int limit) {
+  static <T> List<Rec<T>> first(
+      List<Rec<T>> recs, java.util.function.Predicate<Rec<T>> bad, int limit) {
     List<Rec<T>> out = new ArrayList<>();
     for (Rec<T> r : recs) {
       if (bad.test(r) && out.size() < limit) {

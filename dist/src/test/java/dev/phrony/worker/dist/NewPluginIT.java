@@ -15,13 +15,13 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A new plugin author's path, in a folder outside the checkout, with nothing edited: the one
- * install command of the plugin guide ({@code docs/plugins.md}), then {@code new-plugin},
- * {@code mvn package} (which runs the generated test), {@code list-handlers} and {@code dev} +
- * {@code call}. Then the author adds a
- * library that brings an older Jackson than the worker's, and the harness still runs the tests.
+ * install command of the plugin guide ({@code docs/plugins.md}), then {@code new-plugin}, {@code
+ * mvn package} (which runs the generated test), {@code list-handlers} and {@code dev} + {@code
+ * call}. Then the author adds a library that brings an older Jackson than the worker's, and the
+ * harness still runs the tests.
  *
- * <p>The kit is installed into a local repository of this test's own, in front of the user's
- * (read, never written), so that builds in other checkouts sharing it are not disturbed.
+ * <p>The kit is installed into a local repository of this test's own, in front of the user's (read,
+ * never written), so that builds in other checkouts sharing it are not disturbed.
  */
 class NewPluginIT {
   /** The plugin guide's install command for the plugin kit (DocsIT checks the guide gives it). */
@@ -32,7 +32,8 @@ class NewPluginIT {
   static final String OLD_JACKSON = "2.17.2";
 
   /** A test the author adds: the harness, with the older Jackson on the test class path. */
-  private static final String OWN_JACKSON_TEST = """
+  private static final String OWN_JACKSON_TEST =
+      """
       package com.example.greeting;
 
       import static org.assertj.core.api.Assertions.assertThat;
@@ -51,10 +52,10 @@ class NewPluginIT {
           }
         }
       }
-      """.formatted(OLD_JACKSON);
+      """
+          .formatted(OLD_JACKSON);
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   @Test
   void a_new_plugin_builds_lists_and_is_served_by_dev_without_edits() throws Exception {
@@ -63,10 +64,20 @@ class NewPluginIT {
     assertThat(tmp.resolve("m2/dev/phrony/worker/phrony-plugin-testing")).isDirectory();
 
     Path project = tmp.resolve("authors/greeting");
-    DistProcess.Result created = DistProcess.run(tmp, "new-plugin", "greeting", "--tool",
-        "greet.say-hello", "--version", "1.0.0", "--dir", project.toString());
+    DistProcess.Result created =
+        DistProcess.run(
+            tmp,
+            "new-plugin",
+            "greeting",
+            "--tool",
+            "greet.say-hello",
+            "--version",
+            "1.0.0",
+            "--dir",
+            project.toString());
     assertThat(created.exit()).as("stderr: %s", created.err()).isZero();
-    assertThat(created.out()).contains("src/main/java/com/example/greeting/SayHello.java")
+    assertThat(created.out())
+        .contains("src/main/java/com/example/greeting/SayHello.java")
         .contains("src/test/java/com/example/greeting/SayHelloTest.java");
 
     Path log = tmp.resolve("package.log");
@@ -86,7 +97,12 @@ class NewPluginIT {
     // on the tests' flat class path Maven picks it, and the harness still runs the handler as the
     // worker does, its own Jackson apart. The worker below serves the plugin with it in lib/.
     Path pom = project.resolve("pom.xml");
-    Files.writeString(pom, Files.readString(pom).replace("</project>", """
+    Files.writeString(
+        pom,
+        Files.readString(pom)
+            .replace(
+                "</project>",
+                """
           <dependencies>
             <dependency>
               <groupId>com.fasterxml.jackson.core</groupId>
@@ -95,8 +111,10 @@ class NewPluginIT {
             </dependency>
           </dependencies>
         </project>
-        """.formatted(OLD_JACKSON)));
-    Files.writeString(project.resolve("src/test/java/com/example/greeting/OwnJacksonTest.java"),
+        """
+                    .formatted(OLD_JACKSON)));
+    Files.writeString(
+        project.resolve("src/test/java/com/example/greeting/OwnJacksonTest.java"),
         OWN_JACKSON_TEST);
     Path withJackson = tmp.resolve("package-old-jackson.log");
     maven(project, withJackson, List.of("package"));
@@ -113,33 +131,49 @@ class NewPluginIT {
       Path old = tmp.resolve("jdk17.log");
       int exit = maven(plainMaven.get(), project, old, repositoryArgs(List.of("package")), jdk17);
       assertThat(exit).as("%s", Files.readString(old)).isNotZero();
-      assertThat(Files.readString(old)).contains("needs a JDK 21 or newer; Maven runs on Java 17")
-          .contains("Point JAVA_HOME at a JDK 21+").doesNotContain("release version 21 not supported");
+      assertThat(Files.readString(old))
+          .contains("needs a JDK 21 or newer; Maven runs on Java 17")
+          .contains("Point JAVA_HOME at a JDK 21+")
+          .doesNotContain("release version 21 not supported");
     }
 
-    DistProcess.Result listed = DistProcess.run(tmp, "list-handlers", "--plugins",
-        plugins.toString());
+    DistProcess.Result listed =
+        DistProcess.run(tmp, "list-handlers", "--plugins", plugins.toString());
     assertThat(listed.exit()).as("stderr: %s", listed.err()).isZero();
     assertThat(listed.out()).contains("greet.say-hello@1.0.0").contains("read_only");
 
     int controlPort = DistProcess.freePort();
     String control = "http://127.0.0.1:" + controlPort;
-    try (DistProcess dev = DistProcess.start(tmp, Map.of(), "dev", "--plugins",
-        plugins.toString(), "--port", "0", "--control-port", String.valueOf(controlPort))) {
+    try (DistProcess dev =
+        DistProcess.start(
+            tmp,
+            Map.of(),
+            "dev",
+            "--plugins",
+            plugins.toString(),
+            "--port",
+            "0",
+            "--control-port",
+            String.valueOf(controlPort))) {
       dev.awaitStdout("Ctrl-C stops.", DistProcess.DEADLINE);
-      assertThat(dev.stdout()).contains("greet.say-hello@1.0.0  Greets a person by name")
+      assertThat(dev.stdout())
+          .contains("greet.say-hello@1.0.0  Greets a person by name")
           .contains("call greet.say-hello@1.0.0 '{\"name\":\"Ada\"}'");
 
-      DistProcess.Result hello = DistProcess.run(tmp, "call", "greet.say-hello@1.0.0",
-          "{\"name\":\"Ada\"}", "--control", control);
+      DistProcess.Result hello =
+          DistProcess.run(
+              tmp, "call", "greet.say-hello@1.0.0", "{\"name\":\"Ada\"}", "--control", control);
       assertThat(hello.exit()).as("stderr: %s", hello.err()).isZero();
       assertThat(hello.out()).isEqualTo("{\n  \"text\": \"Hello, Ada!\"\n}\n");
 
-      DistProcess.Result wrong = DistProcess.run(tmp, "call", "greet.say-hello@1.0.0",
-          "{\"name\":42}", "--control", control);
+      DistProcess.Result wrong =
+          DistProcess.run(
+              tmp, "call", "greet.say-hello@1.0.0", "{\"name\":42}", "--control", control);
       assertThat(wrong.exit()).isEqualTo(4);
-      assertThat(wrong.err()).isEqualTo("invalid_args: arguments do not fit the input schema: "
-          + "/name: expected string, got integer\n");
+      assertThat(wrong.err())
+          .isEqualTo(
+              "invalid_args: arguments do not fit the input schema: "
+                  + "/name: expected string, got integer\n");
 
       dev.interrupt();
       assertThat(dev.awaitExit(DistProcess.DEADLINE).exit()).isZero();
@@ -154,17 +188,26 @@ class NewPluginIT {
   private void maven(Path dir, Path log, List<String> goals)
       throws IOException, InterruptedException {
     Path repo = Path.of(System.getProperty("phrony.repo.dir")).toRealPath();
-    int exit = maven(repo.resolve("mvnw"), dir, log, repositoryArgs(goals),
-        Path.of(System.getProperty("java.home")));
+    int exit =
+        maven(
+            repo.resolve("mvnw"),
+            dir,
+            log,
+            repositoryArgs(goals),
+            Path.of(System.getProperty("java.home")));
     assertThat(exit).as("maven %s in %s:%n%s", goals, dir, Files.readString(log)).isZero();
   }
 
   /** Offline, installing into this test's own local repository, reading the user's behind it. */
   private List<String> repositoryArgs(List<String> goals) {
-    List<String> args = new java.util.ArrayList<>(List.of("-o",
-        "-Dmaven.repo.local=" + tmp.resolve("m2"),
-        "-Dmaven.repo.local.tail=" + Path.of(System.getProperty("user.home"), ".m2/repository"),
-        "-Dmaven.repo.local.tail.ignoreAvailability=true"));
+    List<String> args =
+        new java.util.ArrayList<>(
+            List.of(
+                "-o",
+                "-Dmaven.repo.local=" + tmp.resolve("m2"),
+                "-Dmaven.repo.local.tail="
+                    + Path.of(System.getProperty("user.home"), ".m2/repository"),
+                "-Dmaven.repo.local.tail.ignoreAvailability=true"));
     args.addAll(goals);
     return args;
   }
@@ -175,7 +218,8 @@ class NewPluginIT {
     if (!Files.isDirectory(dists)) {
       return Optional.empty();
     }
-    try (var found = Files.find(dists, 4, (p, a) -> p.endsWith("bin/mvn") && Files.isExecutable(p))) {
+    try (var found =
+        Files.find(dists, 4, (p, a) -> p.endsWith("bin/mvn") && Files.isExecutable(p))) {
       return found.findFirst();
     }
   }
@@ -185,8 +229,11 @@ class NewPluginIT {
       throws IOException, InterruptedException {
     List<String> command = new java.util.ArrayList<>(List.of(maven.toString(), "-B"));
     command.addAll(goals);
-    ProcessBuilder pb = new ProcessBuilder(command).directory(dir.toFile())
-        .redirectErrorStream(true).redirectOutput(log.toFile());
+    ProcessBuilder pb =
+        new ProcessBuilder(command)
+            .directory(dir.toFile())
+            .redirectErrorStream(true)
+            .redirectOutput(log.toFile());
     pb.environment().put("JAVA_HOME", javaHome.toString());
     pb.environment().remove("MAVEN_ARGS");
     Process p = pb.start();

@@ -12,14 +12,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@link ReloadScenario} against a {@link LocalRuntime}: jars copied in, replaced and removed
- * under load are served live, and no call fails. LocalRuntime shows each registration, so routing
- * is read from them: a key is out of routing when no registration the runtime would route to
- * advertises it.
+ * {@link ReloadScenario} against a {@link LocalRuntime}: jars copied in, replaced and removed under
+ * load are served live, and no call fails. LocalRuntime shows each registration, so routing is read
+ * from them: a key is out of routing when no registration the runtime would route to advertises it.
  */
 class PluginReloadIT {
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   /** {@link ReloadScenario.Target} over a LocalRuntime, read through its registrations. */
   private record Local(LocalRuntime rt) implements ReloadScenario.Target {
@@ -32,8 +30,10 @@ class PluginReloadIT {
     public CompletableFuture<ReloadScenario.Reply> dispatch(String key) {
       int at = key.indexOf('@');
       return rt.dispatch(Call.of(key.substring(0, at), key.substring(at + 1), ReloadScenario.ARGS))
-          .thenApply(o -> new ReloadScenario.Reply(o instanceof Outcome.Result, o.text(),
-              o.trace().workerId(), o));
+          .thenApply(
+              o ->
+                  new ReloadScenario.Reply(
+                      o instanceof Outcome.Result, o.text(), o.trace().workerId(), o));
     }
 
     @Override
@@ -43,8 +43,11 @@ class PluginReloadIT {
 
     @Override
     public boolean onlyOpen(String workerId) {
-      return rt.workers().stream().filter(WorkerView::connected).map(WorkerView::workerId)
-          .toList().equals(List.of(workerId));
+      return rt.workers().stream()
+          .filter(WorkerView::connected)
+          .map(WorkerView::workerId)
+          .toList()
+          .equals(List.of(workerId));
     }
 
     @Override
@@ -55,8 +58,12 @@ class PluginReloadIT {
     /** Whether a registration the runtime would route to now advertises {@code key}. */
     @Override
     public boolean routes(String key) {
-      return rt.workers().stream().anyMatch(w -> w.connected() && !w.leaseExpired()
-          && w.handlers().stream().anyMatch(h -> h.key().equals(key)));
+      return rt.workers().stream()
+          .anyMatch(
+              w ->
+                  w.connected()
+                      && !w.leaseExpired()
+                      && w.handlers().stream().anyMatch(h -> h.key().equals(key)));
     }
 
     @Override
@@ -69,9 +76,15 @@ class PluginReloadIT {
     public String describe() {
       StringBuilder sb = new StringBuilder();
       for (WorkerView w : rt.workers()) {
-        sb.append(String.format("%n  %s stream=%d connected=%s leaseExpired=%s inFlight=%d %s",
-            w.workerId(), w.streamId(), w.connected(), w.leaseExpired(), w.inFlight(),
-            w.handlers().stream().map(WorkerView.HandlerView::key).toList()));
+        sb.append(
+            String.format(
+                "%n  %s stream=%d connected=%s leaseExpired=%s inFlight=%d %s",
+                w.workerId(),
+                w.streamId(),
+                w.connected(),
+                w.leaseExpired(),
+                w.inFlight(),
+                w.handlers().stream().map(WorkerView.HandlerView::key).toList()));
       }
       return sb.toString();
     }

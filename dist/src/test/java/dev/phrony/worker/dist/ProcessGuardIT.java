@@ -2,8 +2,8 @@ package dev.phrony.worker.dist;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.plugin.TestPlugins;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
 import java.nio.file.Path;
@@ -14,30 +14,43 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code bin/phrony-worker run} against plugins that try to take the process down: out of memory
- * ends it with status 3 instead of leaving a zombie on the stream, and a plugin's
- * {@code System.exit} with status 9 naming the plugin, not with the status it picked.
+ * ends it with status 3 instead of leaving a zombie on the stream, and a plugin's {@code
+ * System.exit} with status 9 naming the plugin, not with the status it picked.
  */
 class ProcessGuardIT {
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   private DistProcess worker(LocalRuntime rt, Path plugins, String id) throws Exception {
-    DistProcess w = DistProcess.start(tmp, Map.of("PHRONY_RUNTIME_ADDR", rt.target(),
-            "PHRONY_WORKER_JAVA_OPTS", "-Xmx96m"),
-        "run", "--worker-id", id, "--plugins", plugins.toString(), "--http", "none",
-        "--state-dir", tmp.resolve("state-" + id).toString());
-    Await.until("worker registered", () -> rt.worker(id).filter(v -> v.connected())
-        .isPresent(), DistProcess.DEADLINE);
+    DistProcess w =
+        DistProcess.start(
+            tmp,
+            Map.of("PHRONY_RUNTIME_ADDR", rt.target(), "PHRONY_WORKER_JAVA_OPTS", "-Xmx96m"),
+            "run",
+            "--worker-id",
+            id,
+            "--plugins",
+            plugins.toString(),
+            "--http",
+            "none",
+            "--state-dir",
+            tmp.resolve("state-" + id).toString());
+    Await.until(
+        "worker registered",
+        () -> rt.worker(id).filter(v -> v.connected()).isPresent(),
+        DistProcess.DEADLINE);
     return w;
   }
 
   @Test
   void a_plugin_that_fills_the_heap_ends_the_worker_with_status_3() throws Exception {
     Path plugins = tmp.resolve("plugins");
-    new TestPlugins(tmp.resolve("build")).jar().handler("leak.Hoard",
-        TestPlugins.descriptor("leak.hoard", "1.0.0", "read_only"),
-        "static final java.util.List<byte[]> KEPT = new java.util.ArrayList<>();",
-        "while (true) { KEPT.add(new byte[1 << 20]); }")
+    new TestPlugins(tmp.resolve("build"))
+        .jar()
+        .handler(
+            "leak.Hoard",
+            TestPlugins.descriptor("leak.hoard", "1.0.0", "read_only"),
+            "static final java.util.List<byte[]> KEPT = new java.util.ArrayList<>();",
+            "while (true) { KEPT.add(new byte[1 << 20]); }")
         .writeTo(plugins.resolve("leak.jar"));
     try (LocalRuntime rt = LocalRuntime.builder().port(0).start();
         DistProcess w = worker(rt, plugins, "oom-1")) {
@@ -45,17 +58,23 @@ class ProcessGuardIT {
       DistProcess.Result exit = w.awaitExit(Duration.ofSeconds(60));
       assertThat(exit.exit()).as("stderr:%n%s", exit.err()).isEqualTo(3);
       assertThat(exit.err()).contains("Terminating due to java.lang.OutOfMemoryError");
-      Await.until("the runtime sees the stream gone", () -> rt.worker("oom-1")
-          .map(v -> !v.connected()).orElse(true), Duration.ofSeconds(30));
+      Await.until(
+          "the runtime sees the stream gone",
+          () -> rt.worker("oom-1").map(v -> !v.connected()).orElse(true),
+          Duration.ofSeconds(30));
     }
   }
 
   @Test
   void system_exit_in_a_plugin_ends_the_worker_with_status_9_naming_it() throws Exception {
     Path plugins = tmp.resolve("plugins");
-    new TestPlugins(tmp.resolve("build")).jar().handler("rogue.Quit",
-        TestPlugins.descriptor("rogue.quit", "1.0.0", "read_only"), "",
-        "System.exit(3); return null;")
+    new TestPlugins(tmp.resolve("build"))
+        .jar()
+        .handler(
+            "rogue.Quit",
+            TestPlugins.descriptor("rogue.quit", "1.0.0", "read_only"),
+            "",
+            "System.exit(3); return null;")
         .writeTo(plugins.resolve("rogue.jar"));
     try (LocalRuntime rt = LocalRuntime.builder().port(0).start();
         DistProcess w = worker(rt, plugins, "exit-1")) {

@@ -15,14 +15,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@link ReloadScenario} against the real runtime's Work-stream code ({@link RealRuntime}), which
- * a clone of the project does not have: skipped when it is absent. The runtime does not show its
- * registrations' keys, so a key is out of routing when a call of it, given 300 ms to find a
- * worker, is refused.
+ * {@link ReloadScenario} against the real runtime's Work-stream code ({@link RealRuntime}), which a
+ * clone of the project does not have: skipped when it is absent. The runtime does not show its
+ * registrations' keys, so a key is out of routing when a call of it, given 300 ms to find a worker,
+ * is refused.
  */
 class RealRuntimeReloadIT {
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   /** {@link ReloadScenario.Target} over realrt's control API. */
   private static final class Real implements ReloadScenario.Target {
@@ -40,15 +39,16 @@ class RealRuntimeReloadIT {
     }
 
     private CompletableFuture<Answer> dispatch(String key, long timeoutMs) {
-      return rt.dispatch(ToolCall.of("s-rreload", key, ReloadScenario.ARGS)
-          .withCallId("rr-" + ids.incrementAndGet()).withTimeoutMs(timeoutMs));
+      return rt.dispatch(
+          ToolCall.of("s-rreload", key, ReloadScenario.ARGS)
+              .withCallId("rr-" + ids.incrementAndGet())
+              .withTimeoutMs(timeoutMs));
     }
 
     /** realrt's {@code /dispatch} does not say which worker answered. */
     @Override
     public CompletableFuture<ReloadScenario.Reply> dispatch(String key) {
-      return dispatch(key, 0).thenApply(a -> new ReloadScenario.Reply(a.ok(), a.payload(), "?",
-          a));
+      return dispatch(key, 0).thenApply(a -> new ReloadScenario.Reply(a.ok(), a.payload(), "?", a));
     }
 
     @Override
@@ -107,9 +107,15 @@ class RealRuntimeReloadIT {
       throws Exception {
     Path binary = RealRuntime.binary().orElse(null);
     Assumptions.assumeTrue(binary != null, RealRuntime::absent);
-    try (RealRuntime rt = RealRuntime.start(binary, tmp.resolve("realrt.log"),
-        Duration.ofSeconds(20), "--lease-ttl", ReloadScenario.TTL.toSeconds() + "s",
-        "--recorder", "memory")) {
+    try (RealRuntime rt =
+        RealRuntime.start(
+            binary,
+            tmp.resolve("realrt.log"),
+            Duration.ofSeconds(20),
+            "--lease-ttl",
+            ReloadScenario.TTL.toSeconds() + "s",
+            "--recorder",
+            "memory")) {
       ReloadScenario.run("RealRuntimeReloadIT", tmp, "rreload-1", new Real(rt));
     }
   }

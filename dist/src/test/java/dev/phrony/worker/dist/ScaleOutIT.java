@@ -32,10 +32,10 @@ import org.junit.jupiter.api.io.TempDir;
 class ScaleOutIT {
   /** Slots per worker: small, so a burst needs all three. */
   private static final int SLOTS = 4;
+
   private static final List<String> IDS = List.of("scale-1", "scale-2", "scale-3");
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   private static Outcome await(CompletableFuture<Outcome> f) throws Exception {
     return f.get(60, TimeUnit.SECONDS);
@@ -59,17 +59,31 @@ class ScaleOutIT {
     List<DistProcess> workers = new ArrayList<>();
     try (LocalRuntime rt = LocalRuntime.builder().port(0).start()) {
       for (String id : IDS) {
-        workers.add(DistProcess.start(tmp, Map.of(
-                "PHRONY_RUNTIME_ADDR", rt.target(),
-                "PHRONY_WORKER_HANDLERS", "echo@default:max-concurrency=" + SLOTS),
-            "run", "--worker-id", id, "--state-dir", tmp.resolve(id).toString(),
-            "--http", "127.0.0.1:0", "--drain-timeout", "5s"));
+        workers.add(
+            DistProcess.start(
+                tmp,
+                Map.of(
+                    "PHRONY_RUNTIME_ADDR",
+                    rt.target(),
+                    "PHRONY_WORKER_HANDLERS",
+                    "echo@default:max-concurrency=" + SLOTS),
+                "run",
+                "--worker-id",
+                id,
+                "--state-dir",
+                tmp.resolve(id).toString(),
+                "--http",
+                "127.0.0.1:0",
+                "--drain-timeout",
+                "5s"));
       }
       List<Integer> ports = new ArrayList<>();
       for (int i = 0; i < IDS.size(); i++) {
         String id = IDS.get(i);
-        Await.until(id + " registered", () -> rt.worker(id).filter(w -> w.connected())
-            .isPresent(), DistProcess.DEADLINE);
+        Await.until(
+            id + " registered",
+            () -> rt.worker(id).filter(w -> w.connected()).isPresent(),
+            DistProcess.DEADLINE);
         ports.add(workers.get(i).httpPort());
       }
       for (int port : ports) {
@@ -88,17 +102,23 @@ class ScaleOutIT {
       // Under load, kill -9 the second worker while all its slots are busy.
       List<CompletableFuture<Outcome>> load = burst(rt, 2 * IDS.size() * SLOTS, 1_000);
       String victim = IDS.get(1);
-      Await.until(victim + " busy", () -> rt.worker(victim).map(w -> w.busy("echo@default"))
-          .orElse(0) == SLOTS, Duration.ofSeconds(30));
+      Await.until(
+          victim + " busy",
+          () -> rt.worker(victim).map(w -> w.busy("echo@default")).orElse(0) == SLOTS,
+          Duration.ofSeconds(30));
       workers.get(1).kill();
       List<Integer> survivors = List.of(ports.get(0), ports.get(2));
       // The survivors' probes are asked every 50 ms while the load runs, and must say ready.
-      Await.until("the load finished", () -> {
-        for (int port : survivors) {
-          assertThat(readyz(port)).as("survivor on %d stays ready", port).isEqualTo(200);
-        }
-        return load.stream().allMatch(CompletableFuture::isDone);
-      }, Duration.ofSeconds(60), Duration.ofMillis(50));
+      Await.until(
+          "the load finished",
+          () -> {
+            for (int port : survivors) {
+              assertThat(readyz(port)).as("survivor on %d stays ready", port).isEqualTo(200);
+            }
+            return load.stream().allMatch(CompletableFuture::isDone);
+          },
+          Duration.ofSeconds(60),
+          Duration.ofMillis(50));
       int lost = 0;
       for (CompletableFuture<Outcome> f : load) {
         Outcome o = await(f);
@@ -124,8 +144,9 @@ class ScaleOutIT {
       for (int port : survivors) {
         assertThat(readyz(port)).isEqualTo(200);
         assertThat(DistProcess.get(port, "/metrics").body())
-            .contains("phrony_worker_invocations_total{code=\"\",outcome=\"result\","
-                + "tool=\"echo@default\"}")
+            .contains(
+                "phrony_worker_invocations_total{code=\"\",outcome=\"result\","
+                    + "tool=\"echo@default\"}")
             .contains("phrony_worker_slots_max{tool=\"echo@default\"} " + SLOTS)
             .containsPattern("(?m)^phrony_worker_slots_in_use_ratio ")
             .contains("phrony_worker_registered 1");
@@ -153,10 +174,12 @@ class ScaleOutIT {
         .isEqualTo(PosixFilePermissions.fromString("rwx------"));
     try (Stream<Path> all = Files.walk(stateDir)) {
       for (Path p : all.toList()) {
-        assertThat(Files.getPosixFilePermissions(p)).as("%s", p).doesNotContain(
-            PosixFilePermission.GROUP_READ, PosixFilePermission.GROUP_WRITE,
-            PosixFilePermission.GROUP_EXECUTE, PosixFilePermission.OTHERS_READ,
-            PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_EXECUTE);
+        assertThat(Files.getPosixFilePermissions(p))
+            .as("%s", p)
+            .doesNotContain(
+                PosixFilePermission.GROUP_READ, PosixFilePermission.GROUP_WRITE,
+                PosixFilePermission.GROUP_EXECUTE, PosixFilePermission.OTHERS_READ,
+                PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_EXECUTE);
       }
     }
   }

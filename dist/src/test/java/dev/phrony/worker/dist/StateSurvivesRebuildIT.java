@@ -24,31 +24,35 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A held result outlives a clean build: a worker run from the distribution a checkout builds
  * (inside {@code dist/target/}) keeps its state outside the build output by default, so after
- * {@code ./mvnw clean} (the build output deleted) and a rebuild (a fresh copy there) the result
- * is still held, advertised at register and acknowledged.
+ * {@code ./mvnw clean} (the build output deleted) and a rebuild (a fresh copy there) the result is
+ * still held, advertised at register and acknowledged.
  */
 class StateSurvivesRebuildIT {
   private static final Duration WAIT = Duration.ofSeconds(60);
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   @Test
   void a_held_result_survives_clean_and_rebuild_and_is_served_after_restart() throws Exception {
     Path checkout = tmp.resolve("checkout");
     Path built = checkout.resolve("dist/target/dist/phrony-worker");
     Path home = Files.createDirectories(tmp.resolve("home"));
-    Map<String, String> env = Map.of("HOME", home.toString(), "XDG_STATE_HOME", "",
-        "PHRONY_WORKER_STATE_DIR", "");
+    Map<String, String> env =
+        Map.of("HOME", home.toString(), "XDG_STATE_HOME", "", "PHRONY_WORKER_STATE_DIR", "");
     Path state = home.resolve(".local/state/phrony-worker");
-    Call pay = Call.of("pay-1", "s-pay-1", "payments.process-payment", "1.0.0",
-        "{\"amount\":10,\"currency\":\"EUR\",\"payee\":\"ACME\"}")
-        .withSideEffectClass("non_idempotent_write");
+    Call pay =
+        Call.of(
+                "pay-1",
+                "s-pay-1",
+                "payments.process-payment",
+                "1.0.0",
+                "{\"amount\":10,\"currency\":\"EUR\",\"payee\":\"ACME\"}")
+            .withSideEffectClass("non_idempotent_write");
 
     try (LocalRuntime rt = LocalRuntime.builder().port(0).withholdResultAcks(true).start()) {
       copyTree(DistProcess.distDir(), built); // ./mvnw package
-      try (DistProcess first = DistProcess.start(built, tmp, env, "run", "--runtime",
-          rt.target(), "--http", "none")) {
+      try (DistProcess first =
+          DistProcess.start(built, tmp, env, "run", "--runtime", rt.target(), "--http", "none")) {
         Outcome o = rt.dispatch(pay).get(WAIT.toSeconds(), TimeUnit.SECONDS);
         assertThat(o).isInstanceOf(Outcome.Result.class);
         assertThat(first.stderr()).contains("state in " + state);
@@ -64,12 +68,14 @@ class StateSurvivesRebuildIT {
       long before = rt.events().stream().mapToLong(Event::seq).max().orElse(-1);
       Map<String, String> debug = new java.util.HashMap<>(env);
       debug.put("PHRONY_WORKER_LOG_LEVEL", "DEBUG");
-      try (DistProcess second = DistProcess.start(built, tmp, debug, "run", "--runtime",
-          rt.target(), "--http", "none")) {
-        Event register = rt.awaitEvent(e -> e.seq() > before
-            && Event.in(WorkClientMsg.BodyCase.REGISTER).test(e), WAIT);
+      try (DistProcess second =
+          DistProcess.start(built, tmp, debug, "run", "--runtime", rt.target(), "--http", "none")) {
+        Event register =
+            rt.awaitEvent(
+                e -> e.seq() > before && Event.in(WorkClientMsg.BodyCase.REGISTER).test(e), WAIT);
         assertThat(register.clientMsg().getRegister().getInFlightList())
-            .extracting(c -> c.getCallId()).contains("pay-1");
+            .extracting(c -> c.getCallId())
+            .contains("pay-1");
         // Recovery dispatches the same call id again: the held result answers it.
         Outcome again = rt.dispatch(pay).get(WAIT.toSeconds(), TimeUnit.SECONDS);
         assertThat(again).isInstanceOf(Outcome.Result.class);
@@ -102,8 +108,8 @@ class StateSurvivesRebuildIT {
       } else if (Files.isDirectory(p)) {
         Files.createDirectories(target);
       } else {
-        Files.copy(p, target, StandardCopyOption.COPY_ATTRIBUTES,
-            StandardCopyOption.REPLACE_EXISTING);
+        Files.copy(
+            p, target, StandardCopyOption.COPY_ATTRIBUTES, StandardCopyOption.REPLACE_EXISTING);
       }
     }
   }

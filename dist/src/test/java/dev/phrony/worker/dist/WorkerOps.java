@@ -14,8 +14,8 @@ import java.util.List;
 /** What a running worker's ops endpoint and log say about its plugins. */
 final class WorkerOps {
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final HttpClient HTTP = HttpClient.newBuilder()
-      .connectTimeout(Duration.ofSeconds(5)).build();
+  private static final HttpClient HTTP =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
   private WorkerOps() {}
 
@@ -49,10 +49,13 @@ final class WorkerOps {
 
   /** {@code POST /plugins/reload}, parsed. */
   static JsonNode reload(int port) throws IOException, InterruptedException {
-    HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(
-            URI.create("http://127.0.0.1:" + port + "/plugins/reload"))
-        .POST(HttpRequest.BodyPublishers.noBody()).timeout(Duration.ofSeconds(30)).build(),
-        HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> r =
+        HTTP.send(
+            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/plugins/reload"))
+                .POST(HttpRequest.BodyPublishers.noBody())
+                .timeout(Duration.ofSeconds(30))
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
     return JSON.readTree(r.body());
   }
 

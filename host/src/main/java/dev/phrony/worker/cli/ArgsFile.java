@@ -19,15 +19,16 @@ final class ArgsFile {
    *
    * @throws CommandLine.ParameterException when both are given
    */
-  static String choose(CommandLine.Model.CommandSpec spec, String inline, String inlineName,
-      Path file) {
+  static String choose(
+      CommandLine.Model.CommandSpec spec, String inline, String inlineName, Path file) {
     if (inline != null && file != null) {
-      throw new CommandLine.ParameterException(spec.commandLine(),
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
           "give the arguments as " + inlineName + " or with --args-file, not both");
     }
-    return inline != null ? CallRequest.checkArgs(inline, inlineName)
-        : file != null ? CallRequest.checkArgs(read(file), "--args-file " + file)
-        : null;
+    return inline != null
+        ? CallRequest.checkArgs(inline, inlineName)
+        : file != null ? CallRequest.checkArgs(read(file), "--args-file " + file) : null;
   }
 
   /** The text of {@code file}; a user error naming {@code --args-file} when it cannot be read. */
@@ -40,8 +41,7 @@ final class ArgsFile {
     } catch (NoSuchFileException e) {
       throw new UserErrorException("--args-file " + file + " does not exist", e);
     } catch (IOException e) {
-      throw new UserErrorException("--args-file " + file + " cannot be read: " + e.getMessage(),
-          e);
+      throw new UserErrorException("--args-file " + file + " cannot be read: " + e.getMessage(), e);
     }
   }
 }

@@ -21,65 +21,86 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /** {@code phrony-worker call}: one tool call through a running {@code phrony-worker dev}. */
-@Command(name = "call", mixinStandardHelpOptions = true,
+@Command(
+    name = "call",
+    mixinStandardHelpOptions = true,
     description = {
-        "Calls a tool through a running 'phrony-worker dev', as an agent session would.",
-        "",
-        "Prints the result as pretty JSON (as is, when it is not JSON).",
-        "A tool error prints 'code: message' on stderr; so does a dispatch error (no handler, "
-            + "no free slot, timeout), with a hint.",
-        "",
-        "A call dev holds for approval (dev --require-approval) waits for its answer: on a "
-            + "terminal, call shows it and asks 'approve? [y/N/e(dit)]'; otherwise it prints "
-            + "the approval id on stderr, for 'phrony-worker approve ID' or 'deny ID'. A "
-            + "denied or expired call is a tool error (approval_denied, approval_expired).",
-        "",
-        "With --session ID --follow, call makes no call: it prints that session's events "
-            + "(tool_call, approval_required, tool_result), one JSON object per line, as they "
-            + "happen, until dev stops or Ctrl-C."},
+      "Calls a tool through a running 'phrony-worker dev', as an agent session would.",
+      "",
+      "Prints the result as pretty JSON (as is, when it is not JSON).",
+      "A tool error prints 'code: message' on stderr; so does a dispatch error (no handler, "
+          + "no free slot, timeout), with a hint.",
+      "",
+      "A call dev holds for approval (dev --require-approval) waits for its answer: on a "
+          + "terminal, call shows it and asks 'approve? [y/N/e(dit)]'; otherwise it prints "
+          + "the approval id on stderr, for 'phrony-worker approve ID' or 'deny ID'. A "
+          + "denied or expired call is a tool error (approval_denied, approval_expired).",
+      "",
+      "With --session ID --follow, call makes no call: it prints that session's events "
+          + "(tool_call, approval_required, tool_result), one JSON object per line, as they "
+          + "happen, until dev stops or Ctrl-C."
+    },
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
-        "0:the tool returned a result",
-        "1:usage error (bad flag, arguments that are not JSON, a request dev refused)",
-        "4:the tool answered with an error (including approval_denied, approval_expired)",
-        "5:no handler, no free slot, or another dispatch error",
-        "6:no phrony-worker dev at the control address (start it with 'phrony-worker dev')"})
+      "0:the tool returned a result",
+      "1:usage error (bad flag, arguments that are not JSON, a request dev refused)",
+      "4:the tool answered with an error (including approval_denied, approval_expired)",
+      "5:no handler, no free slot, or another dispatch error",
+      "6:no phrony-worker dev at the control address (start it with 'phrony-worker dev')"
+    })
 final class CallCommand implements Callable<Integer> {
 
-  @Parameters(index = "0", arity = "0..1", paramLabel = "TOOL[@VERSION]",
-      description = "The tool, e.g. weather.get-forecast@1.0.0; without @VERSION, the "
-          + "unversioned handler (version 'default').")
+  @Parameters(
+      index = "0",
+      arity = "0..1",
+      paramLabel = "TOOL[@VERSION]",
+      description =
+          "The tool, e.g. weather.get-forecast@1.0.0; without @VERSION, the "
+              + "unversioned handler (version 'default').")
   private String target;
 
-  @Parameters(index = "1", arity = "0..1", paramLabel = "ARGS_JSON",
-      description = "The arguments as one JSON value (default: {}). Quote it for the shell: "
-          + "'{\"city\":\"Oslo\"}'.")
+  @Parameters(
+      index = "1",
+      arity = "0..1",
+      paramLabel = "ARGS_JSON",
+      description =
+          "The arguments as one JSON value (default: {}). Quote it for the shell: "
+              + "'{\"city\":\"Oslo\"}'.")
   private String args;
 
-  @Option(names = "--args-file", paramLabel = "FILE",
+  @Option(
+      names = "--args-file",
+      paramLabel = "FILE",
       description = "Read the arguments from FILE ('-': stdin) instead.")
   private Path argsFile;
 
-  @Mixin
-  private ControlOption control;
+  @Mixin private ControlOption control;
 
-  @Option(names = "--session", paramLabel = "ID",
-      description = "Session of the call (call ids then number up within it, and "
-          + "'POST /v1/sessions/ID/cancel' cancels it). Default: a new session per call.")
+  @Option(
+      names = "--session",
+      paramLabel = "ID",
+      description =
+          "Session of the call (call ids then number up within it, and "
+              + "'POST /v1/sessions/ID/cancel' cancels it). Default: a new session per call.")
   private String session;
 
-  @Option(names = "--follow",
-      description = "With --session ID: print the session's events as they happen instead of "
-          + "making a call.")
+  @Option(
+      names = "--follow",
+      description =
+          "With --session ID: print the session's events as they happen instead of "
+              + "making a call.")
   private boolean follow;
 
-  @Option(names = "--timeout", paramLabel = "DURATION", converter = DurationParser.class,
-      description = "The call's deadline, e.g. 30s, 500ms or 2m: the handler sees it, and the "
-          + "call ends when it passes. Default: the runtime's dispatch wait (10s).")
+  @Option(
+      names = "--timeout",
+      paramLabel = "DURATION",
+      converter = DurationParser.class,
+      description =
+          "The call's deadline, e.g. 30s, 500ms or 2m: the handler sees it, and the "
+              + "call ends when it passes. Default: the runtime's dispatch wait (10s).")
   private Duration timeout;
 
-  @CommandLine.Spec
-  private CommandLine.Model.CommandSpec spec;
+  @CommandLine.Spec private CommandLine.Model.CommandSpec spec;
 
   @Override
   public Integer call() {
@@ -87,24 +108,26 @@ final class CallCommand implements Callable<Integer> {
       return follow();
     }
     if (target == null) {
-      throw new CommandLine.ParameterException(spec.commandLine(), "TOOL[@VERSION] is required"
-          + " (or --session ID --follow to print a session's events)");
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "TOOL[@VERSION] is required" + " (or --session ID --follow to print a session's events)");
     }
     if (timeout != null && timeout.isZero()) {
-      throw new CommandLine.ParameterException(spec.commandLine(),
-          "--timeout must be more than 0, e.g. 30s");
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--timeout must be more than 0, e.g. 30s");
     }
     String given = ArgsFile.choose(spec, args, "ARGS_JSON", argsFile);
     String json = given != null ? given : "{}";
     // The session is named here, so that its events can be followed before the call is made.
-    CallRequest request = CallRequest.of(target, json,
-        session != null ? session : CallRequest.newSessionId(), timeout);
+    CallRequest request =
+        CallRequest.of(
+            target, json, session != null ? session : CallRequest.newSessionId(), timeout);
     ControlClient client = control.client();
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     CallReply reply;
-    try (ApprovalWatch watch = ApprovalWatch.start(client, request, session == null,
-        held(client, err))) {
+    try (ApprovalWatch watch =
+        ApprovalWatch.start(client, request, session == null, held(client, err))) {
       reply = client.call(request);
     }
 
@@ -137,24 +160,32 @@ final class CallCommand implements Callable<Integer> {
   private Consumer<JsonNode> held(ControlClient client, PrintWriter err) {
     Console console = System.console();
     if (isTerminal(console)) {
-      ApprovalPrompt prompt = new ApprovalPrompt(new BufferedReader(console.reader()),
-          console.writer(), client);
+      ApprovalPrompt prompt =
+          new ApprovalPrompt(new BufferedReader(console.reader()), console.writer(), client);
       return prompt::ask;
     }
-    String control = ControlClient.DEFAULT_URL.equals(client.url()) ? ""
-        : " --control " + client.url();
+    String control =
+        ControlClient.DEFAULT_URL.equals(client.url()) ? "" : " --control " + client.url();
     return approval -> {
       String id = approval.path("approval_id").asText();
-      err.println("call: held for approval " + id + " ("
-          + approval.path("reason").asText() + "); answer with: bin/phrony-worker approve "
-          + id + control + " [--args JSON] | bin/phrony-worker deny " + id + control);
+      err.println(
+          "call: held for approval "
+              + id
+              + " ("
+              + approval.path("reason").asText()
+              + "); answer with: bin/phrony-worker approve "
+              + id
+              + control
+              + " [--args JSON] | bin/phrony-worker deny "
+              + id
+              + control);
       err.flush();
     };
   }
 
   /**
-   * True when {@code console} is an interactive terminal. From JDK 22 {@link System#console()}
-   * also returns a console when the streams are redirected; its {@code isTerminal()} tells.
+   * True when {@code console} is an interactive terminal. From JDK 22 {@link System#console()} also
+   * returns a console when the streams are redirected; its {@code isTerminal()} tells.
    */
   private static boolean isTerminal(Console console) {
     if (console == null) {
@@ -172,12 +203,14 @@ final class CallCommand implements Callable<Integer> {
   /** {@code --session ID --follow}: the session's events, one line each, until dev stops. */
   private int follow() {
     if (session == null) {
-      throw new CommandLine.ParameterException(spec.commandLine(),
-          "--follow needs --session ID: the session whose events to print");
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--follow needs --session ID: the session whose events to print");
     }
     if (target != null || args != null || argsFile != null || timeout != null) {
-      throw new CommandLine.ParameterException(spec.commandLine(), "--follow prints a"
-          + " session's events and makes no call: leave out TOOL, its arguments and --timeout");
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "--follow prints a"
+              + " session's events and makes no call: leave out TOOL, its arguments and --timeout");
     }
     PrintWriter out = spec.commandLine().getOut();
     try (ControlClient.EventStream events = control.client().events(session, 0, true)) {

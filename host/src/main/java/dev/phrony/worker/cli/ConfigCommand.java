@@ -23,33 +23,40 @@ import picocli.CommandLine.Option;
  * {@code phrony-worker config}: the configuration {@code run} would use with the same flags,
  * environment and config file, and where each value came from. Secrets are never printed.
  */
-@Command(name = "config", mixinStandardHelpOptions = true,
+@Command(
+    name = "config",
+    mixinStandardHelpOptions = true,
     description = {
-        "Prints the effective configuration of 'run' and where each value came from "
-            + "(flag, env, file or default). Give it the same flags as 'run'.",
-        "",
-        "Precedence, for every setting: flag > environment variable > config file > built-in "
-            + "default. Secrets (the bearer token) are shown as <redacted>."},
+      "Prints the effective configuration of 'run' and where each value came from "
+          + "(flag, env, file or default). Give it the same flags as 'run'.",
+      "",
+      "Precedence, for every setting: flag > environment variable > config file > built-in "
+          + "default. Secrets (the bearer token) are shown as <redacted>."
+    },
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
-        "0:the configuration is valid",
-        "1:a problem with a flag, an environment variable or the config file (each is named)"})
+      "0:the configuration is valid",
+      "1:a problem with a flag, an environment variable or the config file (each is named)"
+    })
 final class ConfigCommand implements Callable<Integer> {
 
-  enum Format { yaml, json }
+  enum Format {
+    yaml,
+    json
+  }
 
-  @Mixin
-  private ConfigOption configOption;
+  @Mixin private ConfigOption configOption;
 
-  @Mixin
-  private RunOptions options;
+  @Mixin private RunOptions options;
 
-  @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "yaml",
+  @Option(
+      names = "--format",
+      paramLabel = "FORMAT",
+      defaultValue = "yaml",
       description = "Output format: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
   private Format format;
 
-  @CommandLine.Spec
-  private CommandLine.Model.CommandSpec spec;
+  @CommandLine.Spec private CommandLine.Model.CommandSpec spec;
 
   @Override
   public Integer call() throws JsonProcessingException {
@@ -90,12 +97,14 @@ final class ConfigCommand implements Callable<Integer> {
       n.put("source", r.source().kind().label());
       n.put("from", r.source().origin());
     }
-    ObjectMapper mapper = format == Format.json
-        ? HostJson.MAPPER
-        : new ObjectMapper(YAMLFactory.builder()
-            .disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER)
-            .enable(YAMLGenerator.Feature.MINIMIZE_QUOTES)
-            .build());
+    ObjectMapper mapper =
+        format == Format.json
+            ? HostJson.MAPPER
+            : new ObjectMapper(
+                YAMLFactory.builder()
+                    .disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER)
+                    .enable(YAMLGenerator.Feature.MINIMIZE_QUOTES)
+                    .build());
     String text = mapper.writeValueAsString(root);
     return text.endsWith("\n") ? text : text + "\n";
   }

@@ -8,9 +8,15 @@ import picocli.CommandLine.Option;
  * every command that talks to it ({@code @Mixin ControlOption control;}).
  */
 final class ControlOption {
-  @Option(names = "--control", paramLabel = "URL",
-      description = "Control address of 'phrony-worker dev'. Default: $"
-          + ControlClient.ENV_CONTROL + ", else " + ControlClient.DEFAULT_URL + ".")
+  @Option(
+      names = "--control",
+      paramLabel = "URL",
+      description =
+          "Control address of 'phrony-worker dev'. Default: $"
+              + ControlClient.ENV_CONTROL
+              + ", else "
+              + ControlClient.DEFAULT_URL
+              + ".")
   private String control;
 
   /** A client for the address given, else {@code $PHRONY_WORKER_CONTROL}, else the default. */

@@ -4,9 +4,9 @@ import dev.phrony.worker.outbox.Durability;
 import picocli.CommandLine;
 
 /**
- * Converts {@code --durability writes|all|none} (case-insensitive):
- * {@code @Option(names = "--durability", converter = DurabilityConverter.class,
- * completionCandidates = DurabilityConverter.Candidates.class)}.
+ * Converts {@code --durability writes|all|none} (case-insensitive): {@code @Option(names =
+ * "--durability", converter = DurabilityConverter.class, completionCandidates =
+ * DurabilityConverter.Candidates.class)}.
  */
 public final class DurabilityConverter implements CommandLine.ITypeConverter<Durability> {
   @Override

@@ -3,13 +3,19 @@ package dev.phrony.worker.cli;
 import picocli.CommandLine.Option;
 
 /**
- * {@code --format table|json}, for every command that prints a report
- * ({@code @Mixin FormatOption format;}).
+ * {@code --format table|json}, for every command that prints a report ({@code @Mixin FormatOption
+ * format;}).
  */
 final class FormatOption {
-  enum Format { table, json }
+  enum Format {
+    table,
+    json
+  }
 
-  @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "table",
+  @Option(
+      names = "--format",
+      paramLabel = "FORMAT",
+      defaultValue = "table",
       description = "Output format: ${COMPLETION-CANDIDATES} (default: ${DEFAULT-VALUE}).")
   private Format format;
 

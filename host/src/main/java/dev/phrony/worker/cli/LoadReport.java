@@ -1,5 +1,9 @@
 package dev.phrony.worker.cli;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.phrony.worker.HostJson;
 import dev.phrony.worker.TextColumns;
 import dev.phrony.worker.api.AsyncToolHandler;
@@ -10,10 +14,6 @@ import dev.phrony.worker.config.Source;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.plugin.LoadProblem;
 import dev.phrony.worker.plugin.LoadResult;
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -31,20 +31,20 @@ final class LoadReport {
   private LoadReport() {}
 
   /**
-   * One row per handler (key, contract version, max concurrency, side-effect class, plugin,
-   * first 12 hex digits of the descriptor hash), then each problem, then the image digest.
+   * One row per handler (key, contract version, max concurrency, side-effect class, plugin, first
+   * 12 hex digits of the descriptor hash), then each problem, then the image digest.
    */
   static String table(LoadResult result) {
     return table(result, Map.of(), List.of());
   }
 
   /**
-   * The same, with an operator's settings per handler: the concurrency is the effective one
-   * (marked {@code *} when set by the operator), disabled handlers say so, and every setting
-   * over a plugin's value is listed with where it came from, then each rule matching nothing.
+   * The same, with an operator's settings per handler: the concurrency is the effective one (marked
+   * {@code *} when set by the operator), disabled handlers say so, and every setting over a
+   * plugin's value is listed with where it came from, then each rule matching nothing.
    */
-  static String table(LoadResult result, Map<String, HandlerOverrides.Effective> effective,
-      List<String> warnings) {
+  static String table(
+      LoadResult result, Map<String, HandlerOverrides.Effective> effective, List<String> warnings) {
     StringBuilder out = new StringBuilder();
     List<HandlerCatalog.Entry> entries = result.catalog().entries();
     if (entries.isEmpty()) {
@@ -55,28 +55,48 @@ final class LoadReport {
       for (HandlerCatalog.Entry e : entries) {
         ToolDescriptor d = e.descriptor();
         HandlerOverrides.Effective eff = effective.get(e.key());
-        String concurrency = eff == null ? Integer.toString(d.maxConcurrency())
-            : !eff.enabled() ? "disabled"
-            : eff.maxConcurrency() + (isSet(eff.maxConcurrencySource()) ? "*" : "");
-        rows.add(List.of(e.key(), d.contractVersion(), concurrency,
-            d.sideEffectClass().wireName(), e.plugin(), shortHash(e.descriptorHash())));
+        String concurrency =
+            eff == null
+                ? Integer.toString(d.maxConcurrency())
+                : !eff.enabled()
+                    ? "disabled"
+                    : eff.maxConcurrency() + (isSet(eff.maxConcurrencySource()) ? "*" : "");
+        rows.add(
+            List.of(
+                e.key(),
+                d.contractVersion(),
+                concurrency,
+                d.sideEffectClass().wireName(),
+                e.plugin(),
+                shortHash(e.descriptorHash())));
       }
       TextColumns.append(out, rows);
     }
     List<String> set = new ArrayList<>();
-    effective.forEach((key, e) -> {
-      if (isSet(e.maxConcurrencySource())) {
-        set.add(key + ": max-concurrency " + e.maxConcurrency() + " (" + e.maxConcurrencySource()
-            + ")");
-      }
-      if (isSet(e.enabledSource())) {
-        set.add(key + ": enabled " + e.enabled() + " (" + e.enabledSource() + ")");
-      }
-      if (isSet(e.deadlineSource())) {
-        set.add(key + ": deadline " + e.deadline().map(DurationParser::format).orElse("none") + " ("
-            + e.deadlineSource() + ")");
-      }
-    });
+    effective.forEach(
+        (key, e) -> {
+          if (isSet(e.maxConcurrencySource())) {
+            set.add(
+                key
+                    + ": max-concurrency "
+                    + e.maxConcurrency()
+                    + " ("
+                    + e.maxConcurrencySource()
+                    + ")");
+          }
+          if (isSet(e.enabledSource())) {
+            set.add(key + ": enabled " + e.enabled() + " (" + e.enabledSource() + ")");
+          }
+          if (isSet(e.deadlineSource())) {
+            set.add(
+                key
+                    + ": deadline "
+                    + e.deadline().map(DurationParser::format).orElse("none")
+                    + " ("
+                    + e.deadlineSource()
+                    + ")");
+          }
+        });
     if (!set.isEmpty()) {
       out.append("\nset by the operator:\n");
       set.forEach(l -> out.append("  ").append(l).append('\n'));
@@ -87,12 +107,16 @@ final class LoadReport {
     }
     List<LoadProblem> problems = result.problems();
     if (!problems.isEmpty()) {
-      out.append('\n').append(problems.size() == 1 ? "1 problem" : problems.size() + " problems")
+      out.append('\n')
+          .append(problems.size() == 1 ? "1 problem" : problems.size() + " problems")
           .append(":\n");
-      problems.forEach(p -> out.append("  ").append(p.plugin()).append(": ").append(p.reason())
-          .append('\n'));
+      problems.forEach(
+          p -> out.append("  ").append(p.plugin()).append(": ").append(p.reason()).append('\n'));
     }
-    return out.append('\n').append("image digest: ").append(result.imageDigest()).append('\n')
+    return out.append('\n')
+        .append("image digest: ")
+        .append(result.imageDigest())
+        .append('\n')
         .toString();
   }
 
@@ -107,43 +131,47 @@ final class LoadReport {
 
   /**
    * The same, with an operator's settings: {@code max_concurrency} and {@code enabled} are the
-   * effective values, {@code settings} says for each where it came from, and
-   * {@code warnings} lists the rules that match no handler.
+   * effective values, {@code settings} says for each where it came from, and {@code warnings} lists
+   * the rules that match no handler.
    */
-  static String json(LoadResult result, Map<String, HandlerOverrides.Effective> effective,
-      List<String> warnings) {
+  static String json(
+      LoadResult result, Map<String, HandlerOverrides.Effective> effective, List<String> warnings) {
     ObjectNode root = JSON.createObjectNode();
     ArrayNode handlers = root.putArray("handlers");
     for (HandlerCatalog.Entry e : result.catalog().entries()) {
       ToolDescriptor d = e.descriptor();
       HandlerOverrides.Effective eff = effective.get(e.key());
-      ObjectNode h = handlers.addObject()
-          .put("key", e.key())
-          .put("tool", d.tool())
-          .put("version", d.version())
-          .put("contract_version", d.contractVersion())
-          .put("max_concurrency", eff == null ? d.maxConcurrency() : eff.maxConcurrency())
-          .put("enabled", eff == null || eff.enabled())
-          .put("side_effect_class", d.sideEffectClass().wireName())
-          // async: an AsyncToolHandler, started on the stream's I/O thread; thread: its own
-          .put("execution", e.handler() instanceof AsyncToolHandler ? "async" : "thread")
-          .put("descriptor_hash", e.descriptorHash())
-          .put("plugin", e.plugin());
+      ObjectNode h =
+          handlers
+              .addObject()
+              .put("key", e.key())
+              .put("tool", d.tool())
+              .put("version", d.version())
+              .put("contract_version", d.contractVersion())
+              .put("max_concurrency", eff == null ? d.maxConcurrency() : eff.maxConcurrency())
+              .put("enabled", eff == null || eff.enabled())
+              .put("side_effect_class", d.sideEffectClass().wireName())
+              // async: an AsyncToolHandler, started on the stream's I/O thread; thread: its own
+              .put("execution", e.handler() instanceof AsyncToolHandler ? "async" : "thread")
+              .put("descriptor_hash", e.descriptorHash())
+              .put("plugin", e.plugin());
       if (eff != null) {
         ObjectNode settings = h.putObject("settings");
-        setting(settings, "max_concurrency", eff.maxConcurrency(),
-            eff.maxConcurrencySource());
+        setting(settings, "max_concurrency", eff.maxConcurrency(), eff.maxConcurrencySource());
         setting(settings, "enabled", eff.enabled(), eff.enabledSource());
-        setting(settings, "deadline",
-            eff.deadline().map(DurationParser::format).orElse(null), eff.deadlineSource());
+        setting(
+            settings,
+            "deadline",
+            eff.deadline().map(DurationParser::format).orElse(null),
+            eff.deadlineSource());
       }
     }
     ArrayNode warned = root.putArray("warnings");
     warnings.forEach(warned::add);
     ArrayNode problems = root.putArray("problems");
-    result.problems().forEach(p -> problems.addObject()
-        .put("plugin", p.plugin())
-        .put("reason", p.reason()));
+    result
+        .problems()
+        .forEach(p -> problems.addObject().put("plugin", p.plugin()).put("reason", p.reason()));
     root.put("image_digest", result.imageDigest());
     try {
       return JSON.writeValueAsString(root) + "\n";

@@ -15,8 +15,8 @@ public final class Main {
   }
 
   /**
-   * Flushes the writers of {@code cmd} and its subcommands: picocli's flush only on a newline,
-   * and System.exit flushes none, so output printed without a newline at its end would be lost.
+   * Flushes the writers of {@code cmd} and its subcommands: picocli's flush only on a newline, and
+   * System.exit flushes none, so output printed without a newline at its end would be lost.
    */
   static void flush(CommandLine cmd) {
     cmd.getOut().flush();

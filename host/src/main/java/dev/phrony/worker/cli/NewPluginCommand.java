@@ -16,65 +16,89 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /** {@code phrony-worker new-plugin NAME --tool TOOL [--version V] [--dir D]}. */
-@Command(name = "new-plugin",
+@Command(
+    name = "new-plugin",
     description = {
-        "Writes a new plugin project that builds and is served as it is.",
-        "",
-        "A Maven project on phrony-plugin-parent: a typed handler for --tool with records for "
-            + "its arguments and result, its input schema, its services file, a test through "
-            + "the worker's own call pipeline and a README. 'mvn package' lays it out in "
-            + "target/plugin/NAME/, which 'dev --plugins target/plugin' serves."},
+      "Writes a new plugin project that builds and is served as it is.",
+      "",
+      "A Maven project on phrony-plugin-parent: a typed handler for --tool with records for "
+          + "its arguments and result, its input schema, its services file, a test through "
+          + "the worker's own call pipeline and a README. 'mvn package' lays it out in "
+          + "target/plugin/NAME/, which 'dev --plugins target/plugin' serves."
+    },
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
-        "0:the project was written",
-        "1:usage error (a name, tool, version or package that cannot be used; a folder that "
-            + "is not empty)"})
+      "0:the project was written",
+      "1:usage error (a name, tool, version or package that cannot be used; a folder that "
+          + "is not empty)"
+    })
 final class NewPluginCommand implements Callable<Integer> {
 
   // Its own help flag: the standard help mixin's --version clashes with the tool's --version,
   // and picocli then dropped --help as well.
-  @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help and exit.")
+  @Option(
+      names = {"-h", "--help"},
+      usageHelp = true,
+      description = "Show this help and exit.")
   private boolean help;
 
   // Optional to picocli, checked in call(): a required positional made '--help' fail with
   // "Missing required parameter" instead of printing the help.
-  @Parameters(index = "0", paramLabel = "NAME", arity = "0..1",
+  @Parameters(
+      index = "0",
+      paramLabel = "NAME",
+      arity = "0..1",
       description = "The project's folder and artifact id, e.g. greeting.")
   private String name;
 
-  @Option(names = "--tool", paramLabel = "TOOL",
+  @Option(
+      names = "--tool",
+      paramLabel = "TOOL",
       description = "The tool it serves, as agent manifests bind it, e.g. greet.say-hello.")
   private String tool;
 
-  @Option(names = "--version", paramLabel = "VERSION", defaultValue = "1.0.0",
-      description = "The tool's version (default: ${DEFAULT-VALUE}); 'default' for "
-          + "unversioned bindings.")
+  @Option(
+      names = "--version",
+      paramLabel = "VERSION",
+      defaultValue = "1.0.0",
+      description =
+          "The tool's version (default: ${DEFAULT-VALUE}); 'default' for "
+              + "unversioned bindings.")
   private String version;
 
-  @Option(names = "--package", paramLabel = "PACKAGE",
+  @Option(
+      names = "--package",
+      paramLabel = "PACKAGE",
       description = "The handler's Java package (default: com.example.NAME).")
   private String javaPackage;
 
-  @Option(names = "--dir", paramLabel = "DIR",
+  @Option(
+      names = "--dir",
+      paramLabel = "DIR",
       description = "Where the project goes (default: ./NAME); it must not exist, or be empty.")
   private Path dir;
 
-  @CommandLine.Spec
-  private CommandLine.Model.CommandSpec spec;
+  @CommandLine.Spec private CommandLine.Model.CommandSpec spec;
 
   @Override
   public Integer call() {
     if (name == null || tool == null) {
-      throw new CommandLine.ParameterException(spec.commandLine(), "Missing required "
-          + (name == null ? "parameter: 'NAME'" : "option: '--tool=TOOL'")
-          + ": phrony-worker new-plugin NAME --tool TOOL, e.g. new-plugin greeting --tool"
-          + " greet.say-hello");
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "Missing required "
+              + (name == null ? "parameter: 'NAME'" : "option: '--tool=TOOL'")
+              + ": phrony-worker new-plugin NAME --tool TOOL, e.g. new-plugin greeting --tool"
+              + " greet.say-hello");
     }
     PluginProject project;
     try {
-      project = new PluginProject(name, tool, version,
-          javaPackage != null ? javaPackage : PluginProject.defaultPackage(name),
-          HostVersion.get());
+      project =
+          new PluginProject(
+              name,
+              tool,
+              version,
+              javaPackage != null ? javaPackage : PluginProject.defaultPackage(name),
+              HostVersion.get());
     } catch (IllegalArgumentException e) {
       throw new UserErrorException(e.getMessage(), e);
     }
@@ -88,25 +112,53 @@ final class NewPluginCommand implements Callable<Integer> {
       throw new UncheckedIOException("could not write the project into " + target, e);
     }
     PrintWriter out = spec.commandLine().getOut();
-    out.println("wrote " + target + " (" + project.tool() + "@" + project.version() + ", "
-        + project.javaPackage() + "." + project.className() + "):");
+    out.println(
+        "wrote "
+            + target
+            + " ("
+            + project.tool()
+            + "@"
+            + project.version()
+            + ", "
+            + project.javaPackage()
+            + "."
+            + project.className()
+            + "):");
     files.forEach(f -> out.println("  " + f));
     out.println();
     // Each line on its own, from any folder: absolute paths, and the launcher by its path
     // (phrony-worker is rarely on the PATH).
     Path abs = target.toAbsolutePath().normalize();
     String home = System.getProperty(Distribution.HOME_PROPERTY);
-    String launcher = home == null || home.isBlank() ? "phrony-worker"
-        : Path.of(home.strip(), "bin", "phrony-worker").toString();
+    String launcher =
+        home == null || home.isBlank()
+            ? "phrony-worker"
+            : Path.of(home.strip(), "bin", "phrony-worker").toString();
     out.println("next:");
-    out.println("  (cd " + abs + " && mvn package)   # builds, tests, lays it out in"
-        + " target/plugin/" + project.name() + "/");
-    out.println("  " + launcher + " dev --plugins " + abs.resolve("target/plugin")
-        + "   # reloads after each mvn package");
-    out.println("  " + launcher + " call " + project.tool() + "@" + project.version()
-        + " '{\"name\":\"Ada\"}'");
-    out.println("(the plugin kit must be installed once: ./mvnw -B install -pl plugin-parent"
-        + " -am -DskipTests in a phrony-worker checkout)");
+    out.println(
+        "  (cd "
+            + abs
+            + " && mvn package)   # builds, tests, lays it out in"
+            + " target/plugin/"
+            + project.name()
+            + "/");
+    out.println(
+        "  "
+            + launcher
+            + " dev --plugins "
+            + abs.resolve("target/plugin")
+            + "   # reloads after each mvn package");
+    out.println(
+        "  "
+            + launcher
+            + " call "
+            + project.tool()
+            + "@"
+            + project.version()
+            + " '{\"name\":\"Ada\"}'");
+    out.println(
+        "(the plugin kit must be installed once: ./mvnw -B install -pl plugin-parent"
+            + " -am -DskipTests in a phrony-worker checkout)");
     out.flush();
     return ExitCodes.OK;
   }

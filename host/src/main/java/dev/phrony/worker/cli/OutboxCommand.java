@@ -1,5 +1,10 @@
 package dev.phrony.worker.cli;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.phrony.worker.HostJson;
 import dev.phrony.worker.Printable;
 import dev.phrony.worker.TextColumns;
@@ -13,11 +18,6 @@ import dev.phrony.worker.outbox.OutboxView;
 import dev.phrony.worker.state.StateDir;
 import dev.phrony.worker.state.StateDirLockedException;
 import dev.phrony.worker.state.StateDirRefusedException;
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
@@ -43,25 +43,32 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParentCommand;
 
 /**
- * {@code phrony-worker outbox list|show|purge}: what the worker's state dir holds. Thin: reading
- * is {@link OutboxView}'s (no lock, works while the worker runs); purging opens the outbox, which
+ * {@code phrony-worker outbox list|show|purge}: what the worker's state dir holds. Thin: reading is
+ * {@link OutboxView}'s (no lock, works while the worker runs); purging opens the outbox, which
  * needs the state dir's lock.
  */
-@Command(name = "outbox", mixinStandardHelpOptions = true,
+@Command(
+    name = "outbox",
+    mixinStandardHelpOptions = true,
     versionProvider = VersionCommand.Provider.class,
     description = "Shows and cleans results and intents kept in the worker's state dir.",
-    subcommands = {OutboxCommand.ListCommand.class, OutboxCommand.ShowCommand.class,
-        OutboxCommand.PurgeCommand.class},
+    subcommands = {
+      OutboxCommand.ListCommand.class,
+      OutboxCommand.ShowCommand.class,
+      OutboxCommand.PurgeCommand.class
+    },
     exitCodeOnInvalidInput = 1,
     exitCodeListHeading = "%nExit codes:%n",
-    exitCodeList = {"0:success", "1:usage or user error (bad flag, no state dir, unknown call id,"
-        + " worker running during purge, I/O error)"})
+    exitCodeList = {
+      "0:success",
+      "1:usage or user error (bad flag, no state dir, unknown call id,"
+          + " worker running during purge, I/O error)"
+    })
 public final class OutboxCommand implements Runnable {
 
   private static final ObjectMapper JSON = HostJson.MAPPER;
 
-  @CommandLine.Spec
-  CommandLine.Model.CommandSpec spec;
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   private final InstantSource clock;
 
@@ -76,8 +83,8 @@ public final class OutboxCommand implements Runnable {
 
   @Override
   public void run() {
-    throw new CommandLine.ParameterException(spec.commandLine(),
-        "a subcommand is required: list, show or purge");
+    throw new CommandLine.ParameterException(
+        spec.commandLine(), "a subcommand is required: list, show or purge");
   }
 
   private static final String EXIT_HEADING = "%nExit codes:%n";
@@ -85,20 +92,21 @@ public final class OutboxCommand implements Runnable {
 
   // ---- list ----
 
-  @Command(name = "list", mixinStandardHelpOptions = true,
-      description = {"Lists held, orphaned and interrupted calls, oldest first.",
-          "Read-only: works while the worker runs."},
-      exitCodeOnInvalidInput = 1, exitCodeListHeading = EXIT_HEADING,
+  @Command(
+      name = "list",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Lists held, orphaned and interrupted calls, oldest first.",
+        "Read-only: works while the worker runs."
+      },
+      exitCodeOnInvalidInput = 1,
+      exitCodeListHeading = EXIT_HEADING,
       exitCodeList = {EXIT_OK, "1:usage error, no state dir, or I/O error"})
   static final class ListCommand implements Callable<Integer> {
-    @ParentCommand
-    OutboxCommand parent;
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-    @Mixin
-    StateDirOption stateDir;
-    @Mixin
-    FormatOption format;
+    @ParentCommand OutboxCommand parent;
+    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+    @Mixin StateDirOption stateDir;
+    @Mixin FormatOption format;
 
     @Override
     public Integer call() throws IOException {
@@ -109,8 +117,8 @@ public final class OutboxCommand implements Runnable {
       if (format.json()) {
         ObjectNode root = JSON.createObjectNode();
         root.put("state_dir", view.stateDir().toString());
-        view.workerPid().ifPresentOrElse(p -> root.put("worker_pid", p),
-            () -> root.putNull("worker_pid"));
+        view.workerPid()
+            .ifPresentOrElse(p -> root.put("worker_pid", p), () -> root.putNull("worker_pid"));
         ArrayNode calls = root.putArray("calls");
         view.entries().forEach(e -> calls.add(summary(e, now)));
         ArrayNode problems = root.putArray("problems");
@@ -122,8 +130,15 @@ public final class OutboxCommand implements Runnable {
         List<String[]> rows = new ArrayList<>();
         rows.add(new String[] {"CALL_ID", "STATE", "TOOL", "SESSION", "AGE", "SIZE"});
         for (OutboxEntry e : view.entries()) {
-          rows.add(new String[] {e.callId(), e.state().label(), dash(e.toolKey()),
-              dash(e.sessionId()), age(e.age(now)), e.outcome() == null ? "-" : size(e.size())});
+          rows.add(
+              new String[] {
+                e.callId(),
+                e.state().label(),
+                dash(e.toolKey()),
+                dash(e.sessionId()),
+                age(e.age(now)),
+                e.outcome() == null ? "-" : size(e.size())
+              });
         }
         printTable(out, rows);
       }
@@ -133,28 +148,38 @@ public final class OutboxCommand implements Runnable {
 
   // ---- show ----
 
-  @Command(name = "show", mixinStandardHelpOptions = true,
-      description = {"Shows one call with its result payload (pretty-printed if it is JSON).",
-          "Read-only: works while the worker runs."},
-      exitCodeOnInvalidInput = 1, exitCodeListHeading = EXIT_HEADING,
+  @Command(
+      name = "show",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Shows one call with its result payload (pretty-printed if it is JSON).",
+        "Read-only: works while the worker runs."
+      },
+      exitCodeOnInvalidInput = 1,
+      exitCodeListHeading = EXIT_HEADING,
       exitCodeList = {EXIT_OK, "1:usage error, no state dir, unknown call id, or I/O error"})
   static final class ShowCommand implements Callable<Integer> {
-    @ParentCommand
-    OutboxCommand parent;
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-    @Mixin
-    StateDirOption stateDir;
-    @Mixin
-    FormatOption format;
+    @ParentCommand OutboxCommand parent;
+    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+    @Mixin StateDirOption stateDir;
+    @Mixin FormatOption format;
+
     @Parameters(paramLabel = "CALL_ID", description = "The call to show.")
     String callId;
 
     @Override
     public Integer call() throws IOException {
       OutboxView view = read(stateDir.resolveMigrating());
-      OutboxEntry e = view.find(callId).orElseThrow(() -> new UserErrorException("no call '" + callId
-          + "' in the outbox of " + view.stateDir() + " (see 'phrony-worker outbox list')"));
+      OutboxEntry e =
+          view.find(callId)
+              .orElseThrow(
+                  () ->
+                      new UserErrorException(
+                          "no call '"
+                              + callId
+                              + "' in the outbox of "
+                              + view.stateDir()
+                              + " (see 'phrony-worker outbox list')"));
       PrintWriter out = spec.commandLine().getOut();
       Instant now = parent.clock.instant();
       if (format.json()) {
@@ -163,7 +188,7 @@ public final class OutboxCommand implements Runnable {
         putTime(node, "completed_at", e.completedAt());
         node.put("side_effect_class", e.sideEffectClass());
         switch (e.outcome()) {
-          case null -> { }
+          case null -> {}
           case CallOutcome.Payload p -> {
             Optional<JsonNode> json = parseJson(p.bytes());
             Optional<String> text = utf8(p.bytes());
@@ -197,17 +222,21 @@ public final class OutboxCommand implements Runnable {
       }
       field(out, e.state().label() + " since", e.since() + " (" + age(e.age(now)) + " ago)");
       switch (e.outcome()) {
-        case null -> out.println(e.state() == OutboxEntry.State.RUNNING
-            ? "no result yet: its handler is running"
-            : "no result: the worker stopped while its handler ran; it may or may not have"
-                + " acted");
+        case null ->
+            out.println(
+                e.state() == OutboxEntry.State.RUNNING
+                    ? "no result yet: its handler is running"
+                    : "no result: the worker stopped while its handler ran; it may or may not have"
+                        + " acted");
         case CallOutcome.Payload p -> {
           field(out, "size", size(p.bytes().length));
           out.println("payload:");
           Optional<JsonNode> json = parseJson(p.bytes());
-          out.println(json.map(OutboxCommand::toJson).or(() -> utf8(p.bytes()))
-              .map(OutboxCommand::printableLines)
-              .orElse("(binary, base64) " + Base64.getEncoder().encodeToString(p.bytes())));
+          out.println(
+              json.map(OutboxCommand::toJson)
+                  .or(() -> utf8(p.bytes()))
+                  .map(OutboxCommand::printableLines)
+                  .orElse("(binary, base64) " + Base64.getEncoder().encodeToString(p.bytes())));
         }
         case CallOutcome.Error err -> field(out, "error", err.code() + ": " + err.message());
       }
@@ -219,33 +248,44 @@ public final class OutboxCommand implements Runnable {
 
   /** Exactly one filter is required: purging everything must be asked for. */
   static final class PurgeFilter {
-    @Option(names = "--older-than", paramLabel = "D", converter = DurationParser.class,
+    @Option(
+        names = "--older-than",
+        paramLabel = "D",
+        converter = DurationParser.class,
         description = "Purge calls at least this long in their state, e.g. 7d, 12h, PT30M.")
     Duration olderThan;
+
     @Option(names = "--all", description = "Purge every orphaned and interrupted call.")
     boolean all;
   }
 
-  @Command(name = "purge", mixinStandardHelpOptions = true,
-      description = {"Deletes orphaned and interrupted calls from the state dir.",
-          "Needs the state dir's lock: stop the worker first. A filter is required."},
-      exitCodeOnInvalidInput = 1, exitCodeListHeading = EXIT_HEADING,
-      exitCodeList = {EXIT_OK, "1:usage error (no filter), no state dir, worker running, or I/O "
-          + "error"})
+  @Command(
+      name = "purge",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Deletes orphaned and interrupted calls from the state dir.",
+        "Needs the state dir's lock: stop the worker first. A filter is required."
+      },
+      exitCodeOnInvalidInput = 1,
+      exitCodeListHeading = EXIT_HEADING,
+      exitCodeList = {
+        EXIT_OK,
+        "1:usage error (no filter), no state dir, worker running, or I/O " + "error"
+      })
   static final class PurgeCommand implements Callable<Integer> {
-    @ParentCommand
-    OutboxCommand parent;
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-    @Mixin
-    StateDirOption stateDir;
+    @ParentCommand OutboxCommand parent;
+    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+    @Mixin StateDirOption stateDir;
+
     @ArgGroup(exclusive = true, multiplicity = "1")
     PurgeFilter filter;
-    @Option(names = "--include-held", description = "Also purge held results: the runtime will "
-        + "never receive them.")
+
+    @Option(
+        names = "--include-held",
+        description = "Also purge held results: the runtime will " + "never receive them.")
     boolean includeHeld;
-    @Mixin
-    FormatOption format;
+
+    @Mixin FormatOption format;
 
     @Override
     public Integer call() throws IOException {
@@ -254,13 +294,15 @@ public final class OutboxCommand implements Runnable {
       Instant now = parent.clock.instant();
       List<OutboxEntry> purged = new ArrayList<>();
       try (StateDir sd = openForPurge(dir);
-          DurableOutbox outbox = DurableOutbox.open(sd, new DurableOutbox.Options(
-              Durability.NONE, null, parent.clock))) {
+          DurableOutbox outbox =
+              DurableOutbox.open(
+                  sd, new DurableOutbox.Options(Durability.NONE, null, parent.clock))) {
         warnProblems(spec, outbox.problems());
         for (OutboxEntry e : outbox.entries()) {
-          boolean stateMatches = e.state() == OutboxEntry.State.ORPHANED
-              || e.state() == OutboxEntry.State.INTERRUPTED
-              || (includeHeld && e.state() == OutboxEntry.State.HELD);
+          boolean stateMatches =
+              e.state() == OutboxEntry.State.ORPHANED
+                  || e.state() == OutboxEntry.State.INTERRUPTED
+                  || (includeHeld && e.state() == OutboxEntry.State.HELD);
           boolean oldEnough = filter.all || e.age(now).compareTo(filter.olderThan) >= 0;
           if (stateMatches && oldEnough && outbox.remove(e.callId())) {
             purged.add(e);
@@ -276,11 +318,19 @@ public final class OutboxCommand implements Runnable {
         out.println(toJson(root));
       } else {
         for (OutboxEntry e : purged) {
-          out.println("purged " + Printable.of(e.callId()) + " (" + e.state().label() + ", "
-              + Printable.of(dash(e.toolKey())) + ", " + age(e.age(now)) + ")");
+          out.println(
+              "purged "
+                  + Printable.of(e.callId())
+                  + " ("
+                  + e.state().label()
+                  + ", "
+                  + Printable.of(dash(e.toolKey()))
+                  + ", "
+                  + age(e.age(now))
+                  + ")");
         }
-        out.println("purged " + purged.size() + (purged.size() == 1 ? " call" : " calls")
-            + " from " + dir);
+        out.println(
+            "purged " + purged.size() + (purged.size() == 1 ? " call" : " calls") + " from " + dir);
       }
       return 0;
     }
@@ -291,9 +341,12 @@ public final class OutboxCommand implements Runnable {
       } catch (StateDirRefusedException e) {
         throw new UserErrorException(e.getMessage(), e);
       } catch (StateDirLockedException e) {
-        throw new UserErrorException("cannot purge " + dir + ": a worker (pid "
-            + (e.holderPid().isPresent() ? e.holderPid().getAsLong() : "unknown")
-            + ") is using it; stop the worker first");
+        throw new UserErrorException(
+            "cannot purge "
+                + dir
+                + ": a worker (pid "
+                + (e.holderPid().isPresent() ? e.holderPid().getAsLong() : "unknown")
+                + ") is using it; stop the worker first");
       }
     }
   }
@@ -304,8 +357,8 @@ public final class OutboxCommand implements Runnable {
     try {
       return OutboxView.read(dir);
     } catch (NoSuchFileException e) {
-      throw new UserErrorException("no state dir at " + dir + " (set --state-dir or "
-          + StateDirOption.ENV + ")");
+      throw new UserErrorException(
+          "no state dir at " + dir + " (set --state-dir or " + StateDirOption.ENV + ")");
     }
   }
 
@@ -354,8 +407,8 @@ public final class OutboxCommand implements Runnable {
 
   private static Optional<String> utf8(byte[] bytes) {
     try {
-      return Optional.of(StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(bytes))
-          .toString());
+      return Optional.of(
+          StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(bytes)).toString());
     } catch (CharacterCodingException e) {
       return Optional.empty();
     }
@@ -404,5 +457,4 @@ public final class OutboxCommand implements Runnable {
     TextColumns.append(sb, rows.stream().map(List::of).toList(), true);
     out.print(sb);
   }
-
 }

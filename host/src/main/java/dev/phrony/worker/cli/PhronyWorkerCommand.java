@@ -21,21 +21,22 @@ import picocli.CommandLine.Command;
     description = "Hosts tool handlers as plugins for the Phrony agent runtime.",
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
-        "0:success",
-        "1:usage error (bad flag, file or value)",
-        "3:some plugins or bindings had problems",
-        "4:call: the tool answered with an error",
-        "5:call: no handler, no free slot, or another dispatch error",
-        "6:call, approvals, approve, deny: no phrony-worker dev at the control address",
-        "8:run, dev: a core thread died of an Error (the log names it); a restart is safe",
-        "9:a plugin called System.exit (stderr names the caller)",
-        "70:internal error (a bug; the stack trace is printed)"})
+      "0:success",
+      "1:usage error (bad flag, file or value)",
+      "3:some plugins or bindings had problems",
+      "4:call: the tool answered with an error",
+      "5:call: no handler, no free slot, or another dispatch error",
+      "6:call, approvals, approve, deny: no phrony-worker dev at the control address",
+      "8:run, dev: a core thread died of an Error (the log names it); a restart is safe",
+      "9:a plugin called System.exit (stderr names the caller)",
+      "70:internal error (a bug; the stack trace is printed)"
+    })
 public final class PhronyWorkerCommand implements Runnable {
   /**
-   * The subcommands, in the order help lists them. Added in code rather than in the annotation
-   * so that a command line built for one command ({@link #newCommandLine(String[])}) reads only
-   * that command's options: picocli builds the model of every command it is given, which cost
-   * about a fifth of a command's start (0.2 s of {@code version}, on every command).
+   * The subcommands, in the order help lists them. Added in code rather than in the annotation so
+   * that a command line built for one command ({@link #newCommandLine(String[])}) reads only that
+   * command's options: picocli builds the model of every command it is given, which cost about a
+   * fifth of a command's start (0.2 s of {@code version}, on every command).
    */
   static final Map<String, Class<?>> SUBCOMMANDS = subcommands();
 
@@ -57,17 +58,15 @@ public final class PhronyWorkerCommand implements Runnable {
     return Collections.unmodifiableMap(all);
   }
 
-  @CommandLine.Spec
-  CommandLine.Model.CommandSpec spec;
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   /**
    * A command line with the project's conventions applied. This is the one place that maps
    * exceptions to exit codes: usage errors (bad flags, and {@link UserErrorException} from a
    * command) print one line on stderr and exit {@value ExitCodes#USAGE}; an unreachable control
-   * address ({@link ControlUnreachableException}) prints one line and exits
-   * {@value ExitCodes#CONTROL_UNREACHABLE}; anything else is a bug
-   * and exits {@value ExitCodes#INTERNAL} with its stack trace. Commands return their own codes
-   * and never call {@link System#exit}.
+   * address ({@link ControlUnreachableException}) prints one line and exits {@value
+   * ExitCodes#CONTROL_UNREACHABLE}; anything else is a bug and exits {@value ExitCodes#INTERNAL}
+   * with its stack trace. Commands return their own codes and never call {@link System#exit}.
    */
   public static CommandLine newCommandLine() {
     return newCommandLine(new String[0]);
@@ -80,30 +79,34 @@ public final class PhronyWorkerCommand implements Runnable {
    */
   public static CommandLine newCommandLine(String[] args) {
     String home = System.getProperty(Distribution.HOME_PROPERTY);
-    return newCommandLine(System.getenv(),
+    return newCommandLine(
+        System.getenv(),
         home == null || home.isBlank() ? Optional.empty() : Optional.of(Path.of(home.strip())),
         args.length > 0 && !args[0].equals("help") && SUBCOMMANDS.containsKey(args[0])
-            ? Optional.of(args[0]) : Optional.empty());
+            ? Optional.of(args[0])
+            : Optional.empty());
   }
 
   /**
    * The same, with the environment and the distribution's home given (tests), with every
-   * subcommand: the settings of {@code run} and {@code config} come from flags, then
-   * {@code env}, then the config file, then defaults.
+   * subcommand: the settings of {@code run} and {@code config} come from flags, then {@code env},
+   * then the config file, then defaults.
    */
   public static CommandLine newCommandLine(Map<String, String> env, Optional<Path> home) {
     return newCommandLine(env, home, Optional.empty());
   }
 
-  private static CommandLine newCommandLine(Map<String, String> env, Optional<Path> home,
-      Optional<String> only) {
+  private static CommandLine newCommandLine(
+      Map<String, String> env, Optional<Path> home, Optional<String> only) {
     CommandLine cmd = configure(new CommandLine(new PhronyWorkerCommand()));
-    SUBCOMMANDS.forEach((name, command) -> {
-      if (only.isEmpty() || only.get().equals(name)
-          || (name.equals("run") && only.get().equals("list-handlers"))) {
-        cmd.addSubcommand(name, command);
-      }
-    });
+    SUBCOMMANDS.forEach(
+        (name, command) -> {
+          if (only.isEmpty()
+              || only.get().equals(name)
+              || (name.equals("run") && only.get().equals("list-handlers"))) {
+            cmd.addSubcommand(name, command);
+          }
+        });
     Map<String, CommandLine> built = cmd.getSubcommands();
     for (String name : new String[] {"run", "config"}) {
       if (built.containsKey(name)) {
@@ -112,8 +115,10 @@ public final class PhronyWorkerCommand implements Runnable {
     }
     if (built.containsKey("list-handlers")) {
       // list-handlers reads run's worker.yaml: its plugins folder and its handler settings.
-      built.get("list-handlers").setDefaultValueProvider(new LayeredDefaults(env, home)
-          .readingSettingsOf(built.get("run").getCommandSpec()));
+      built
+          .get("list-handlers")
+          .setDefaultValueProvider(
+              new LayeredDefaults(env, home).readingSettingsOf(built.get("run").getCommandSpec()));
     }
     return cmd;
   }
@@ -133,16 +138,17 @@ public final class PhronyWorkerCommand implements Runnable {
     return ExitCodes.USAGE;
   }
 
-  private static int onExecutionError(Exception e, CommandLine cmd,
-      CommandLine.ParseResult parsed) {
+  private static int onExecutionError(
+      Exception e, CommandLine cmd, CommandLine.ParseResult parsed) {
     if (e instanceof ConfigException c) {
       // One line per problem, each naming its file and line, variable or flag.
-      c.problems().forEach(p -> cmd.getErr().println(cmd.getCommandSpec().qualifiedName()
-          + ": " + p));
+      c.problems()
+          .forEach(p -> cmd.getErr().println(cmd.getCommandSpec().qualifiedName() + ": " + p));
       cmd.getErr().flush();
       return ExitCodes.USAGE;
     }
-    if (e instanceof UserErrorException || e instanceof java.io.IOException
+    if (e instanceof UserErrorException
+        || e instanceof java.io.IOException
         || e instanceof java.io.UncheckedIOException) {
       cmd.getErr().println(cmd.getCommandSpec().qualifiedName() + ": " + e.getMessage());
       cmd.getErr().flush();

@@ -6,27 +6,31 @@ import java.nio.file.Path;
 import picocli.CommandLine.Option;
 
 /**
- * {@code --plugins DIR} and {@code --strict}, for every command that loads plugins
- * ({@code @Mixin PluginsOption plugins;}). Resolves the default plugins directory in one place.
+ * {@code --plugins DIR} and {@code --strict}, for every command that loads plugins ({@code @Mixin
+ * PluginsOption plugins;}). Resolves the default plugins directory in one place.
  */
 @Configurable
 public final class PluginsOption {
 
   /** Set by {@code bin/phrony-worker} to the distribution's root folder. */
-
-  @Option(names = "--plugins", paramLabel = "DIR",
-      description = "Plugins directory: one jar, or one folder of jars (with lib/), per plugin. "
-          + "Default: the plugins/ folder of this distribution, or ./plugins when not run from "
-          + "one.")
+  @Option(
+      names = "--plugins",
+      paramLabel = "DIR",
+      description =
+          "Plugins directory: one jar, or one folder of jars (with lib/), per plugin. "
+              + "Default: the plugins/ folder of this distribution, or ./plugins when not run from "
+              + "one.")
   private Path plugins;
 
-  @Option(names = "--strict",
+  @Option(
+      names = "--strict",
       description = "Treat any plugin problem as a failure (exit status 3).")
   private boolean strict;
 
   /** The directory given with {@code --plugins}, or the default. */
   public Path pluginsDir() {
-    return plugins != null ? plugins
+    return plugins != null
+        ? plugins
         : defaultPluginsDir(System.getProperty(Distribution.HOME_PROPERTY));
   }
 
@@ -38,6 +42,7 @@ public final class PluginsOption {
   /** {@code <phronyHome>/plugins}, or {@code ./plugins} without a home. */
   static Path defaultPluginsDir(String phronyHome) {
     return phronyHome == null || phronyHome.isBlank()
-        ? Path.of("plugins") : Path.of(phronyHome, "plugins");
+        ? Path.of("plugins")
+        : Path.of(phronyHome, "plugins");
   }
 }

@@ -13,15 +13,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Keeps the process's fate in the host's hands, so that an exit status always means what the
- * README says:
+ * Keeps the process's fate in the host's hands, so that an exit status always means what the README
+ * says:
  *
  * <ul>
- *   <li>a core thread (any platform thread that is not a plugin's) dying of an {@link Error}
- *       ends the process with {@value ExitCodes#FATAL}: a worker whose stream, ticker or HTTP
- *       thread is gone would otherwise stay up as a zombie, holding its registration;
- *   <li>{@link System#exit} called by anyone but the host (a plugin) ends it with
- *       {@value ExitCodes#PLUGIN_EXIT}, naming the caller, whatever status it asked for.
+ *   <li>a core thread (any platform thread that is not a plugin's) dying of an {@link Error} ends
+ *       the process with {@value ExitCodes#FATAL}: a worker whose stream, ticker or HTTP thread is
+ *       gone would otherwise stay up as a zombie, holding its registration;
+ *   <li>{@link System#exit} called by anyone but the host (a plugin) ends it with {@value
+ *       ExitCodes#PLUGIN_EXIT}, naming the caller, whatever status it asked for.
  * </ul>
  *
  * <p>Out of memory is the launcher's {@code -XX:+ExitOnOutOfMemoryError}: the JVM exits with 3
@@ -37,8 +37,9 @@ final class ProcessGuard {
   /** Installs the uncaught-exception handler and the exit check, once, for the process. */
   static void install() {
     Thread.setDefaultUncaughtExceptionHandler(ProcessGuard::uncaught);
-    Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("phrony-exit-guard")
-        .unstarted(ProcessGuard::onShutdown));
+    Runtime.getRuntime()
+        .addShutdownHook(
+            Thread.ofPlatform().name("phrony-exit-guard").unstarted(ProcessGuard::onShutdown));
   }
 
   /** The host's own exit: the only {@link System#exit} the guard lets through as asked. */
@@ -49,9 +50,15 @@ final class ProcessGuard {
 
   static void uncaught(Thread t, Throwable e) {
     if (e instanceof Error && isCore(t)) {
-      String what = "core thread '" + t.getName() + "' died of " + e
-          + ": exiting with status " + ExitCodes.FATAL + " (held results are in the outbox; a"
-          + " restart is safe)";
+      String what =
+          "core thread '"
+              + t.getName()
+              + "' died of "
+              + e
+              + ": exiting with status "
+              + ExitCodes.FATAL
+              + " (held results are in the outbox; a"
+              + " restart is safe)";
       try {
         log.error(what, e);
       } finally {
@@ -72,21 +79,36 @@ final class ProcessGuard {
     if (hostExiting) {
       return;
     }
-    Optional<String> caller = exitCaller(Thread.getAllStackTraces()).map(f -> f.getClassName()
-        + "." + f.getMethodName() + "(" + f.getFileName() + ":" + f.getLineNumber() + ")")
-        .or(ProcessGuard::virtualExitCaller);
+    Optional<String> caller =
+        exitCaller(Thread.getAllStackTraces())
+            .map(
+                f ->
+                    f.getClassName()
+                        + "."
+                        + f.getMethodName()
+                        + "("
+                        + f.getFileName()
+                        + ":"
+                        + f.getLineNumber()
+                        + ")")
+            .or(ProcessGuard::virtualExitCaller);
     if (caller.isEmpty()) {
       return; // a signal, not a call
     }
-    System.err.println("phrony-worker: System.exit called by " + caller.get() + ", not by the"
-        + " host: exiting with status " + ExitCodes.PLUGIN_EXIT + " (a plugin must not end the"
-        + " worker; fix or remove it)");
+    System.err.println(
+        "phrony-worker: System.exit called by "
+            + caller.get()
+            + ", not by the"
+            + " host: exiting with status "
+            + ExitCodes.PLUGIN_EXIT
+            + " (a plugin must not end the"
+            + " worker; fix or remove it)");
     Runtime.getRuntime().halt(ExitCodes.PLUGIN_EXIT);
   }
 
   /**
-   * The caller of {@code Runtime.exit} in a virtual thread (handlers run in them), which
-   * {@link Thread#getAllStackTraces} leaves out: found in a full thread dump.
+   * The caller of {@code Runtime.exit} in a virtual thread (handlers run in them), which {@link
+   * Thread#getAllStackTraces} leaves out: found in a full thread dump.
    */
   private static Optional<String> virtualExitCaller() {
     Path dump = null;
@@ -106,7 +128,8 @@ final class ProcessGuard {
           frame = frame.startsWith("at ") ? frame.substring(3) : frame;
           int module = frame.indexOf("//");
           return Optional.of(module >= 0 ? frame.substring(module + 2) : frame)
-              .filter(f -> !f.isEmpty()).or(() -> Optional.of("a virtual thread"));
+              .filter(f -> !f.isEmpty())
+              .or(() -> Optional.of("a virtual thread"));
         }
       }
       return Optional.empty();

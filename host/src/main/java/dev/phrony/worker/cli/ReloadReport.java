@@ -13,11 +13,12 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * The plugin routes of the HTTP endpoint: {@code GET /handlers} is {@code list-handlers --format
- * json} of the generation served now, plus {@code generation} and {@code loaded_at};
- * {@code POST /plugins/reload} answers with the reload's outcome.
+ * json} of the generation served now, plus {@code generation} and {@code loaded_at}; {@code POST
+ * /plugins/reload} answers with the reload's outcome.
  */
 final class ReloadReport {
   private static final ObjectMapper JSON = HostJson.MAPPER;
+
   /** How long {@code POST /plugins/reload} waits for the new set to be served. */
   private static final long RELOAD_WAIT_S = 60;
 
@@ -33,17 +34,22 @@ final class ReloadReport {
       @Override
       public OpsHttpServer.Reply reload() {
         try {
-          PluginReloader.Outcome o = reloader.reload("POST /plugins/reload")
-              .get(RELOAD_WAIT_S, TimeUnit.SECONDS);
-          int status = switch (o.result()) {
-            case RELOADED, UNCHANGED -> 200;
-            case REFUSED -> 409;
-            case FAILED -> 500;
-          };
+          PluginReloader.Outcome o =
+              reloader.reload("POST /plugins/reload").get(RELOAD_WAIT_S, TimeUnit.SECONDS);
+          int status =
+              switch (o.result()) {
+                case RELOADED, UNCHANGED -> 200;
+                case REFUSED -> 409;
+                case FAILED -> 500;
+              };
           return new OpsHttpServer.Reply(status, outcome(o));
         } catch (TimeoutException e) {
-          return new OpsHttpServer.Reply(504, error("the reload is still running after "
-              + RELOAD_WAIT_S + " s; GET /handlers shows what is served"));
+          return new OpsHttpServer.Reply(
+              504,
+              error(
+                  "the reload is still running after "
+                      + RELOAD_WAIT_S
+                      + " s; GET /handlers shows what is served"));
         } catch (ExecutionException e) {
           return new OpsHttpServer.Reply(500, error("the reload failed: " + e.getCause()));
         } catch (InterruptedException e) {
@@ -56,8 +62,10 @@ final class ReloadReport {
 
   /** {@code list-handlers} JSON of {@code served}, with its generation and load time. */
   static String handlers(PluginReloader.Served served) {
-    ObjectNode root = tree(LoadReport.json(served.loaded(), served.applied().effective(),
-        served.applied().warnings()));
+    ObjectNode root =
+        tree(
+            LoadReport.json(
+                served.loaded(), served.applied().effective(), served.applied().warnings()));
     root.put("generation", served.generation());
     root.put("loaded_at", served.loadedAt().toString());
     return write(root);
@@ -72,8 +80,8 @@ final class ReloadReport {
     root.putPOJO("removed", o.change().removed());
     root.put("advertisement_changed", o.change().advertisementChanged());
     var problems = root.putArray("problems");
-    o.problems().forEach(p -> problems.addObject().put("plugin", p.plugin())
-        .put("reason", p.reason()));
+    o.problems()
+        .forEach(p -> problems.addObject().put("plugin", p.plugin()).put("reason", p.reason()));
     root.put("message", o.message());
     return write(root);
   }

@@ -13,13 +13,15 @@ final class ReloadSignal {
   /** Installs the handler; {@code reload} must return at once (it queues the reload). */
   static void install(Runnable reload) {
     try {
-      Signal.handle(new Signal("HUP"), signal -> {
-        log.info("SIGHUP received: reloading the plugins folder");
-        reload.run();
-      });
+      Signal.handle(
+          new Signal("HUP"),
+          signal -> {
+            log.info("SIGHUP received: reloading the plugins folder");
+            reload.run();
+          });
     } catch (IllegalArgumentException e) {
-      log.info("SIGHUP cannot be handled here ({}): reload with POST /plugins/reload",
-          e.getMessage());
+      log.info(
+          "SIGHUP cannot be handled here ({}): reload with POST /plugins/reload", e.getMessage());
     }
   }
 }

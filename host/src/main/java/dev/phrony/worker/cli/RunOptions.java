@@ -1,7 +1,7 @@
 package dev.phrony.worker.cli;
 
-import dev.phrony.worker.config.DurationParser;
 import dev.phrony.worker.config.Configurable;
+import dev.phrony.worker.config.DurationParser;
 import dev.phrony.worker.config.Env;
 import dev.phrony.worker.ops.ListenAddress;
 import dev.phrony.worker.ops.LogFormat;
@@ -16,10 +16,10 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
- * Every setting of {@code run}, as a picocli mixin shared by {@code run} and {@code config}.
- * Each option is also an environment variable and a {@code worker.yaml} key (see
- * {@link dev.phrony.worker.config.Settings}); {@link WorkerSettings} turns the parsed options into
- * a {@link dev.phrony.worker.config.WorkerConfig}.
+ * Every setting of {@code run}, as a picocli mixin shared by {@code run} and {@code config}. Each
+ * option is also an environment variable and a {@code worker.yaml} key (see {@link
+ * dev.phrony.worker.config.Settings}); {@link WorkerSettings} turns the parsed options into a
+ * {@link dev.phrony.worker.config.WorkerConfig}.
  */
 @Configurable
 final class RunOptions {
@@ -31,136 +31,196 @@ final class RunOptions {
     return CommandLine.Model.CommandSpec.forAnnotatedObject(new RunOptions());
   }
 
-  @Mixin
-  PluginsOption plugins;
+  @Mixin PluginsOption plugins;
 
-  @Mixin
-  StateDirOption stateDir;
+  @Mixin StateDirOption stateDir;
 
-  @Mixin
-  HandlerOption handlers;
+  @Mixin HandlerOption handlers;
 
-  @Option(names = "--durability", paramLabel = "writes|all|none", defaultValue = "writes",
+  @Option(
+      names = "--durability",
+      paramLabel = "writes|all|none",
+      defaultValue = "writes",
       converter = DurabilityConverter.class,
       completionCandidates = DurabilityConverter.Candidates.class,
-      description = "Which results are on disk before they are sent: writes (calls of "
-          + "write and irreversible classes; default), all, or none (memory only).")
+      description =
+          "Which results are on disk before they are sent: writes (calls of "
+              + "write and irreversible classes; default), all, or none (memory only).")
   Durability durability;
 
-  @Option(names = "--orphan-retention", paramLabel = "DURATION", defaultValue = "7d",
+  @Option(
+      names = "--orphan-retention",
+      paramLabel = "DURATION",
+      defaultValue = "7d",
       converter = DurationParser.class,
-      description = "How long orphaned and interrupted records are kept for an operator "
-          + "(default: 7d).")
+      description =
+          "How long orphaned and interrupted records are kept for an operator " + "(default: 7d).")
   Duration orphanRetention;
 
   @Env("PHRONY_RUNTIME_ADDR")
-  @Option(names = "--runtime", paramLabel = "HOST:PORT", defaultValue = DEFAULT_RUNTIME_ADDR,
+  @Option(
+      names = "--runtime",
+      paramLabel = "HOST:PORT",
+      defaultValue = DEFAULT_RUNTIME_ADDR,
       description = "Runtime address ($PHRONY_RUNTIME_ADDR; default: ${DEFAULT-VALUE}).")
   String runtime;
 
   @Env(WorkerIdentity.ENV_WORKER_ID)
-  @Option(names = "--worker-id", paramLabel = "ID",
-      description = "Worker id ($WORKER_ID; default: <hostname>-<8 hex>, kept in the state "
-          + "directory).")
+  @Option(
+      names = "--worker-id",
+      paramLabel = "ID",
+      description =
+          "Worker id ($WORKER_ID; default: <hostname>-<8 hex>, kept in the state " + "directory).")
   String workerId;
 
   @Env(WorkerIdentity.ENV_WORKLOAD_IDENTITY)
-  @Option(names = "--workload-identity", paramLabel = "ID",
+  @Option(
+      names = "--workload-identity",
+      paramLabel = "ID",
       description = "Workload identity ($WORKER_WORKLOAD_IDENTITY; default: empty).")
   String workloadIdentity;
 
   @Env(WorkerIdentity.ENV_IMAGE_DIGEST)
-  @Option(names = "--image-digest", paramLabel = "DIGEST",
-      description = "Image digest ($WORKER_IMAGE_DIGEST; default: sha256 of the host version "
-          + "and the plugin jars, see list-handlers).")
+  @Option(
+      names = "--image-digest",
+      paramLabel = "DIGEST",
+      description =
+          "Image digest ($WORKER_IMAGE_DIGEST; default: sha256 of the host version "
+              + "and the plugin jars, see list-handlers).")
   String imageDigest;
 
-  @Option(names = "--drain-timeout", paramLabel = "DURATION", defaultValue = "30s",
+  @Option(
+      names = "--drain-timeout",
+      paramLabel = "DURATION",
+      defaultValue = "30s",
       converter = DurationParser.class,
-      description = "Bounds a shutdown's drain (leaving routing, then running calls), and how "
-          + "long an old plugin generation may wind down after a reload (default: "
-          + "${DEFAULT-VALUE}).")
+      description =
+          "Bounds a shutdown's drain (leaving routing, then running calls), and how "
+              + "long an old plugin generation may wind down after a reload (default: "
+              + "${DEFAULT-VALUE}).")
   Duration drainTimeout;
 
-  @Option(names = "--watch-plugins", paramLabel = "on|off", defaultValue = "on",
-      description = "Reload the plugins folder live when its jars change (default: on). SIGHUP "
-          + "and POST /plugins/reload on the HTTP endpoint reload either way.")
+  @Option(
+      names = "--watch-plugins",
+      paramLabel = "on|off",
+      defaultValue = "on",
+      description =
+          "Reload the plugins folder live when its jars change (default: on). SIGHUP "
+              + "and POST /plugins/reload on the HTTP endpoint reload either way.")
   String watchPlugins;
 
-  @Option(names = "--max-result-size", paramLabel = "BYTES",
+  @Option(
+      names = "--max-result-size",
+      paramLabel = "BYTES",
       defaultValue = "" + WorkOptions.DEFAULT_MAX_RESULT_BYTES,
-      description = "Largest result payload; larger ones become result_too_large errors. "
-          + "Default and maximum: ${DEFAULT-VALUE} (4 MiB minus 16 KiB; the runtime rejects "
-          + "messages over 4 MiB).")
+      description =
+          "Largest result payload; larger ones become result_too_large errors. "
+              + "Default and maximum: ${DEFAULT-VALUE} (4 MiB minus 16 KiB; the runtime rejects "
+              + "messages over 4 MiB).")
   int maxResultSize;
 
-  @Option(names = "--max-inbound-size", paramLabel = "BYTES",
+  @Option(
+      names = "--max-inbound-size",
+      paramLabel = "BYTES",
       defaultValue = "" + WorkOptions.DEFAULT_MAX_INBOUND_BYTES,
-      description = "Largest invoke accepted (default: ${DEFAULT-VALUE}, 64 MiB; at least "
-          + "4 MiB).")
+      description =
+          "Largest invoke accepted (default: ${DEFAULT-VALUE}, 64 MiB; at least " + "4 MiB).")
   int maxInboundSize;
 
-  @Option(names = "--expose-internal-errors",
-      description = "Tell the model the class and message of a handler's unexpected exception "
-          + "(development). Off: it gets 'internal error (ref ID)', and the log has the "
-          + "exception under that ref, since its text may hold secrets.")
+  @Option(
+      names = "--expose-internal-errors",
+      description =
+          "Tell the model the class and message of a handler's unexpected exception "
+              + "(development). Off: it gets 'internal error (ref ID)', and the log has the "
+              + "exception under that ref, since its text may hold secrets.")
   boolean exposeInternalErrors;
 
-  @Option(names = "--max-runaway-handlers", paramLabel = "N",
+  @Option(
+      names = "--max-runaway-handlers",
+      paramLabel = "N",
       defaultValue = "" + WorkOptions.DEFAULT_MAX_RUNAWAY,
-      description = "Handlers that ignored a cancel or deadline and still run (their results are "
-          + "dropped) above which the worker reports not-ready on /readyz (default: "
-          + "${DEFAULT-VALUE}). Each one holds a thread and whatever it holds; restart the worker "
-          + "to end them.")
+      description =
+          "Handlers that ignored a cancel or deadline and still run (their results are "
+              + "dropped) above which the worker reports not-ready on /readyz (default: "
+              + "${DEFAULT-VALUE}). Each one holds a thread and whatever it holds; restart the worker "
+              + "to end them.")
   int maxRunawayHandlers;
 
-  @Option(names = "--keepalive", paramLabel = "DURATION", converter = DurationParser.class,
-      description = "HTTP/2 keepalive ping interval; off by default. Under 5 minutes the "
-          + "runtime's grpc-go server may answer too_many_pings and end the stream.")
+  @Option(
+      names = "--keepalive",
+      paramLabel = "DURATION",
+      converter = DurationParser.class,
+      description =
+          "HTTP/2 keepalive ping interval; off by default. Under 5 minutes the "
+              + "runtime's grpc-go server may answer too_many_pings and end the stream.")
   Duration keepalive;
 
-  @Option(names = "--http", paramLabel = "HOST:PORT|none", defaultValue = DEFAULT_HTTP,
+  @Option(
+      names = "--http",
+      paramLabel = "HOST:PORT|none",
+      defaultValue = DEFAULT_HTTP,
       converter = ListenAddressConverter.class,
-      description = "Where /metrics, /healthz, /readyz, /handlers and POST /plugins/reload "
-          + "listen (default: ${DEFAULT-VALUE}; 0.0.0.0:9464 for probes from outside the host; "
-          + "none turns them off).")
+      description =
+          "Where /metrics, /healthz, /readyz, /handlers and POST /plugins/reload "
+              + "listen (default: ${DEFAULT-VALUE}; 0.0.0.0:9464 for probes from outside the host; "
+              + "none turns them off).")
   String http;
 
-  @Option(names = "--log-format", paramLabel = "text|json", defaultValue = "text",
-      description = "Log lines on stderr: text (key=value) or json (one object per line); "
-          + "default: ${DEFAULT-VALUE}.")
+  @Option(
+      names = "--log-format",
+      paramLabel = "text|json",
+      defaultValue = "text",
+      description =
+          "Log lines on stderr: text (key=value) or json (one object per line); "
+              + "default: ${DEFAULT-VALUE}.")
   LogFormat logFormat;
 
-  @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "INFO",
+  @Option(
+      names = "--log-level",
+      paramLabel = "LEVEL",
+      defaultValue = "INFO",
       converter = LogLevelConverter.class,
-      description = "TRACE, DEBUG, INFO, WARN or ERROR (default: ${DEFAULT-VALUE}). "
-          + "Per-call lines are at DEBUG.")
+      description =
+          "TRACE, DEBUG, INFO, WARN or ERROR (default: ${DEFAULT-VALUE}). "
+              + "Per-call lines are at DEBUG.")
   LogLevel logLevel;
 
-  @Option(names = "--tls",
-      description = "Connect with TLS, trusting the system's CAs (or --tls-ca). Any --tls-* "
-          + "option turns it on.")
+  @Option(
+      names = "--tls",
+      description =
+          "Connect with TLS, trusting the system's CAs (or --tls-ca). Any --tls-* "
+              + "option turns it on.")
   boolean tls;
 
-  @Option(names = "--tls-ca", paramLabel = "FILE",
+  @Option(
+      names = "--tls-ca",
+      paramLabel = "FILE",
       description = "PEM file of the CA(s) to trust for the runtime's certificate.")
   Path tlsCa;
 
-  @Option(names = "--tls-cert", paramLabel = "FILE",
+  @Option(
+      names = "--tls-cert",
+      paramLabel = "FILE",
       description = "PEM client certificate chain for mutual TLS (with --tls-key).")
   Path tlsCert;
 
-  @Option(names = "--tls-key", paramLabel = "FILE",
+  @Option(
+      names = "--tls-key",
+      paramLabel = "FILE",
       description = "PEM (PKCS#8) private key of --tls-cert.")
   Path tlsKey;
 
-  @Option(names = "--token-file", paramLabel = "FILE",
-      description = "Send the bearer token in FILE as 'authorization: Bearer <token>' on the "
-          + "Work stream (read again at each reconnect). $PHRONY_WORKER_TOKEN gives the token "
-          + "itself. Only sent over TLS unless --allow-insecure-token.")
+  @Option(
+      names = "--token-file",
+      paramLabel = "FILE",
+      description =
+          "Send the bearer token in FILE as 'authorization: Bearer <token>' on the "
+              + "Work stream (read again at each reconnect). $PHRONY_WORKER_TOKEN gives the token "
+              + "itself. Only sent over TLS unless --allow-insecure-token.")
   Path tokenFile;
 
-  @Option(names = "--allow-insecure-token",
+  @Option(
+      names = "--allow-insecure-token",
       description = "Send the bearer token without TLS too (e.g. to a sidecar on localhost).")
   boolean allowInsecureToken;
 

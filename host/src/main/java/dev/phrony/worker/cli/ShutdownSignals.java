@@ -7,9 +7,9 @@ import org.slf4j.LoggerFactory;
 import sun.misc.Signal;
 
 /**
- * SIGINT/SIGTERM for long-running commands: the first signal starts a graceful stop, a second
- * one exits at once. A JVM shutdown hook cannot do this: it runs only after the JVM has decided
- * to exit, and a second signal cannot interrupt it.
+ * SIGINT/SIGTERM for long-running commands: the first signal starts a graceful stop, a second one
+ * exits at once. A JVM shutdown hook cannot do this: it runs only after the JVM has decided to
+ * exit, and a second signal cannot interrupt it.
  */
 final class ShutdownSignals {
   private static final Logger log = LoggerFactory.getLogger(ShutdownSignals.class);
@@ -28,26 +28,29 @@ final class ShutdownSignals {
    */
   static CountDownLatch install(Stop onFirst) {
     CountDownLatch stopped = new CountDownLatch(1);
-    Runnable stop = () -> {
-      try {
-        onFirst.run();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      } finally {
-        stopped.countDown();
-      }
-    };
+    Runnable stop =
+        () -> {
+          try {
+            onFirst.run();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          } finally {
+            stopped.countDown();
+          }
+        };
     AtomicInteger count = new AtomicInteger();
     for (String name : new String[] {"INT", "TERM"}) {
-      Signal.handle(new Signal(name), signal -> {
-        if (count.incrementAndGet() == 1) {
-          log.info("SIG{} received: stopping gracefully (send it again to exit at once)", name);
-          Thread.ofPlatform().name("phrony-shutdown").start(stop);
-        } else {
-          log.warn("second signal: exiting at once");
-          Runtime.getRuntime().halt(130);
-        }
-      });
+      Signal.handle(
+          new Signal(name),
+          signal -> {
+            if (count.incrementAndGet() == 1) {
+              log.info("SIG{} received: stopping gracefully (send it again to exit at once)", name);
+              Thread.ofPlatform().name("phrony-shutdown").start(stop);
+            } else {
+              log.warn("second signal: exiting at once");
+              Runtime.getRuntime().halt(130);
+            }
+          });
     }
     return stopped;
   }

@@ -14,34 +14,42 @@ import java.util.stream.Stream;
 import picocli.CommandLine.Option;
 
 /**
- * {@code --state-dir DIR}, as a picocli mixin ({@code @Mixin StateDirOption stateDir}), and the
- * one place that decides where the state lives: the flag, else {@code $PHRONY_WORKER_STATE_DIR},
- * else {@code state/} beside {@code bin/} of an unpacked distribution, else (the distribution a
- * checkout builds, inside {@code target/}) the user's state folder,
- * {@code $XDG_STATE_HOME/phrony-worker} or {@code ~/.local/state/phrony-worker}.
+ * {@code --state-dir DIR}, as a picocli mixin ({@code @Mixin StateDirOption stateDir}), and the one
+ * place that decides where the state lives: the flag, else {@code $PHRONY_WORKER_STATE_DIR}, else
+ * {@code state/} beside {@code bin/} of an unpacked distribution, else (the distribution a checkout
+ * builds, inside {@code target/}) the user's state folder, {@code $XDG_STATE_HOME/phrony-worker} or
+ * {@code ~/.local/state/phrony-worker}.
  *
  * <p>Held results and the intents that stop a second charge must outlive a rebuild: a state dir
- * inside a build output ({@code target/}), where {@code ./mvnw clean} deletes it, is refused
- * unless {@code --state-dir-in-build-output} says it is meant. A state dir found at the old
- * default of a checkout ({@code dist/target/dist/phrony-worker/state}) is moved to the new one.
+ * inside a build output ({@code target/}), where {@code ./mvnw clean} deletes it, is refused unless
+ * {@code --state-dir-in-build-output} says it is meant. A state dir found at the old default of a
+ * checkout ({@code dist/target/dist/phrony-worker/state}) is moved to the new one.
  */
 @Configurable
 public final class StateDirOption {
 
   public static final String ENV = "PHRONY_WORKER_STATE_DIR";
+
   /** The folder a Maven build writes its output to. */
   static final String BUILD_OUTPUT = "target";
 
-  @Option(names = "--state-dir", paramLabel = "DIR",
-      description = "Worker state directory: durable results, intents and the worker id; "
-          + "owner-only, one worker at a time (default: $" + ENV + ", else state/ beside bin/ of "
-          + "an unpacked distribution, else $XDG_STATE_HOME/phrony-worker or "
-          + "~/.local/state/phrony-worker).")
+  @Option(
+      names = "--state-dir",
+      paramLabel = "DIR",
+      description =
+          "Worker state directory: durable results, intents and the worker id; "
+              + "owner-only, one worker at a time (default: $"
+              + ENV
+              + ", else state/ beside bin/ of "
+              + "an unpacked distribution, else $XDG_STATE_HOME/phrony-worker or "
+              + "~/.local/state/phrony-worker).")
   Path stateDir;
 
-  @Option(names = "--state-dir-in-build-output",
-      description = "Allow a state directory inside a build output (a target/ folder), which a "
-          + "clean build deletes with the results it holds.")
+  @Option(
+      names = "--state-dir-in-build-output",
+      description =
+          "Allow a state directory inside a build output (a target/ folder), which a "
+              + "clean build deletes with the results it holds.")
   boolean inBuildOutput;
 
   /** The state dir this command uses (nothing is moved or checked: for display). */
@@ -50,8 +58,8 @@ public final class StateDirOption {
   }
 
   /**
-   * The state dir a command is about to open: a state dir left at the old default of a checkout
-   * is moved here first, and one inside a build output is refused.
+   * The state dir a command is about to open: a state dir left at the old default of a checkout is
+   * moved here first, and one inside a build output is refused.
    *
    * @throws UserErrorException naming the dir and the fix
    */
@@ -88,25 +96,31 @@ public final class StateDirOption {
   }
 
   /** {@link #resolveForUse()} on explicit inputs. */
-  static Path resolveForUse(Path flag, boolean allowBuildOutput, Map<String, String> env,
-      Properties properties) {
+  static Path resolveForUse(
+      Path flag, boolean allowBuildOutput, Map<String, String> env, Properties properties) {
     Path dir = resolve(flag, env, properties);
     migrateOldDefault(flag, env, properties, dir);
     if (inBuildOutput(dir) && !allowBuildOutput) {
-      throw new UserErrorException("state dir " + dir + " is inside a build output ("
-          + BUILD_OUTPUT + "/): a clean build deletes it, with the results it holds until the "
-          + "runtime acknowledges them; choose another --state-dir (or $" + ENV + "), or pass "
-          + "--state-dir-in-build-output if that is meant");
+      throw new UserErrorException(
+          "state dir "
+              + dir
+              + " is inside a build output ("
+              + BUILD_OUTPUT
+              + "/): a clean build deletes it, with the results it holds until the "
+              + "runtime acknowledges them; choose another --state-dir (or $"
+              + ENV
+              + "), or pass "
+              + "--state-dir-in-build-output if that is meant");
     }
     return dir;
   }
 
   /** When {@code dir} is the default and the old default of a checkout holds state, moves it. */
-  private static void migrateOldDefault(Path flag, Map<String, String> env,
-      Properties properties, Path dir) {
+  private static void migrateOldDefault(
+      Path flag, Map<String, String> env, Properties properties, Path dir) {
     boolean byDefault = flag == null && (env.get(ENV) == null || env.get(ENV).isBlank());
-    Optional<Path> old = home(properties).filter(StateDirOption::inBuildOutput)
-        .map(h -> h.resolve("state"));
+    Optional<Path> old =
+        home(properties).filter(StateDirOption::inBuildOutput).map(h -> h.resolve("state"));
     if (byDefault && old.isPresent() && !old.get().equals(dir) && holdsState(old.get())) {
       StateDirMove.move(old.get(), dir);
     }
@@ -134,7 +148,8 @@ public final class StateDirOption {
 
   private static Optional<Path> home(Properties properties) {
     String home = properties.getProperty(Distribution.HOME_PROPERTY);
-    return home == null || home.isBlank() ? Optional.empty()
+    return home == null || home.isBlank()
+        ? Optional.empty()
         : Optional.of(Path.of(home.strip()).toAbsolutePath().normalize());
   }
 
@@ -149,5 +164,4 @@ public final class StateDirOption {
       return false;
     }
   }
-
 }

@@ -6,12 +6,13 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /** {@code phrony-worker version}. */
-@Command(name = "version", mixinStandardHelpOptions = true,
+@Command(
+    name = "version",
+    mixinStandardHelpOptions = true,
     description = "Prints the host version.")
 final class VersionCommand implements Callable<Integer> {
 
-  @CommandLine.Spec
-  CommandLine.Model.CommandSpec spec;
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   @Override
   public Integer call() {

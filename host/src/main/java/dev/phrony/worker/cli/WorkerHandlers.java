@@ -29,25 +29,46 @@ final class WorkerHandlers {
       String base = url.contains("://") ? url : "http://" + url;
       uri = URI.create(base.replaceAll("/+$", "") + "/handlers");
     } catch (IllegalArgumentException e) {
-      throw new UserErrorException("--worker " + url + ": not a URL (" + e.getMessage()
-          + "): give the worker's HTTP endpoint, e.g. http://127.0.0.1:9464");
+      throw new UserErrorException(
+          "--worker "
+              + url
+              + ": not a URL ("
+              + e.getMessage()
+              + "): give the worker's HTTP endpoint, e.g. http://127.0.0.1:9464");
     }
-    HttpClient http = HttpClient.newBuilder().connectTimeout(TIMEOUT)
-        .executor(Runnable::run).build();
+    HttpClient http =
+        HttpClient.newBuilder().connectTimeout(TIMEOUT).executor(Runnable::run).build();
     HttpResponse<String> r;
     try {
-      r = http.send(HttpRequest.newBuilder(uri).timeout(TIMEOUT).GET().build(),
-          HttpResponse.BodyHandlers.ofString());
+      r =
+          http.send(
+              HttpRequest.newBuilder(uri).timeout(TIMEOUT).GET().build(),
+              HttpResponse.BodyHandlers.ofString());
     } catch (IOException e) {
-      throw new UserErrorException("--worker " + url + ": no worker answers at " + uri + " ("
-          + e + "): check the address of its HTTP endpoint (--http of 'run')", e);
+      throw new UserErrorException(
+          "--worker "
+              + url
+              + ": no worker answers at "
+              + uri
+              + " ("
+              + e
+              + "): check the address of its HTTP endpoint (--http of 'run')",
+          e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new UserErrorException("--worker " + url + ": interrupted", e);
     }
     if (r.statusCode() != 200) {
-      throw new UserErrorException("--worker " + url + ": " + uri + " answered "
-          + r.statusCode() + " (" + r.body().strip() + "): is it a phrony-worker 'run' endpoint?");
+      throw new UserErrorException(
+          "--worker "
+              + url
+              + ": "
+              + uri
+              + " answered "
+              + r.statusCode()
+              + " ("
+              + r.body().strip()
+              + "): is it a phrony-worker 'run' endpoint?");
     }
     return r.body();
   }
@@ -62,19 +83,33 @@ final class WorkerHandlers {
     List<List<String>> rows = new ArrayList<>();
     rows.add(List.of("KEY", "CONTRACT", "MAX", "SIDE EFFECT", "EXECUTION", "PLUGIN"));
     for (JsonNode h : root.path("handlers")) {
-      rows.add(List.of(h.path("key").asText(), h.path("contract_version").asText(),
-          h.path("max_concurrency").asText(), h.path("side_effect_class").asText(),
-          h.path("execution").asText(), h.path("plugin").asText()));
+      rows.add(
+          List.of(
+              h.path("key").asText(),
+              h.path("contract_version").asText(),
+              h.path("max_concurrency").asText(),
+              h.path("side_effect_class").asText(),
+              h.path("execution").asText(),
+              h.path("plugin").asText()));
     }
     StringBuilder out = new StringBuilder();
     TextColumns.append(out, rows);
-    out.append('\n').append("generation ").append(root.path("generation").asText())
-        .append(", loaded at ").append(root.path("loaded_at").asText()).append('\n');
+    out.append('\n')
+        .append("generation ")
+        .append(root.path("generation").asText())
+        .append(", loaded at ")
+        .append(root.path("loaded_at").asText())
+        .append('\n');
     JsonNode problems = root.path("problems");
     if (problems.size() > 0) {
       out.append('\n').append("problems:\n");
-      problems.forEach(p -> out.append("  ").append(p.path("plugin").asText()).append(": ")
-          .append(p.path("reason").asText()).append('\n'));
+      problems.forEach(
+          p ->
+              out.append("  ")
+                  .append(p.path("plugin").asText())
+                  .append(": ")
+                  .append(p.path("reason").asText())
+                  .append('\n'));
     }
     out.append("image digest: ").append(root.path("image_digest").asText()).append('\n');
     return out.toString();
@@ -84,8 +119,11 @@ final class WorkerHandlers {
     try {
       return JSON.readTree(json);
     } catch (JsonProcessingException e) {
-      throw new UserErrorException("--worker: the answer is not JSON (" + e.getOriginalMessage()
-          + "): is it a phrony-worker 'run' endpoint?", e);
+      throw new UserErrorException(
+          "--worker: the answer is not JSON ("
+              + e.getOriginalMessage()
+              + "): is it a phrony-worker 'run' endpoint?",
+          e);
     }
   }
 }

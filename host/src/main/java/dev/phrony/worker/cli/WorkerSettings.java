@@ -27,8 +27,8 @@ import picocli.CommandLine.ParseResult;
 
 /**
  * Turns the parsed {@link RunOptions} of a command into a checked {@link WorkerConfig}, with the
- * source of every value: the command line where the option was given, else what
- * {@link LayeredDefaults} supplied from the environment or the file, else the default.
+ * source of every value: the command line where the option was given, else what {@link
+ * LayeredDefaults} supplied from the environment or the file, else the default.
  */
 final class WorkerSettings {
   /** The bearer token itself, from the environment only (never a flag or a file key). */
@@ -46,8 +46,8 @@ final class WorkerSettings {
   }
 
   /**
-   * The effective configuration of a worker about to start: its state dir is also made ready
-   * to use (moved from the old default of a checkout, refused inside a build output).
+   * The effective configuration of a worker about to start: its state dir is also made ready to use
+   * (moved from the old default of a checkout, refused inside a build output).
    *
    * @throws ConfigException listing every problem, each naming where the value came from
    * @throws dev.phrony.worker.UserErrorException if the state dir cannot be used
@@ -66,13 +66,14 @@ final class WorkerSettings {
       problems.addAll(layers.problems());
       configFile = Optional.ofNullable(file.path()).filter(Files::isRegularFile);
     }
-    List<HandlerOverrides.Rule> handlerRules = o.handlers.rules(file,
-        layers == null ? Optional.empty() : layers.env(HandlerOverrides.ENV), problems);
+    List<HandlerOverrides.Rule> handlerRules =
+        o.handlers.rules(
+            file, layers == null ? Optional.empty() : layers.env(HandlerOverrides.ENV), problems);
     ParseResult parsed = spec.commandLine().getParseResult();
     Path pluginsDir = o.plugins.pluginsDir();
     Path stateDir = forRun ? o.stateDir.resolveForUse() : o.stateDir.resolve();
-    Map<String, Object> computed = Map.of("plugins", pluginsDir.toString(),
-        "state-dir", stateDir.toString());
+    Map<String, Object> computed =
+        Map.of("plugins", pluginsDir.toString(), "state-dir", stateDir.toString());
 
     List<Setting> settings = new ArrayList<>();
     for (OptionSpec option : Settings.of(spec)) {
@@ -91,13 +92,19 @@ final class WorkerSettings {
         source = Source.byDefault(key);
         text = option.defaultValue();
       }
-      Object shown = text != null ? typed(option, text)
-          : Settings.isBoolean(option) ? Boolean.FALSE : computed.get(key);
+      Object shown =
+          text != null
+              ? typed(option, text)
+              : Settings.isBoolean(option) ? Boolean.FALSE : computed.get(key);
       settings.add(new Setting(key, Settings.envName(option), shown, source));
     }
-    Function<String, Source> sourceOf = key -> settings.stream()
-        .filter(s -> s.key().equals(key)).findFirst().map(Setting::source)
-        .orElse(Source.byDefault(key));
+    Function<String, Source> sourceOf =
+        key ->
+            settings.stream()
+                .filter(s -> s.key().equals(key))
+                .findFirst()
+                .map(Setting::source)
+                .orElse(Source.byDefault(key));
     Function<String, String> origin = key -> WorkerConfig.origin(key, sourceOf.apply(key));
 
     // The bearer token: --token-file (flag) > $PHRONY_WORKER_TOKEN > token-file (env, file).
@@ -132,50 +139,90 @@ final class WorkerSettings {
     readable(o.tlsCert, origin.apply("tls-cert"), problems);
     readable(o.tlsKey, origin.apply("tls-key"), problems);
     if ((o.tlsCert == null) != (o.tlsKey == null)) {
-      problems.add(o.tlsCert != null
-          ? origin.apply("tls-cert") + ": a client certificate needs its key: set tls-key too"
-          : origin.apply("tls-key") + ": a client key needs its certificate: set tls-cert too");
+      problems.add(
+          o.tlsCert != null
+              ? origin.apply("tls-cert") + ": a client certificate needs its key: set tls-key too"
+              : origin.apply("tls-key") + ": a client key needs its certificate: set tls-cert too");
     }
     if (token.isPresent() && !tls && !o.allowInsecureToken) {
-      problems.add(tokenOrigin + ": a bearer token is only sent over TLS: turn on TLS (--tls),"
-          + " or allow plaintext with --allow-insecure-token when the hop is trusted (a"
-          + " sidecar on localhost)");
+      problems.add(
+          tokenOrigin
+              + ": a bearer token is only sent over TLS: turn on TLS (--tls),"
+              + " or allow plaintext with --allow-insecure-token when the hop is trusted (a"
+              + " sidecar on localhost)");
     }
-    runtimeAddressProblem(o.runtime).ifPresent(p -> problems.add(origin.apply("runtime") + ": "
-        + p));
+    runtimeAddressProblem(o.runtime)
+        .ifPresent(p -> problems.add(origin.apply("runtime") + ": " + p));
     if (o.maxResultSize < 1 || o.maxResultSize > WorkOptions.DEFAULT_MAX_RESULT_BYTES) {
-      problems.add(origin.apply("max-result-size") + ": " + o.maxResultSize
-          + " is out of range: between 1 and " + WorkOptions.DEFAULT_MAX_RESULT_BYTES
-          + " bytes (the runtime accepts messages up to 4 MiB)");
+      problems.add(
+          origin.apply("max-result-size")
+              + ": "
+              + o.maxResultSize
+              + " is out of range: between 1 and "
+              + WorkOptions.DEFAULT_MAX_RESULT_BYTES
+              + " bytes (the runtime accepts messages up to 4 MiB)");
     }
     if (o.maxInboundSize < WorkOptions.RUNTIME_MAX_MESSAGE_BYTES) {
-      problems.add(origin.apply("max-inbound-size") + ": " + o.maxInboundSize
-          + " is too small: at least " + WorkOptions.RUNTIME_MAX_MESSAGE_BYTES + " bytes (4 MiB)");
+      problems.add(
+          origin.apply("max-inbound-size")
+              + ": "
+              + o.maxInboundSize
+              + " is too small: at least "
+              + WorkOptions.RUNTIME_MAX_MESSAGE_BYTES
+              + " bytes (4 MiB)");
     }
     if (o.maxRunawayHandlers < 0) {
-      problems.add(settings.stream().filter(x -> x.key().equals("max-runaway-handlers"))
-          .findFirst().map(x -> WorkerConfig.origin(x.key(), x.source()))
-          .orElse("--max-runaway-handlers") + ": " + o.maxRunawayHandlers
-          + " is negative: use 0 or more");
+      problems.add(
+          settings.stream()
+                  .filter(x -> x.key().equals("max-runaway-handlers"))
+                  .findFirst()
+                  .map(x -> WorkerConfig.origin(x.key(), x.source()))
+                  .orElse("--max-runaway-handlers")
+              + ": "
+              + o.maxRunawayHandlers
+              + " is negative: use 0 or more");
     }
     Optional<Boolean> watchSetting = OnOff.parse(o.watchPlugins == null ? "on" : o.watchPlugins);
     if (watchSetting.isEmpty()) {
-      problems.add(origin.apply("watch-plugins") + ": '" + o.watchPlugins
-          + "' is neither on nor off");
+      problems.add(
+          origin.apply("watch-plugins") + ": '" + o.watchPlugins + "' is neither on nor off");
     }
     boolean watch = watchSetting.orElse(true);
     if (!problems.isEmpty()) {
       throw new ConfigException(problems);
     }
-    Transport transport = new Transport(tls, Optional.ofNullable(o.tlsCa),
-        Optional.ofNullable(o.tlsCert), Optional.ofNullable(o.tlsKey), token,
-        o.allowInsecureToken);
-    return new WorkerConfig(pluginsDir, o.plugins.strict(), watch, stateDir, o.durability,
-        o.orphanRetention, o.runtime, nonBlank(o.workerId), nonBlank(o.workloadIdentity),
-        nonBlank(o.imageDigest), o.drainTimeout, o.maxResultSize, o.maxInboundSize,
-        o.exposeInternalErrors, o.maxRunawayHandlers, Optional.ofNullable(o.keepalive),
+    Transport transport =
+        new Transport(
+            tls,
+            Optional.ofNullable(o.tlsCa),
+            Optional.ofNullable(o.tlsCert),
+            Optional.ofNullable(o.tlsKey),
+            token,
+            o.allowInsecureToken);
+    return new WorkerConfig(
+        pluginsDir,
+        o.plugins.strict(),
+        watch,
+        stateDir,
+        o.durability,
+        o.orphanRetention,
+        o.runtime,
+        nonBlank(o.workerId),
+        nonBlank(o.workloadIdentity),
+        nonBlank(o.imageDigest),
+        o.drainTimeout,
+        o.maxResultSize,
+        o.maxInboundSize,
+        o.exposeInternalErrors,
+        o.maxRunawayHandlers,
+        Optional.ofNullable(o.keepalive),
         ListenAddress.parse(o.http),
-        o.logFormat, o.logLevel, transport, handlerRules, configFile, settings);
+        o.logFormat,
+        o.logLevel,
+        transport,
+        handlerRules,
+        configFile,
+        settings);
   }
 
   private static Object typed(OptionSpec option, String text) {
@@ -194,15 +241,15 @@ final class WorkerSettings {
 
   private static void readable(Path file, String origin, List<String> problems) {
     if (file != null && !Files.isReadable(file)) {
-      problems.add(origin + ": " + file + (Files.exists(file) ? " cannot be read"
-          : " does not exist"));
+      problems.add(
+          origin + ": " + file + (Files.exists(file) ? " cannot be read" : " does not exist"));
     }
   }
 
   /**
    * Why {@code text} is not a runtime address ({@code HOST:PORT}, {@code [IPv6]:PORT}, or a gRPC
-   * target such as {@code dns:///host:port}), if it is not: caught here, at start, rather than as
-   * a stack trace of the first connect.
+   * target such as {@code dns:///host:port}), if it is not: caught here, at start, rather than as a
+   * stack trace of the first connect.
    */
   static Optional<String> runtimeAddressProblem(String text) {
     String fix = ": use HOST:PORT with a port from 1 to 65535, e.g. 127.0.0.1:7777";
@@ -214,10 +261,16 @@ final class WorkerSettings {
     }
     int colon = text.lastIndexOf(':');
     String host = colon < 0 ? "" : text.substring(0, colon);
-    if (colon < 0 || host.isEmpty() || host.equals("[]")
+    if (colon < 0
+        || host.isEmpty()
+        || host.equals("[]")
         || (host.contains(":") && !(host.startsWith("[") && host.endsWith("]")))) {
-      return Optional.of("'" + text + "' is not HOST:PORT" + fix
-          + " (an IPv6 address goes in brackets: [::1]:7777)");
+      return Optional.of(
+          "'"
+              + text
+              + "' is not HOST:PORT"
+              + fix
+              + " (an IPv6 address goes in brackets: [::1]:7777)");
     }
     String port = text.substring(colon + 1);
     int n;

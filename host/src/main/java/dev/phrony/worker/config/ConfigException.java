@@ -31,8 +31,13 @@ public final class ConfigException extends UserErrorException {
     if (problems.isEmpty()) {
       throw new IllegalArgumentException("no problem to report");
     }
-    return problems.size() == 1 ? problems.get(0)
-        : problems.get(0) + " (and " + (problems.size() - 1) + " more: "
-            + String.join("; ", problems.subList(1, problems.size())) + ")";
+    return problems.size() == 1
+        ? problems.get(0)
+        : problems.get(0)
+            + " (and "
+            + (problems.size() - 1)
+            + " more: "
+            + String.join("; ", problems.subList(1, problems.size()))
+            + ")";
   }
 }

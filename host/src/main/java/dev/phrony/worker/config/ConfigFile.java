@@ -20,12 +20,12 @@ import picocli.CommandLine.Model.OptionSpec;
 
 /**
  * A {@code worker.yaml}: one flat mapping of setting keys (the long flag names without dashes) to
- * single values, a {@code handlers:} mapping of {@code tool@version} (or pattern) to that
- * handler's settings ({@link HandlerOverrides}), and a {@code dev:} mapping of settings only
- * {@code phrony-worker dev} reads ({@link Dev}). Read with Jackson's YAML parser token by token, so every problem names the file,
- * the line and the key: unknown keys, duplicate keys, lists or mappings where a value belongs,
- * values of the wrong type and values the setting's converter refuses (a bad duration). Empty
- * values ({@code key:} or {@code key: null}) leave the setting at its default.
+ * single values, a {@code handlers:} mapping of {@code tool@version} (or pattern) to that handler's
+ * settings ({@link HandlerOverrides}), and a {@code dev:} mapping of settings only {@code
+ * phrony-worker dev} reads ({@link Dev}). Read with Jackson's YAML parser token by token, so every
+ * problem names the file, the line and the key: unknown keys, duplicate keys, lists or mappings
+ * where a value belongs, values of the wrong type and values the setting's converter refuses (a bad
+ * duration). Empty values ({@code key:} or {@code key: null}) leave the setting at its default.
  *
  * @param path the file
  * @param values valid values by key, as text
@@ -33,15 +33,22 @@ import picocli.CommandLine.Model.OptionSpec;
  * @param handlers the per-handler rules of {@code handlers:}, in file order
  * @param dev the {@code dev:} mapping's valid settings
  */
-public record ConfigFile(Path path, Map<String, Value> values, List<String> problems,
-    List<HandlerOverrides.Rule> handlers, Dev dev) {
+public record ConfigFile(
+    Path path,
+    Map<String, Value> values,
+    List<String> problems,
+    List<HandlerOverrides.Rule> handlers,
+    Dev dev) {
 
   /** The key of the mapping of {@code dev}'s own settings. */
   public static final String DEV_KEY = "dev";
+
   /** {@code dev:}'s list of {@code tool@version} patterns whose calls are held for approval. */
   public static final String REQUIRE_APPROVAL = "require-approval";
+
   /** {@code dev:}'s bound on how long a held call waits for its answer. */
   public static final String APPROVAL_TIMEOUT = "approval-timeout";
+
   private static final List<String> DEV_SETTINGS = List.of(REQUIRE_APPROVAL, APPROVAL_TIMEOUT);
 
   /** A value and the line it is on. */
@@ -92,8 +99,8 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
    *     means no file (the distribution's default {@code conf/worker.yaml})
    * @param requiredBy how the file was named, for the message: {@code --config} or an env name
    */
-  public static ConfigFile load(Path file, Map<String, OptionSpec> settings, boolean required,
-      String requiredBy) {
+  public static ConfigFile load(
+      Path file, Map<String, OptionSpec> settings, boolean required, String requiredBy) {
     List<String> problems = new ArrayList<>();
     Map<String, Value> values = new LinkedHashMap<>();
     List<HandlerOverrides.Rule> handlers = new ArrayList<>();
@@ -106,8 +113,12 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
         return new ConfigFile(file, values, problems, handlers, Dev.NONE); // empty, or comments
       }
       if (first != JsonToken.START_OBJECT) {
-        problems.add(file + ":" + line(p.currentTokenLocation())
-            + ": expected a mapping of settings (key: value), found " + describe(first));
+        problems.add(
+            file
+                + ":"
+                + line(p.currentTokenLocation())
+                + ": expected a mapping of settings (key: value), found "
+                + describe(first));
         return new ConfigFile(file, values, problems, handlers, Dev.NONE);
       }
       JsonToken t;
@@ -127,9 +138,13 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
         OptionSpec option = settings.get(key);
         if (option == null) {
           String hint = suggestion(key, settings.keySet());
-          problems.add(at + ": unknown key" + (hint.isEmpty()
-              ? " (the keys are the long options of 'run' without the dashes, as listed by"
-                  + " 'phrony-worker config')" : hint));
+          problems.add(
+              at
+                  + ": unknown key"
+                  + (hint.isEmpty()
+                      ? " (the keys are the long options of 'run' without the dashes, as listed by"
+                          + " 'phrony-worker config')"
+                      : hint));
           p.skipChildren();
           continue;
         }
@@ -145,12 +160,13 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
           values.remove(key);
           continue;
         }
-        String text = switch (v) {
-          case VALUE_TRUE -> "true"; // also YAML 1.1's yes and on
-          case VALUE_FALSE -> "false";
-          case VALUE_NUMBER_INT -> p.getNumberValue().toString(); // 0x10 is 16
-          default -> p.getText().strip();
-        };
+        String text =
+            switch (v) {
+              case VALUE_TRUE -> "true"; // also YAML 1.1's yes and on
+              case VALUE_FALSE -> "false";
+              case VALUE_NUMBER_INT -> p.getNumberValue().toString(); // 0x10 is 16
+              default -> p.getText().strip();
+            };
         Optional<String> wrong = typeProblem(option, v, text);
         if (wrong.isEmpty()) {
           wrong = Settings.check(option, text);
@@ -162,13 +178,21 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
         }
       }
       if (t != JsonToken.END_OBJECT || p.nextToken() != null) {
-        problems.add(file + ":" + line(p.currentTokenLocation())
-            + ": expected one mapping of settings and nothing after it");
+        problems.add(
+            file
+                + ":"
+                + line(p.currentTokenLocation())
+                + ": expected one mapping of settings and nothing after it");
       }
     } catch (NoSuchFileException e) {
       if (required) {
-        problems.add("config file " + file + " (" + requiredBy + ") does not exist: fix the path,"
-            + " or leave it unset to use the defaults");
+        problems.add(
+            "config file "
+                + file
+                + " ("
+                + requiredBy
+                + ") does not exist: fix the path,"
+                + " or leave it unset to use the defaults");
       }
     } catch (JsonProcessingException e) {
       // Whatever was read before a syntax error is suspect: report the error alone.
@@ -178,29 +202,46 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
       requireApproval.clear();
       approvalTimeout.clear();
       JsonLocation loc = e.getLocation();
-      problems.add(file + (loc == null ? "" : ":" + line(loc)) + ": not valid YAML: "
-          + yamlMessage(e.getOriginalMessage()));
+      problems.add(
+          file
+              + (loc == null ? "" : ":" + line(loc))
+              + ": not valid YAML: "
+              + yamlMessage(e.getOriginalMessage()));
     } catch (IOException e) {
       problems.add("config file " + file + " (" + requiredBy + ") cannot be read: " + e);
     }
-    return new ConfigFile(file, values, problems, handlers,
+    return new ConfigFile(
+        file,
+        values,
+        problems,
+        handlers,
         new Dev(requireApproval, approvalTimeout.stream().reduce((a, b) -> b)));
   }
 
   /**
-   * {@code dev:}, whose value is the current token {@code v}: {@code require-approval} (one
-   * pattern or a list of them) and {@code approval-timeout} (a duration). Every bad entry is a
-   * problem naming its line; the good ones are kept.
+   * {@code dev:}, whose value is the current token {@code v}: {@code require-approval} (one pattern
+   * or a list of them) and {@code approval-timeout} (a duration). Every bad entry is a problem
+   * naming its line; the good ones are kept.
    */
-  private static void readDev(JsonParser p, JsonToken v, Path file, String at,
-      List<Value> requireApproval, List<Value> approvalTimeout, List<String> problems)
+  private static void readDev(
+      JsonParser p,
+      JsonToken v,
+      Path file,
+      String at,
+      List<Value> requireApproval,
+      List<Value> approvalTimeout,
+      List<String> problems)
       throws IOException {
     if (v == JsonToken.VALUE_NULL) {
       return;
     }
     if (v != JsonToken.START_OBJECT) {
-      problems.add(at + ": expected a mapping of dev's settings (" + String.join(", ",
-          DEV_SETTINGS) + "), found " + describe(v));
+      problems.add(
+          at
+              + ": expected a mapping of dev's settings ("
+              + String.join(", ", DEV_SETTINGS)
+              + "), found "
+              + describe(v));
       p.skipChildren();
       return;
     }
@@ -234,8 +275,14 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
           }
         }
         default -> {
-          problems.add(where + ": unknown key" + suggestion(key, DEV_SETTINGS)
-              + ": the keys of " + DEV_KEY + ": are " + String.join(", ", DEV_SETTINGS));
+          problems.add(
+              where
+                  + ": unknown key"
+                  + suggestion(key, DEV_SETTINGS)
+                  + ": the keys of "
+                  + DEV_KEY
+                  + ": are "
+                  + String.join(", ", DEV_SETTINGS));
           p.skipChildren();
         }
       }
@@ -243,13 +290,16 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
   }
 
   /** One {@code require-approval} entry, the current token {@code v}. */
-  private static void pattern(JsonParser p, JsonToken v, Path file, List<Value> patterns,
-      List<String> problems) throws IOException {
+  private static void pattern(
+      JsonParser p, JsonToken v, Path file, List<Value> patterns, List<String> problems)
+      throws IOException {
     int line = line(p.currentTokenLocation());
     String where = file + ":" + line + ": " + DEV_KEY + ": " + REQUIRE_APPROVAL;
     if (v == JsonToken.START_OBJECT || v == JsonToken.START_ARRAY) {
-      problems.add(where + ": expected a tool@version or a pattern such as 'payments.*', found "
-          + describe(v));
+      problems.add(
+          where
+              + ": expected a tool@version or a pattern such as 'payments.*', found "
+              + describe(v));
       p.skipChildren();
       return;
     }
@@ -266,14 +316,23 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
    * {@code handlers:}, whose value is the current token {@code v}: pattern to a mapping of
    * settings. Every bad entry is a problem naming its line; the good ones are kept.
    */
-  private static void readHandlers(JsonParser p, JsonToken v, Path file, String at,
-      List<HandlerOverrides.Rule> rules, List<String> problems) throws IOException {
+  private static void readHandlers(
+      JsonParser p,
+      JsonToken v,
+      Path file,
+      String at,
+      List<HandlerOverrides.Rule> rules,
+      List<String> problems)
+      throws IOException {
     if (v == JsonToken.VALUE_NULL) {
       return;
     }
     if (v != JsonToken.START_OBJECT) {
-      problems.add(at + ": expected a mapping of tool@version (or a pattern such as"
-          + " 'payments.*') to its settings, found " + describe(v));
+      problems.add(
+          at
+              + ": expected a mapping of tool@version (or a pattern such as"
+              + " 'payments.*') to its settings, found "
+              + describe(v));
       p.skipChildren();
       return;
     }
@@ -289,8 +348,11 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
         continue;
       }
       if (pv != JsonToken.START_OBJECT) {
-        problems.add(here + ": expected a mapping of settings (max-concurrency, enabled,"
-            + " deadline), found " + describe(pv));
+        problems.add(
+            here
+                + ": expected a mapping of settings (max-concurrency, enabled,"
+                + " deadline), found "
+                + describe(pv));
         p.skipChildren();
         continue;
       }
@@ -307,18 +369,20 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
         if (sv == JsonToken.VALUE_NULL) {
           continue;
         }
-        String text = switch (sv) {
-          case VALUE_TRUE -> "true";
-          case VALUE_FALSE -> "false";
-          case VALUE_NUMBER_INT -> p.getNumberValue().toString();
-          default -> p.getText().strip();
-        };
+        String text =
+            switch (sv) {
+              case VALUE_TRUE -> "true";
+              case VALUE_FALSE -> "false";
+              case VALUE_NUMBER_INT -> p.getNumberValue().toString();
+              default -> p.getText().strip();
+            };
         Optional<String> wrong = HandlerOverrides.check(setting, text);
         if (wrong.isPresent()) {
           problems.add(where + ": " + wrong.get());
         } else {
-          rules.add(new HandlerOverrides.Rule(pattern, setting, text,
-              Source.file(file + ":" + settingLine), rules.size()));
+          rules.add(
+              new HandlerOverrides.Rule(
+                  pattern, setting, text, Source.file(file + ":" + settingLine), rules.size()));
         }
       }
     }
@@ -326,9 +390,13 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
 
   /** SnakeYAML's message without its source excerpts: what it expected and found. */
   private static String yamlMessage(String message) {
-    return String.join("; ", message.lines()
-        .filter(l -> !l.isBlank() && !l.startsWith(" ") && !l.startsWith("\t"))
-        .map(String::strip).toList());
+    return String.join(
+        "; ",
+        message
+            .lines()
+            .filter(l -> !l.isBlank() && !l.startsWith(" ") && !l.startsWith("\t"))
+            .map(String::strip)
+            .toList());
   }
 
   private static Optional<String> typeProblem(OptionSpec option, JsonToken v, String text) {
@@ -357,7 +425,7 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
     return loc == null ? 0 : loc.getLineNr();
   }
 
-  /** {@code  (did you mean 'drain-timeout'?)} for a near miss, else nothing. */
+  /** {@code (did you mean 'drain-timeout'?)} for a near miss, else nothing. */
   static String suggestion(String key, Iterable<String> known) {
     String best = null;
     int bestDistance = Integer.MAX_VALUE;
@@ -369,7 +437,8 @@ public record ConfigFile(Path path, Map<String, Value> values, List<String> prob
       }
     }
     return best != null && bestDistance <= Math.max(2, key.length() / 4)
-        ? " (did you mean '" + best + "'?)" : "";
+        ? " (did you mean '" + best + "'?)"
+        : "";
   }
 
   /** Levenshtein distance; keys are short. */

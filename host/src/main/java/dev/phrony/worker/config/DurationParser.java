@@ -33,7 +33,8 @@ public final class DurationParser implements CommandLine.ITypeConverter<Duration
     try {
       Duration d = parse(text);
       return d.isZero() || d.isNegative()
-          ? Optional.of("'" + text + "' must be longer than zero") : Optional.empty();
+          ? Optional.of("'" + text + "' must be longer than zero")
+          : Optional.empty();
     } catch (IllegalArgumentException e) {
       return Optional.of(e.getMessage());
     }
@@ -54,8 +55,8 @@ public final class DurationParser implements CommandLine.ITypeConverter<Duration
       try {
         d = Duration.parse(s.toUpperCase(Locale.ROOT));
       } catch (DateTimeParseException e) {
-        throw new IllegalArgumentException("'" + text + "' is not an ISO-8601 duration: "
-            + EXAMPLES);
+        throw new IllegalArgumentException(
+            "'" + text + "' is not an ISO-8601 duration: " + EXAMPLES);
       }
     } else {
       d = Duration.ZERO;
@@ -63,18 +64,25 @@ public final class DurationParser implements CommandLine.ITypeConverter<Duration
       int at = 0;
       while (at < s.length()) {
         if (!m.find(at) || m.start() != at) {
-          throw new IllegalArgumentException("'" + text + "' is not a duration"
-              + (s.matches("\\d+") ? " (it has no unit)" : "") + ": " + EXAMPLES);
+          throw new IllegalArgumentException(
+              "'"
+                  + text
+                  + "' is not a duration"
+                  + (s.matches("\\d+") ? " (it has no unit)" : "")
+                  + ": "
+                  + EXAMPLES);
         }
         try {
           long n = Long.parseLong(m.group(1));
-          d = d.plus(switch (m.group(2)) {
-            case "d" -> Duration.ofDays(n);
-            case "h" -> Duration.ofHours(n);
-            case "m" -> Duration.ofMinutes(n);
-            case "s" -> Duration.ofSeconds(n);
-            default -> Duration.ofMillis(n);
-          });
+          d =
+              d.plus(
+                  switch (m.group(2)) {
+                    case "d" -> Duration.ofDays(n);
+                    case "h" -> Duration.ofHours(n);
+                    case "m" -> Duration.ofMinutes(n);
+                    case "s" -> Duration.ofSeconds(n);
+                    default -> Duration.ofMillis(n);
+                  });
         } catch (ArithmeticException | NumberFormatException e) {
           throw new IllegalArgumentException("'" + text + "' is too long a duration");
         }

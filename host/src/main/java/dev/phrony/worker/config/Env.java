@@ -7,9 +7,9 @@ import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
 /**
- * The environment variable of a setting whose name does not follow the
- * {@code PHRONY_WORKER_<NAME>} rule: the reference worker's names ({@code PHRONY_RUNTIME_ADDR},
- * {@code WORKER_ID}, ...), kept so deployments written for it work unchanged.
+ * The environment variable of a setting whose name does not follow the {@code PHRONY_WORKER_<NAME>}
+ * rule: the reference worker's names ({@code PHRONY_RUNTIME_ADDR}, {@code WORKER_ID}, ...), kept so
+ * deployments written for it work unchanged.
  */
 @Documented
 @Retention(RetentionPolicy.RUNTIME)

@@ -14,17 +14,17 @@ import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
- * An operator's settings per handler, over what its plugin declares, without a rebuild:
- * {@code max-concurrency} (the slots advertised and counted), {@code enabled} (a disabled
- * handler is not advertised) and {@code deadline} (an upper bound on any call's run time). Each
- * rule names a {@code tool@version} or a pattern of them ({@code *} matches any characters, so
- * {@code payments.*} matches every version of every {@code payments.} tool), and comes from a
- * flag ({@code --handler KEY:SETTING=VALUE}), the environment ({@code PHRONY_WORKER_HANDLERS},
- * rules separated by {@code ;}) or {@code worker.yaml}'s {@code handlers:} mapping.
+ * An operator's settings per handler, over what its plugin declares, without a rebuild: {@code
+ * max-concurrency} (the slots advertised and counted), {@code enabled} (a disabled handler is not
+ * advertised) and {@code deadline} (an upper bound on any call's run time). Each rule names a
+ * {@code tool@version} or a pattern of them ({@code *} matches any characters, so {@code
+ * payments.*} matches every version of every {@code payments.} tool), and comes from a flag ({@code
+ * --handler KEY:SETTING=VALUE}), the environment ({@code PHRONY_WORKER_HANDLERS}, rules separated
+ * by {@code ;}) or {@code worker.yaml}'s {@code handlers:} mapping.
  *
  * <p>For one handler and one setting, a flag beats the environment beats the file; within one
- * source an exact key beats a pattern, a longer pattern a shorter one, and a later rule an
- * earlier one.
+ * source an exact key beats a pattern, a longer pattern a shorter one, and a later rule an earlier
+ * one.
  */
 public final class HandlerOverrides {
   public static final String ENV = Settings.ENV_PREFIX + "HANDLERS";
@@ -35,6 +35,7 @@ public final class HandlerOverrides {
   public static final String ENABLED = "enabled";
   public static final String DEADLINE = "deadline";
   static final Set<String> SETTINGS = Set.of(MAX_CONCURRENCY, ENABLED, DEADLINE);
+
   /** Largest max-concurrency an operator may set. */
   static final int MAX_SLOTS = 100_000;
 
@@ -48,11 +49,16 @@ public final class HandlerOverrides {
   public record Rule(String pattern, String setting, String value, Source source, int order) {}
 
   /**
-   * A handler's effective settings and where each came from (a {@code DEFAULT} source: the
-   * plugin's own value).
+   * A handler's effective settings and where each came from (a {@code DEFAULT} source: the plugin's
+   * own value).
    */
-  public record Effective(int maxConcurrency, Source maxConcurrencySource, boolean enabled,
-      Source enabledSource, Optional<Duration> deadline, Source deadlineSource) {
+  public record Effective(
+      int maxConcurrency,
+      Source maxConcurrencySource,
+      boolean enabled,
+      Source enabledSource,
+      Optional<Duration> deadline,
+      Source deadlineSource) {
 
     /** True when an operator changed anything. */
     public boolean overridden() {
@@ -69,8 +75,8 @@ public final class HandlerOverrides {
    * @param effective every loaded handler's settings, by key (disabled ones included)
    * @param warnings rules that match no handler, naming the rule and what is served
    */
-  public record Applied(HandlerCatalog served, Map<String, Effective> effective,
-      List<String> warnings) {}
+  public record Applied(
+      HandlerCatalog served, Map<String, Effective> effective, List<String> warnings) {}
 
   private HandlerOverrides() {}
 
@@ -80,7 +86,8 @@ public final class HandlerOverrides {
       case MAX_CONCURRENCY -> {
         try {
           int n = Integer.parseInt(value.strip());
-          return n >= 1 && n <= MAX_SLOTS ? Optional.empty()
+          return n >= 1 && n <= MAX_SLOTS
+              ? Optional.empty()
               : Optional.of(MAX_CONCURRENCY + " " + n + " is out of range: 1 to " + MAX_SLOTS);
         } catch (NumberFormatException e) {
           return Optional.of(MAX_CONCURRENCY + " '" + value + "' is not a whole number");
@@ -88,33 +95,42 @@ public final class HandlerOverrides {
       }
       case ENABLED -> {
         String v = value.strip().toLowerCase(Locale.ROOT);
-        return v.equals("true") || v.equals("false") ? Optional.empty()
+        return v.equals("true") || v.equals("false")
+            ? Optional.empty()
             : Optional.of(ENABLED + " '" + value + "' is not true or false");
       }
       case DEADLINE -> {
         return DurationParser.checkPositive(value.strip()).map(w -> DEADLINE + ": " + w);
       }
       default -> {
-        return Optional.of("unknown setting '" + setting + "'"
-            + ConfigFile.suggestion(setting, SETTINGS) + ": the settings of a handler are "
-            + String.join(", ", SETTINGS.stream().sorted().toList()));
+        return Optional.of(
+            "unknown setting '"
+                + setting
+                + "'"
+                + ConfigFile.suggestion(setting, SETTINGS)
+                + ": the settings of a handler are "
+                + String.join(", ", SETTINGS.stream().sorted().toList()));
       }
     }
   }
 
   /** What is wrong with {@code pattern} as a key or pattern, if anything. */
   public static Optional<String> checkPattern(String pattern) {
-    return PATTERN.matcher(pattern).matches() ? Optional.empty()
-        : Optional.of("'" + pattern + "' is not a tool@version or a pattern of them (letters,"
-            + " digits, '.', '_', '-', '+', '@' and '*')");
+    return PATTERN.matcher(pattern).matches()
+        ? Optional.empty()
+        : Optional.of(
+            "'"
+                + pattern
+                + "' is not a tool@version or a pattern of them (letters,"
+                + " digits, '.', '_', '-', '+', '@' and '*')");
   }
 
   /**
-   * Rules from a flag or the environment: {@code KEY:SETTING=VALUE}, several separated by
-   * {@code ;}. Problems name {@code source} and what is wrong.
+   * Rules from a flag or the environment: {@code KEY:SETTING=VALUE}, several separated by {@code
+   * ;}. Problems name {@code source} and what is wrong.
    */
-  public static List<Rule> parse(String text, Source source, int firstOrder,
-      List<String> problems) {
+  public static List<Rule> parse(
+      String text, Source source, int firstOrder, List<String> problems) {
     List<Rule> rules = new ArrayList<>();
     int order = firstOrder;
     for (String part : text.split(";")) {
@@ -125,8 +141,12 @@ public final class HandlerOverrides {
       int colon = p.lastIndexOf(':');
       int eq = p.indexOf('=', Math.max(colon, 0));
       if (colon <= 0 || eq < colon) {
-        problems.add(source.origin() + ": '" + p + "' is not KEY:SETTING=VALUE (e.g."
-            + " 'payments.*:max-concurrency=2')");
+        problems.add(
+            source.origin()
+                + ": '"
+                + p
+                + "' is not KEY:SETTING=VALUE (e.g."
+                + " 'payments.*:max-concurrency=2')");
         continue;
       }
       String pattern = p.substring(0, colon).strip();
@@ -172,10 +192,18 @@ public final class HandlerOverrides {
     }
     for (String pattern : patterns) {
       if (served.stream().noneMatch(k -> matches(pattern, k))) {
-        warnings.add("handler setting '" + pattern + "' (" + rules.stream()
-            .filter(r -> r.pattern().equals(pattern)).map(r -> r.source().toString()).distinct()
-            .reduce((a, b) -> a + ", " + b).orElse("") + ") matches no handler; served: "
-            + (served.isEmpty() ? "none" : String.join(", ", served)));
+        warnings.add(
+            "handler setting '"
+                + pattern
+                + "' ("
+                + rules.stream()
+                    .filter(r -> r.pattern().equals(pattern))
+                    .map(r -> r.source().toString())
+                    .distinct()
+                    .reduce((a, b) -> a + ", " + b)
+                    .orElse("")
+                + ") matches no handler; served: "
+                + (served.isEmpty() ? "none" : String.join(", ", served)));
       }
     }
     Map<String, Effective> effective = new LinkedHashMap<>();
@@ -185,13 +213,14 @@ public final class HandlerOverrides {
       Optional<Rule> max = winner(rules, e.key(), MAX_CONCURRENCY);
       Optional<Rule> on = winner(rules, e.key(), ENABLED);
       Optional<Rule> deadline = winner(rules, e.key(), DEADLINE);
-      Effective eff = new Effective(
-          max.map(r -> Integer.parseInt(r.value())).orElse(Math.max(1, d.maxConcurrency())),
-          max.map(Rule::source).orElse(Source.byDefault("plugin")),
-          on.map(r -> Boolean.parseBoolean(r.value().toLowerCase(Locale.ROOT))).orElse(true),
-          on.map(Rule::source).orElse(Source.byDefault("plugin")),
-          deadline.map(r -> DurationParser.parse(r.value())).or(e::maxRunTime),
-          deadline.map(Rule::source).orElse(Source.byDefault("none")));
+      Effective eff =
+          new Effective(
+              max.map(r -> Integer.parseInt(r.value())).orElse(Math.max(1, d.maxConcurrency())),
+              max.map(Rule::source).orElse(Source.byDefault("plugin")),
+              on.map(r -> Boolean.parseBoolean(r.value().toLowerCase(Locale.ROOT))).orElse(true),
+              on.map(Rule::source).orElse(Source.byDefault("plugin")),
+              deadline.map(r -> DurationParser.parse(r.value())).or(e::maxRunTime),
+              deadline.map(Rule::source).orElse(Source.byDefault("none")));
       effective.put(e.key(), eff);
       if (eff.enabled()) {
         kept.add(e.withOverrides(eff.maxConcurrency(), eff.deadline()));
@@ -204,9 +233,10 @@ public final class HandlerOverrides {
   private static Optional<Rule> winner(List<Rule> rules, String key, String setting) {
     return rules.stream()
         .filter(r -> r.setting().equals(setting) && matches(r.pattern(), key))
-        .max(Comparator.<Rule>comparingInt(r -> -r.source().kind().ordinal())
-            .thenComparingInt(r -> r.pattern().contains("*") ? 0 : 1)
-            .thenComparingInt(r -> r.pattern().replace("*", "").length())
-            .thenComparingInt(Rule::order));
+        .max(
+            Comparator.<Rule>comparingInt(r -> -r.source().kind().ordinal())
+                .thenComparingInt(r -> r.pattern().contains("*") ? 0 : 1)
+                .thenComparingInt(r -> r.pattern().replace("*", "").length())
+                .thenComparingInt(Rule::order));
   }
 }

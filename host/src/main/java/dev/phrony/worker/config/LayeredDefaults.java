@@ -15,17 +15,17 @@ import picocli.CommandLine.Model.OptionSpec;
 
 /**
  * The environment and the config file under the command line, for every {@linkplain Configurable
- * setting} alike: picocli asks this provider for the value of each option the command line did
- * not give, after the command line is parsed; it answers from the environment, else from the
- * config file, else nothing (and the option's own {@code defaultValue} applies). So the
- * precedence is flag > env > file > default for every setting, with no list of settings kept here.
+ * setting} alike: picocli asks this provider for the value of each option the command line did not
+ * give, after the command line is parsed; it answers from the environment, else from the config
+ * file, else nothing (and the option's own {@code defaultValue} applies). So the precedence is flag
+ * > env > file > default for every setting, with no list of settings kept here.
  *
  * <p>The config file is {@code --config FILE} if given, else {@code $PHRONY_WORKER_CONFIG}, else
  * {@code <phrony.home>/conf/worker.yaml} of the distribution; only the last may be missing.
  *
- * <p>It never throws at picocli (that would break {@code --help} over a bad file): a bad value
- * is not supplied, and every problem is kept for {@link #problems()}, which the command reports
- * before it does anything.
+ * <p>It never throws at picocli (that would break {@code --help} over a bad file): a bad value is
+ * not supplied, and every problem is kept for {@link #problems()}, which the command reports before
+ * it does anything.
  */
 public final class LayeredDefaults implements CommandLine.IDefaultValueProvider {
   public static final String CONFIG_OPTION = "--config";
@@ -47,8 +47,8 @@ public final class LayeredDefaults implements CommandLine.IDefaultValueProvider 
 
   /**
    * @param env the process environment
-   * @param home the distribution's root ({@code phrony.home}), where the default
-   *     {@code conf/worker.yaml} lives; empty when not run from a distribution
+   * @param home the distribution's root ({@code phrony.home}), where the default {@code
+   *     conf/worker.yaml} lives; empty when not run from a distribution
    */
   public LayeredDefaults(Map<String, String> env, Optional<Path> home) {
     this.env = Map.copyOf(env);
@@ -58,7 +58,8 @@ public final class LayeredDefaults implements CommandLine.IDefaultValueProvider 
   /** From the real environment and the {@code phrony.home} system property. */
   public static LayeredDefaults fromSystem() {
     String h = System.getProperty(Distribution.HOME_PROPERTY);
-    return new LayeredDefaults(System.getenv(),
+    return new LayeredDefaults(
+        System.getenv(),
         h == null || h.isBlank() ? Optional.empty() : Optional.of(Path.of(h.strip())));
   }
 
@@ -105,8 +106,8 @@ public final class LayeredDefaults implements CommandLine.IDefaultValueProvider 
   }
 
   /**
-   * The config file of {@code command}, read once (so its unknown keys are reported even when
-   * the command line sets everything).
+   * The config file of {@code command}, read once (so its unknown keys are reported even when the
+   * command line sets everything).
    */
   public ConfigFile file(CommandSpec command) {
     if (file == null) {
@@ -114,8 +115,10 @@ public final class LayeredDefaults implements CommandLine.IDefaultValueProvider 
       Map<String, OptionSpec> settings = new LinkedHashMap<>();
       Settings.of(settingsOf != null ? settingsOf : command)
           .forEach(o -> settings.put(Settings.key(o), o));
-      file = at.path().map(p -> ConfigFile.load(p, settings, at.explicit(), at.namedBy()))
-          .orElseGet(ConfigFile::none);
+      file =
+          at.path()
+              .map(p -> ConfigFile.load(p, settings, at.explicit(), at.namedBy()))
+              .orElseGet(ConfigFile::none);
       problems.addAll(file.problems());
     }
     return file;
@@ -127,13 +130,14 @@ public final class LayeredDefaults implements CommandLine.IDefaultValueProvider 
       OptionSpec flag = command.findOption(CONFIG_OPTION);
       String fromEnv = env.get(CONFIG_ENV);
       if (flag != null && !flag.originalStringValues().isEmpty()) {
-        location = new Location(Optional.of(Path.of(flag.originalStringValues().getLast())), true,
-            CONFIG_OPTION);
+        location =
+            new Location(
+                Optional.of(Path.of(flag.originalStringValues().getLast())), true, CONFIG_OPTION);
       } else if (fromEnv != null && !fromEnv.isBlank()) {
         location = new Location(Optional.of(Path.of(fromEnv.strip())), true, CONFIG_ENV);
       } else {
-        location = new Location(home.map(h -> h.resolve("conf").resolve("worker.yaml")), false,
-            "default");
+        location =
+            new Location(home.map(h -> h.resolve("conf").resolve("worker.yaml")), false, "default");
       }
     }
     return location;

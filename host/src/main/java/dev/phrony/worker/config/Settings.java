@@ -15,11 +15,11 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
 
 /**
- * What makes a picocli option a worker setting, and the names it has outside the command line,
- * all derived from the option itself: its key in {@code worker.yaml} is its long name without
- * the dashes ({@code --drain-timeout} is {@code drain-timeout}); its environment variable is
- * {@code PHRONY_WORKER_} and the key in upper snake case ({@code PHRONY_WORKER_DRAIN_TIMEOUT})
- * unless the option carries an {@link Env} name.
+ * What makes a picocli option a worker setting, and the names it has outside the command line, all
+ * derived from the option itself: its key in {@code worker.yaml} is its long name without the
+ * dashes ({@code --drain-timeout} is {@code drain-timeout}); its environment variable is {@code
+ * PHRONY_WORKER_} and the key in upper snake case ({@code PHRONY_WORKER_DRAIN_TIMEOUT}) unless the
+ * option carries an {@link Env} name.
  */
 public final class Settings {
   public static final String ENV_PREFIX = "PHRONY_WORKER_";
@@ -73,16 +73,17 @@ public final class Settings {
   }
 
   /**
-   * Checks that {@code text} is a valid value for {@code option}, as the command line would
-   * convert it (with the option's own converter where it has one), so a value from the
-   * environment or the file is refused at start with its origin, not when it is first used.
+   * Checks that {@code text} is a valid value for {@code option}, as the command line would convert
+   * it (with the option's own converter where it has one), so a value from the environment or the
+   * file is refused at start with its origin, not when it is first used.
    *
    * @return what is wrong, or empty
    */
   public static Optional<String> check(OptionSpec option, String text) {
     Class<?> t = option.type();
     if (isBoolean(option)) {
-      return text.equalsIgnoreCase("true") || text.equalsIgnoreCase("false") ? Optional.empty()
+      return text.equalsIgnoreCase("true") || text.equalsIgnoreCase("false")
+          ? Optional.empty()
           : Optional.of("'" + text + "' is not a boolean: use true or false");
     }
     try {
@@ -97,10 +98,16 @@ public final class Settings {
       } else if (t == long.class || t == Long.class) {
         Long.parseLong(text);
       } else if (t.isEnum()) {
-        boolean known = Arrays.stream(t.getEnumConstants()).anyMatch(c -> c.toString().equals(text));
+        boolean known =
+            Arrays.stream(t.getEnumConstants()).anyMatch(c -> c.toString().equals(text));
         if (!known) {
-          return Optional.of("'" + text + "' is not one of " + Arrays.stream(t.getEnumConstants())
-              .map(Object::toString).collect(Collectors.joining(", ")));
+          return Optional.of(
+              "'"
+                  + text
+                  + "' is not one of "
+                  + Arrays.stream(t.getEnumConstants())
+                      .map(Object::toString)
+                      .collect(Collectors.joining(", ")));
         }
       } else if (t == Path.class) {
         Path.of(text);

@@ -6,14 +6,17 @@ import java.util.Objects;
  * Where a setting's value came from.
  *
  * @param kind flag, env, file or default
- * @param origin what exactly: {@code --drain-timeout}, {@code PHRONY_WORKER_DRAIN_TIMEOUT},
- *     {@code /opt/phrony-worker/conf/worker.yaml:12}, or the key for a default
+ * @param origin what exactly: {@code --drain-timeout}, {@code PHRONY_WORKER_DRAIN_TIMEOUT}, {@code
+ *     /opt/phrony-worker/conf/worker.yaml:12}, or the key for a default
  */
 public record Source(Kind kind, String origin) {
 
   /** Precedence, strongest first: a flag beats the environment beats the file beats the default. */
   public enum Kind {
-    FLAG, ENV, FILE, DEFAULT;
+    FLAG,
+    ENV,
+    FILE,
+    DEFAULT;
 
     /** Lower-case name, as printed. */
     public String label() {

@@ -12,8 +12,8 @@ import java.util.Objects;
 import java.util.Optional;
 
 /**
- * The effective configuration of {@code run}: every setting resolved (flag > env >
- * {@code worker.yaml} > default), typed and checked, plus where each value came from. Immutable.
+ * The effective configuration of {@code run}: every setting resolved (flag > env > {@code
+ * worker.yaml} > default), typed and checked, plus where each value came from. Immutable.
  *
  * @param plugins the plugins directory
  * @param strict refuse to start on any plugin problem (and any reload that has one)

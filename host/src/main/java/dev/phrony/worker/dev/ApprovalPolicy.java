@@ -13,10 +13,10 @@ import java.util.Optional;
 
 /**
  * Which calls the embedded runtime holds for a human's approval before it dispatches them, as a
- * human-in-the-loop policy of the real runtime would: those whose {@code tool@version} matches
- * one of the patterns ({@code *}: any characters, matched exactly as the per-handler settings
- * match them, see {@link HandlerOverrides#matches}), and for how long a held call waits for its
- * answer before it expires.
+ * human-in-the-loop policy of the real runtime would: those whose {@code tool@version} matches one
+ * of the patterns ({@code *}: any characters, matched exactly as the per-handler settings match
+ * them, see {@link HandlerOverrides#matches}), and for how long a held call waits for its answer
+ * before it expires.
  *
  * @param rules the patterns, each with where it was set
  * @param timeout how long a held call waits for an answer; empty: until dev stops
@@ -28,6 +28,7 @@ public record ApprovalPolicy(List<Rule> rules, Optional<Duration> timeout) {
 
   /** The flag that adds a pattern. */
   public static final String FLAG = "--require-approval";
+
   /** The flag that bounds the wait. */
   public static final String TIMEOUT_FLAG = "--approval-timeout";
 
@@ -48,34 +49,35 @@ public record ApprovalPolicy(List<Rule> rules, Optional<Duration> timeout) {
   }
 
   /**
-   * The policy of {@code dev}: the {@value #FLAG} flags if any were given, else the file's
-   * {@code dev: require-approval} list; {@value #TIMEOUT_FLAG} over the file's
-   * {@code approval-timeout}. Flags beat the file, as for every setting. The file's values were
-   * checked when it was read.
+   * The policy of {@code dev}: the {@value #FLAG} flags if any were given, else the file's {@code
+   * dev: require-approval} list; {@value #TIMEOUT_FLAG} over the file's {@code approval-timeout}.
+   * Flags beat the file, as for every setting. The file's values were checked when it was read.
    *
    * @param flagTimeout the flag's value, or null when not given
    * @throws ConfigException naming each bad flag
    */
-  public static ApprovalPolicy resolve(List<String> flagPatterns, Duration flagTimeout,
-      ConfigFile file) {
+  public static ApprovalPolicy resolve(
+      List<String> flagPatterns, Duration flagTimeout, ConfigFile file) {
     List<String> problems = new ArrayList<>();
     List<Rule> rules = new ArrayList<>();
     if (!flagPatterns.isEmpty()) {
       for (String p : flagPatterns) {
         String pattern = p.strip();
-        HandlerOverrides.checkPattern(pattern).ifPresentOrElse(
-            wrong -> problems.add(FLAG + " " + wrong), () -> rules.add(new Rule(pattern,
-                Source.flag(FLAG))));
+        HandlerOverrides.checkPattern(pattern)
+            .ifPresentOrElse(
+                wrong -> problems.add(FLAG + " " + wrong),
+                () -> rules.add(new Rule(pattern, Source.flag(FLAG))));
       }
     } else {
-      file.dev().requireApproval().forEach(v -> rules.add(new Rule(v.text(),
-          Source.file(file.at(v.line())))));
+      file.dev()
+          .requireApproval()
+          .forEach(v -> rules.add(new Rule(v.text(), Source.file(file.at(v.line())))));
     }
     Optional<Duration> timeout = Optional.empty();
     if (flagTimeout != null) {
       if (flagTimeout.isZero()) {
-        problems.add(TIMEOUT_FLAG + " must be longer than zero, e.g. 5m (leave it out for no"
-            + " expiry)");
+        problems.add(
+            TIMEOUT_FLAG + " must be longer than zero, e.g. 5m (leave it out for no" + " expiry)");
       } else {
         timeout = Optional.of(flagTimeout);
       }
@@ -100,7 +102,9 @@ public record ApprovalPolicy(List<Rule> rules, Optional<Duration> timeout) {
 
   /** The patterns that match none of {@code keys}, in order (most likely a typo). */
   public List<String> unmatched(List<String> keys) {
-    return rules.stream().map(Rule::pattern)
-        .filter(p -> keys.stream().noneMatch(k -> HandlerOverrides.matches(p, k))).toList();
+    return rules.stream()
+        .map(Rule::pattern)
+        .filter(p -> keys.stream().noneMatch(k -> HandlerOverrides.matches(p, k)))
+        .toList();
   }
 }

@@ -9,11 +9,11 @@ import java.util.Locale;
 import java.util.Objects;
 
 /**
- * {@code call} on a terminal when its call is held for approval: shows the approval and asks
- * {@code approve? [y/N/e(dit)]}. {@code y} approves, {@code n} or nothing denies, {@code e} asks
- * for replacement arguments (one line of JSON) and approves with them; anything else is asked
- * again. Arguments that are not JSON or break the handler's schema are told and asked for again;
- * the approval stays waiting meanwhile.
+ * {@code call} on a terminal when its call is held for approval: shows the approval and asks {@code
+ * approve? [y/N/e(dit)]}. {@code y} approves, {@code n} or nothing denies, {@code e} asks for
+ * replacement arguments (one line of JSON) and approves with them; anything else is asked again.
+ * Arguments that are not JSON or break the handler's schema are told and asked for again; the
+ * approval stays waiting meanwhile.
  */
 public final class ApprovalPrompt {
   private final BufferedReader in;
@@ -27,18 +27,26 @@ public final class ApprovalPrompt {
   }
 
   /**
-   * Asks about the {@code approval_required} event {@code approval} until it is answered, it is
-   * no longer waiting, or the input ends (it then stays waiting for another answer).
+   * Asks about the {@code approval_required} event {@code approval} until it is answered, it is no
+   * longer waiting, or the input ends (it then stays waiting for another answer).
    */
   public void ask(JsonNode approval) {
     String id = approval.path("approval_id").asText();
-    out.println(approval.path("tool").asText() + "@" + approval.path("version").asText()
-        + " is held for approval " + id + " (" + approval.path("reason").asText() + ")"
-        + (approval.path("expires_at").asText().isEmpty() ? ""
-            : ", expires " + approval.path("expires_at").asText()));
+    out.println(
+        approval.path("tool").asText()
+            + "@"
+            + approval.path("version").asText()
+            + " is held for approval "
+            + id
+            + " ("
+            + approval.path("reason").asText()
+            + ")"
+            + (approval.path("expires_at").asText().isEmpty()
+                ? ""
+                : ", expires " + approval.path("expires_at").asText()));
     JsonNode args = approval.get("args");
-    out.println("args: " + (args != null ? Json.pretty(args)
-        : approval.path("args_text").asText()));
+    out.println(
+        "args: " + (args != null ? Json.pretty(args) : approval.path("args_text").asText()));
     while (true) {
       String answer = line("approve? [y/N/e(dit)] ");
       if (answer == null) {
@@ -63,7 +71,10 @@ public final class ApprovalPrompt {
         if (send(id, true, json)) {
           return;
         }
-      } else if (a.equals("y") || a.equals("yes") || a.isEmpty() || a.equals("n")
+      } else if (a.equals("y")
+          || a.equals("yes")
+          || a.isEmpty()
+          || a.equals("n")
           || a.equals("no")) {
         if (send(id, a.startsWith("y"), null)) {
           return;
@@ -78,8 +89,10 @@ public final class ApprovalPrompt {
   private boolean send(String id, boolean approved, String args) {
     try {
       client.answer(id, approved, null, args);
-      out.println(approved ? "approved " + id + (args != null ? " with the new args" : "")
-          : "denied " + id);
+      out.println(
+          approved
+              ? "approved " + id + (args != null ? " with the new args" : "")
+              : "denied " + id);
       out.flush();
       return true;
     } catch (ControlRequestException e) {

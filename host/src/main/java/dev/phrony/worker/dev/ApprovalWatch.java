@@ -6,14 +6,15 @@ import java.util.Objects;
 import java.util.function.Consumer;
 
 /**
- * What {@code call} does while it waits for its outcome: it follows its session's events, and
- * when its call is held for approval hands that {@code approval_required} event to a handler
- * (once), which says so or asks the person at the terminal. The follow is in place before this
- * returns, so a call submitted afterwards cannot be held unseen.
+ * What {@code call} does while it waits for its outcome: it follows its session's events, and when
+ * its call is held for approval hands that {@code approval_required} event to a handler (once),
+ * which says so or asks the person at the terminal. The follow is in place before this returns, so
+ * a call submitted afterwards cannot be held unseen.
  */
 public final class ApprovalWatch implements AutoCloseable {
   /** How long closing waits for the watch to see the call's end. */
   static final long SETTLE_MS = 2000;
+
   private final ControlClient.EventStream stream;
   private final Thread thread;
 
@@ -23,16 +24,16 @@ public final class ApprovalWatch implements AutoCloseable {
   }
 
   /**
-   * Starts watching for {@code request} (which names its session): its call is the first
-   * {@code tool_call} of its tool and version from now on.
+   * Starts watching for {@code request} (which names its session): its call is the first {@code
+   * tool_call} of its tool and version from now on.
    *
    * @param newSession true when the session is new (no event of it to skip)
-   * @param onHeld gets the {@code approval_required} event; runs on the watch's own thread and
-   *     may block (a prompt)
+   * @param onHeld gets the {@code approval_required} event; runs on the watch's own thread and may
+   *     block (a prompt)
    * @throws ControlUnreachableException when no dev answers
    */
-  public static ApprovalWatch start(ControlClient client, CallRequest request,
-      boolean newSession, Consumer<JsonNode> onHeld) {
+  public static ApprovalWatch start(
+      ControlClient client, CallRequest request, boolean newSession, Consumer<JsonNode> onHeld) {
     Objects.requireNonNull(request.sessionId(), "the request's session");
     long after = 0;
     if (!newSession) {
@@ -45,14 +46,17 @@ public final class ApprovalWatch implements AutoCloseable {
       }
     }
     ControlClient.EventStream stream = client.events(request.sessionId(), after, true);
-    Thread thread = Thread.ofPlatform().daemon().name("phrony-call-approval-watch")
-        .unstarted(() -> watch(stream, request, onHeld));
+    Thread thread =
+        Thread.ofPlatform()
+            .daemon()
+            .name("phrony-call-approval-watch")
+            .unstarted(() -> watch(stream, request, onHeld));
     thread.start();
     return new ApprovalWatch(stream, thread);
   }
 
-  private static void watch(ControlClient.EventStream stream, CallRequest request,
-      Consumer<JsonNode> onHeld) {
+  private static void watch(
+      ControlClient.EventStream stream, CallRequest request, Consumer<JsonNode> onHeld) {
     String callId = null;
     for (String line = stream.next(); line != null; line = stream.next()) {
       JsonNode e;
@@ -63,7 +67,8 @@ public final class ApprovalWatch implements AutoCloseable {
       }
       String type = e.path("type").asText();
       String id = e.path("call_id").asText();
-      if (callId == null && type.equals(SessionEvents.TOOL_CALL)
+      if (callId == null
+          && type.equals(SessionEvents.TOOL_CALL)
           && e.path("tool").asText().equals(request.tool())
           && e.path("version").asText().equals(request.version())) {
         callId = id;

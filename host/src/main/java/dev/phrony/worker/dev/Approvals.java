@@ -25,11 +25,11 @@ import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
- * The embedded runtime's human-in-the-loop gate: a call its {@link ApprovalPolicy} names is
- * held before dispatch, as {@code approval_required}, until a human approves it (as proposed,
- * or with replacement arguments that must fit the handler's input schema), denies it, or its
- * wait expires. Only an approved call goes on to a worker; the others end with a tool error
- * without any worker seeing them.
+ * The embedded runtime's human-in-the-loop gate: a call its {@link ApprovalPolicy} names is held
+ * before dispatch, as {@code approval_required}, until a human approves it (as proposed, or with
+ * replacement arguments that must fit the handler's input schema), denies it, or its wait expires.
+ * Only an approved call goes on to a worker; the others end with a tool error without any worker
+ * seeing them.
  *
  * <p>One owner: each approval is added, answered, expired or withdrawn under this object's lock,
  * exactly once; its verdict future completes outside the lock, on the thread that settled it (a
@@ -39,12 +39,13 @@ public final class Approvals implements AutoCloseable {
 
   /** The tool error code of a denied call, as the model reads it. */
   public static final String DENIED = "approval_denied";
+
   /** The tool error code of a call whose approval expired, as the model reads it. */
   public static final String EXPIRED = "approval_expired";
 
   /**
-   * A held call waiting for its answer: the fields of the runtime's
-   * {@code RunSessionInteractiveApprovalRequired}.
+   * A held call waiting for its answer: the fields of the runtime's {@code
+   * RunSessionInteractiveApprovalRequired}.
    *
    * @param approvalId what the answer names, e.g. {@code ap-1a2b3c4d}
    * @param call the call as proposed
@@ -52,7 +53,11 @@ public final class Approvals implements AutoCloseable {
    * @param requestedAt when it was held
    * @param expiresAt when it expires, if it does
    */
-  public record Pending(String approvalId, Call call, String reason, Instant requestedAt,
+  public record Pending(
+      String approvalId,
+      Call call,
+      String reason,
+      Instant requestedAt,
       Optional<Instant> expiresAt) {
 
     /** One human answers a dev approval (a runtime policy may ask for more). */
@@ -66,8 +71,8 @@ public final class Approvals implements AutoCloseable {
     }
 
     /**
-     * The approval as the event stream and {@code GET /v1/approvals} show it: the runtime's
-     * field names, {@code expires_at} RFC 3339 or empty.
+     * The approval as the event stream and {@code GET /v1/approvals} show it: the runtime's field
+     * names, {@code expires_at} RFC 3339 or empty.
      */
     ObjectNode toJson() {
       ObjectNode o = Json.object();
@@ -106,8 +111,8 @@ public final class Approvals implements AutoCloseable {
   public record Withdrawn(Outcome.Kind kind) implements Verdict {}
 
   /**
-   * A call held: its approval (null when it was refused at once, dev stopping), and the verdict
-   * to come (always completed normally).
+   * A call held: its approval (null when it was refused at once, dev stopping), and the verdict to
+   * come (always completed normally).
    */
   public record Hold(Pending pending, CompletableFuture<Verdict> verdict) {}
 
@@ -141,17 +146,18 @@ public final class Approvals implements AutoCloseable {
   private final Scheduler scheduler;
   private final InstantSource clock;
   private final Function<String, ArgsCheck> checks;
+
   /** Waiting approvals in the order they were held. Guarded by {@code this}. */
   private final Map<String, Entry> waiting = new LinkedHashMap<>();
+
   private boolean closed;
 
   /**
    * @param scheduler the expiry timers, and the clock of {@code expires_at}
-   * @param checks the input schema check of a {@code tool@version} ({@link ArgsCheck#NONE} when
-   *     its schema is unknown, e.g. a handler served by another worker)
+   * @param checks the input schema check of a {@code tool@version} ({@link ArgsCheck#NONE} when its
+   *     schema is unknown, e.g. a handler served by another worker)
    */
-  public Approvals(ApprovalPolicy policy, Scheduler scheduler,
-      Function<String, ArgsCheck> checks) {
+  public Approvals(ApprovalPolicy policy, Scheduler scheduler, Function<String, ArgsCheck> checks) {
     this.policy = Objects.requireNonNull(policy, "policy");
     this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
     this.clock = scheduler.clock();
@@ -159,15 +165,20 @@ public final class Approvals implements AutoCloseable {
   }
 
   /**
-   * The input schema checks of the handlers {@code catalog} serves now ({@link ArgsCheck#NONE}
-   * for a key it does not serve, e.g. one of another worker's): the compiled schemas the worker
-   * itself checks calls against.
+   * The input schema checks of the handlers {@code catalog} serves now ({@link ArgsCheck#NONE} for
+   * a key it does not serve, e.g. one of another worker's): the compiled schemas the worker itself
+   * checks calls against.
    */
   public static Function<String, ArgsCheck> schemasOf(Supplier<HandlerCatalog> catalog) {
     return key -> {
       int at = key.indexOf('@');
-      return at < 0 ? ArgsCheck.NONE : catalog.get().find(key.substring(0, at),
-          key.substring(at + 1)).map(HandlerCatalog.Entry::argsCheck).orElse(ArgsCheck.NONE);
+      return at < 0
+          ? ArgsCheck.NONE
+          : catalog
+              .get()
+              .find(key.substring(0, at), key.substring(at + 1))
+              .map(HandlerCatalog.Entry::argsCheck)
+              .orElse(ArgsCheck.NONE);
     };
   }
 
@@ -177,11 +188,11 @@ public final class Approvals implements AutoCloseable {
 
   /**
    * Holds {@code call} if the policy names it. {@code announce} hears the approval before anyone
-   * can answer it or it can expire, so {@code approval_required} always comes before the
-   * call's end; it runs under this object's lock: be quick, and do not call back.
+   * can answer it or it can expire, so {@code approval_required} always comes before the call's
+   * end; it runs under this object's lock: be quick, and do not call back.
    *
-   * @return the hold, or empty when the call needs no approval; once closed (dev is stopping)
-   *     a call that needs one is withdrawn at once, unannounced
+   * @return the hold, or empty when the call needs no approval; once closed (dev is stopping) a
+   *     call that needs one is withdrawn at once, unannounced
    */
   public Optional<Hold> hold(Call call, Consumer<Pending> announce) {
     Optional<ApprovalPolicy.Rule> rule = policy.match(call.key());
@@ -191,21 +202,30 @@ public final class Approvals implements AutoCloseable {
     Instant now = clock.instant();
     synchronized (this) {
       if (closed) {
-        return Optional.of(new Hold(null, CompletableFuture.completedFuture(
-            new Withdrawn(Outcome.Kind.SHUTDOWN))));
+        return Optional.of(
+            new Hold(
+                null, CompletableFuture.completedFuture(new Withdrawn(Outcome.Kind.SHUTDOWN))));
       }
       String id;
       do {
         id = "ap-" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt());
       } while (waiting.containsKey(id));
-      Pending p = new Pending(id, call, "require-approval " + rule.get().pattern() + " ("
-          + rule.get().source() + ")", now, policy.timeout().map(now::plus));
+      Pending p =
+          new Pending(
+              id,
+              call,
+              "require-approval " + rule.get().pattern() + " (" + rule.get().source() + ")",
+              now,
+              policy.timeout().map(now::plus));
       Entry e = new Entry(p);
       announce.accept(p);
       waiting.put(id, e);
       String held = id;
-      e.timer = policy.timeout().map(t -> scheduler.schedule(() -> expire(held), t))
-          .orElse(Scheduler.NONE);
+      e.timer =
+          policy
+              .timeout()
+              .map(t -> scheduler.schedule(() -> expire(held), t))
+              .orElse(Scheduler.NONE);
       return Optional.of(new Hold(p, e.verdict));
     }
   }
@@ -243,8 +263,10 @@ public final class Approvals implements AutoCloseable {
     } else {
       // Checked outside the lock: a schema may be slow, and the approval cannot change meanwhile
       // except by ending, which settle() sees.
-      String violation = checks.apply(call.key())
-          .violation(ByteBuffer.wrap(args.getBytes(StandardCharsets.UTF_8)));
+      String violation =
+          checks
+              .apply(call.key())
+              .violation(ByteBuffer.wrap(args.getBytes(StandardCharsets.UTF_8)));
       if (violation != null) {
         return new ArgsRefused(found.get(), violation);
       }
@@ -267,14 +289,17 @@ public final class Approvals implements AutoCloseable {
   public List<String> withdrawSession(String sessionId) {
     List<Entry> ended = new ArrayList<>();
     synchronized (this) {
-      waiting.values().removeIf(e -> {
-        if (e.pending.call().sessionId().equals(sessionId)) {
-          e.timer.cancel();
-          ended.add(e);
-          return true;
-        }
-        return false;
-      });
+      waiting
+          .values()
+          .removeIf(
+              e -> {
+                if (e.pending.call().sessionId().equals(sessionId)) {
+                  e.timer.cancel();
+                  ended.add(e);
+                  return true;
+                }
+                return false;
+              });
     }
     ended.forEach(e -> e.verdict.complete(new Withdrawn(Outcome.Kind.CANCELLED)));
     return ended.stream().map(e -> e.pending.call().callId()).toList();
@@ -295,8 +320,8 @@ public final class Approvals implements AutoCloseable {
 
   private void expire(String approvalId) {
     // The timeout as set, not as the timer happened to fire: the model reads a stable text.
-    settle(approvalId).ifPresent(e -> e.verdict.complete(
-        new Expired(policy.timeout().orElseThrow())));
+    settle(approvalId)
+        .ifPresent(e -> e.verdict.complete(new Expired(policy.timeout().orElseThrow())));
   }
 
   /** Takes a waiting approval out, its timer cancelled; empty if it is no longer waiting. */

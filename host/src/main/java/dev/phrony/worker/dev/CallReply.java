@@ -62,8 +62,8 @@ public final class CallReply {
   }
 
   /**
-   * A call's ids and key, and with {@code withArgs} its arguments ({@code args}, or
-   * {@code args_text} when they are not JSON): the fields every answer and event names a call by.
+   * A call's ids and key, and with {@code withArgs} its arguments ({@code args}, or {@code
+   * args_text} when they are not JSON): the fields every answer and event names a call by.
    */
   static ObjectNode callFields(Call call, boolean withArgs) {
     ObjectNode o = Json.object();

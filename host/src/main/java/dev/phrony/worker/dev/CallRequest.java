@@ -26,18 +26,20 @@ import java.util.regex.Pattern;
  * @param version the handler version; {@value ToolDescriptor#DEFAULT_VERSION} (what the runtime
  *     routes unversioned bindings to) when not given
  * @param args the arguments: one JSON value, {@code {}} when not given
- * @param sessionId the session the call belongs to (so that it can be cancelled with the
- *     session), or null for a fresh one
+ * @param sessionId the session the call belongs to (so that it can be cancelled with the session),
+ *     or null for a fresh one
  * @param deadline how long the call may take from its submission, or null for the runtime's own
  *     bound; the handler sees it as {@code deadline_unix_ms}
  */
-public record CallRequest(String tool, String version, String args, String sessionId,
-    Duration deadline) {
+public record CallRequest(
+    String tool, String version, String args, String sessionId, Duration deadline) {
 
   private static final Pattern TOOL = Pattern.compile("[A-Za-z0-9._-]+");
   private static final Pattern VERSION = Pattern.compile("[A-Za-z0-9._+-]+");
+
   /** {@code {city:} }: what is left of {@code '{"city":...}'} when a shell ate the quotes. */
   private static final Pattern UNQUOTED_NAME = Pattern.compile("[{,]\\s*[A-Za-z_][\\w.-]*\\s*:");
+
   private static final List<String> FIELDS =
       List.of("tool", "version", "args", "session_id", "deadline_ms");
 
@@ -51,30 +53,41 @@ public record CallRequest(String tool, String version, String args, String sessi
       throw new IllegalArgumentException("tool is required, e.g. \"weather.get-forecast\"");
     }
     if (tool.contains("@")) {
-      throw new IllegalArgumentException("tool '" + tool + "' contains '@': give the version "
-          + "apart (\"tool\": \"echo\", \"version\": \"1.0.0\")");
+      throw new IllegalArgumentException(
+          "tool '"
+              + tool
+              + "' contains '@': give the version "
+              + "apart (\"tool\": \"echo\", \"version\": \"1.0.0\")");
     }
     if (!TOOL.matcher(tool).matches()) {
-      throw new IllegalArgumentException("tool '" + tool + "' can never be served: tool names "
-          + "use only letters, digits, '.', '_' and '-'");
+      throw new IllegalArgumentException(
+          "tool '"
+              + tool
+              + "' can never be served: tool names "
+              + "use only letters, digits, '.', '_' and '-'");
     }
     version = version == null ? ToolDescriptor.DEFAULT_VERSION : version;
     if (!VERSION.matcher(version).matches()) {
-      throw new IllegalArgumentException("version '" + version + "' can never be served: "
-          + "versions use only letters, digits, '.', '_', '+' and '-' (leave it out for "
-          + "unversioned handlers: " + ToolDescriptor.DEFAULT_VERSION + ")");
+      throw new IllegalArgumentException(
+          "version '"
+              + version
+              + "' can never be served: "
+              + "versions use only letters, digits, '.', '_', '+' and '-' (leave it out for "
+              + "unversioned handlers: "
+              + ToolDescriptor.DEFAULT_VERSION
+              + ")");
     }
     args = args == null ? "{}" : args;
     sessionId = sessionId == null || sessionId.isBlank() ? null : sessionId;
     if (sessionId != null
         && sessionId.chars().anyMatch(c -> c == ':' || Character.isISOControl(c))) {
       // The runtime builds call ids as session:agent_version:turn:index.
-      throw new IllegalArgumentException("session id '" + sessionId
-          + "' must not contain ':' or control characters");
+      throw new IllegalArgumentException(
+          "session id '" + sessionId + "' must not contain ':' or control characters");
     }
     if (deadline != null && (deadline.isNegative() || deadline.isZero())) {
-      throw new IllegalArgumentException("deadline must be positive, got " + deadline.toMillis()
-          + " ms");
+      throw new IllegalArgumentException(
+          "deadline must be positive, got " + deadline.toMillis() + " ms");
     }
   }
 
@@ -94,15 +107,22 @@ public record CallRequest(String tool, String version, String args, String sessi
    *
    * @throws UserErrorException when the key is malformed
    */
-  public static CallRequest of(String toolAtVersion, String args, String sessionId,
-      Duration deadline) {
+  public static CallRequest of(
+      String toolAtVersion, String args, String sessionId, Duration deadline) {
     Objects.requireNonNull(toolAtVersion, "toolAtVersion");
     int at = toolAtVersion.indexOf('@');
     String tool = at < 0 ? toolAtVersion : toolAtVersion.substring(0, at);
     String version = at < 0 ? null : toolAtVersion.substring(at + 1);
     if (version != null && version.isEmpty()) {
-      throw new UserErrorException("'" + toolAtVersion + "' has an empty version: write "
-          + tool + "@VERSION, or just " + tool + " for " + ToolDescriptor.DEFAULT_VERSION);
+      throw new UserErrorException(
+          "'"
+              + toolAtVersion
+              + "' has an empty version: write "
+              + tool
+              + "@VERSION, or just "
+              + tool
+              + " for "
+              + ToolDescriptor.DEFAULT_VERSION);
     }
     try {
       return new CallRequest(tool, version, args, sessionId, deadline);
@@ -112,8 +132,8 @@ public record CallRequest(String tool, String version, String args, String sessi
   }
 
   /**
-   * {@code text} if it is one JSON value, compacted; otherwise a user error naming
-   * {@code origin} (e.g. "ARGS_JSON") and the line and column of the problem.
+   * {@code text} if it is one JSON value, compacted; otherwise a user error naming {@code origin}
+   * (e.g. "ARGS_JSON") and the line and column of the problem.
    */
   public static String checkArgs(String text, String origin) {
     JsonNode node;
@@ -122,8 +142,9 @@ public record CallRequest(String tool, String version, String args, String sessi
     } catch (SyntaxException e) {
       String hint = "";
       if (!text.contains("\"") && UNQUOTED_NAME.matcher(text).find()) {
-        hint = " (did the shell eat the quotes? put the JSON in single quotes: "
-            + "'{\"key\":\"value\"}')";
+        hint =
+            " (did the shell eat the quotes? put the JSON in single quotes: "
+                + "'{\"key\":\"value\"}')";
       }
       throw new UserErrorException(origin + " is not JSON: " + e.getMessage() + hint, e);
     }
@@ -158,13 +179,17 @@ public record CallRequest(String tool, String version, String args, String sessi
       throw new IllegalArgumentException("the body is not JSON: " + e.getMessage(), e);
     }
     if (!json.isObject()) {
-      throw new IllegalArgumentException("the body must be a JSON object like "
-          + "{\"tool\": \"echo\", \"args\": {}}");
+      throw new IllegalArgumentException(
+          "the body must be a JSON object like " + "{\"tool\": \"echo\", \"args\": {}}");
     }
     for (Map.Entry<String, JsonNode> field : json.properties()) {
       if (!FIELDS.contains(field.getKey())) {
-        throw new IllegalArgumentException("unknown field '" + field.getKey() + "'; the fields "
-            + "are " + String.join(", ", FIELDS));
+        throw new IllegalArgumentException(
+            "unknown field '"
+                + field.getKey()
+                + "'; the fields "
+                + "are "
+                + String.join(", ", FIELDS));
       }
     }
     JsonNode args = json.get("args");
@@ -176,10 +201,12 @@ public record CallRequest(String tool, String version, String args, String sessi
       }
       d = Duration.ofMillis(deadline.longValue());
     }
-    return new CallRequest(text(json, "tool"), text(json, "version"),
-        args == null || args.isNull() ? null : new String(Json.bytes(args),
-            StandardCharsets.UTF_8),
-        text(json, "session_id"), d);
+    return new CallRequest(
+        text(json, "tool"),
+        text(json, "version"),
+        args == null || args.isNull() ? null : new String(Json.bytes(args), StandardCharsets.UTF_8),
+        text(json, "session_id"),
+        d);
   }
 
   private static String text(JsonNode json, String field) {

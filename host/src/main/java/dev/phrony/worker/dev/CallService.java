@@ -25,24 +25,24 @@ import java.util.stream.Collectors;
  * Submits tool calls to the embedded {@link LocalRuntime} as an agent session would, and bounds
  * each one as the runtime bounds a session's call: by its deadline when it has one, else by the
  * runtime's dispatch wait. When the bound passes the runtime gives up on the call (it forgets it
- * and sends {@code cancel} to the worker running it) and the outcome says what it was waiting
- * for, as the runtime's error would: a handler, a free slot, or the worker's answer.
+ * and sends {@code cancel} to the worker running it) and the outcome says what it was waiting for,
+ * as the runtime's error would: a handler, a free slot, or the worker's answer.
  *
  * <p>A call its {@link Approvals} gate names is held before dispatch until a human answers it:
- * approved, it is dispatched (with the replacement arguments, if any), and its deadline counts
- * from then, as the runtime pauses a session's clock while it waits for a human; denied or
- * expired, it ends with the tool error {@value Approvals#DENIED} or {@value Approvals#EXPIRED}
- * and no worker ever sees it.
+ * approved, it is dispatched (with the replacement arguments, if any), and its deadline counts from
+ * then, as the runtime pauses a session's clock while it waits for a human; denied or expired, it
+ * ends with the tool error {@value Approvals#DENIED} or {@value Approvals#EXPIRED} and no worker
+ * ever sees it.
  *
- * <p>Every call is reported to the {@link Listener} when it is submitted, when it is held, and
- * when it ends, which is how {@code dev} prints the {@code tool_call}, {@code approval_required}
- * and {@code tool_result} lines and keeps each session's event stream.
+ * <p>Every call is reported to the {@link Listener} when it is submitted, when it is held, and when
+ * it ends, which is how {@code dev} prints the {@code tool_call}, {@code approval_required} and
+ * {@code tool_result} lines and keeps each session's event stream.
  */
 public final class CallService implements AutoCloseable {
 
   /**
-   * After a call's deadline the worker's own {@code deadline_exceeded} answer is given this long
-   * to arrive before the runtime gives up on the call (and a late answer would be refused).
+   * After a call's deadline the worker's own {@code deadline_exceeded} answer is given this long to
+   * arrive before the runtime gives up on the call (and a late answer would be refused).
    */
   static final Duration DEADLINE_GRACE = Duration.ofSeconds(1);
 
@@ -66,8 +66,8 @@ public final class CallService implements AutoCloseable {
   /**
    * A call and how it ended.
    *
-   * @param hint for a developer, when the outcome has an obvious cause (e.g. which keys are
-   *     served when none matched), or null
+   * @param hint for a developer, when the outcome has an obvious cause (e.g. which keys are served
+   *     when none matched), or null
    */
   public record Completed(Call call, Outcome outcome, String hint) {}
 
@@ -82,30 +82,46 @@ public final class CallService implements AutoCloseable {
   private final LocalRuntime.Subscription invokes;
   private final Approvals approvals;
   private final Map<String, Pending> pending = new ConcurrentHashMap<>();
+
   /** call id to the worker it was invoked on, for calls in {@link #pending}. */
   private final Map<String, String> invokedOn = new ConcurrentHashMap<>();
+
   private final Map<String, Call.Sequence> sessions = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
   /**
-   * @param runtime where calls go; its own dispatch bound should be at least {@code
-   *     dispatchWait} (it ends waiting calls after its queue wait, this service ends the others)
+   * @param runtime where calls go; its own dispatch bound should be at least {@code dispatchWait}
+   *     (it ends waiting calls after its queue wait, this service ends the others)
    * @param dispatchWait the bound on a call without a deadline (the runtime's dispatch wait)
    * @param scheduler the bounds' timers, and the clock of deadlines
    * @param loadProblems plugins of the embedded host that did not load, for hints
    */
-  public CallService(LocalRuntime runtime, Duration dispatchWait, Scheduler scheduler,
-      Listener listener, List<LoadProblem> loadProblems) {
-    this(runtime, dispatchWait, scheduler, listener, loadProblems,
+  public CallService(
+      LocalRuntime runtime,
+      Duration dispatchWait,
+      Scheduler scheduler,
+      Listener listener,
+      List<LoadProblem> loadProblems) {
+    this(
+        runtime,
+        dispatchWait,
+        scheduler,
+        listener,
+        loadProblems,
         new Approvals(ApprovalPolicy.NONE, scheduler, key -> ArgsCheck.NONE));
   }
 
   /**
-   * The same, with calls held for approval as {@code approvals} says; closing this service
-   * closes it.
+   * The same, with calls held for approval as {@code approvals} says; closing this service closes
+   * it.
    */
-  public CallService(LocalRuntime runtime, Duration dispatchWait, Scheduler scheduler,
-      Listener listener, List<LoadProblem> loadProblems, Approvals approvals) {
+  public CallService(
+      LocalRuntime runtime,
+      Duration dispatchWait,
+      Scheduler scheduler,
+      Listener listener,
+      List<LoadProblem> loadProblems,
+      Approvals approvals) {
     this.approvals = Objects.requireNonNull(approvals, "approvals");
     this.loadProblems = List.copyOf(loadProblems);
     this.runtime = Objects.requireNonNull(runtime, "runtime");
@@ -118,15 +134,17 @@ public final class CallService implements AutoCloseable {
 
   private void onEvent(Event e) {
     WorkServerMsg m = e.serverMsg();
-    if (m != null && m.getBodyCase() == WorkServerMsg.BodyCase.INVOKE
-        && pending.containsKey(e.callId()) && e.workerId() != null) {
+    if (m != null
+        && m.getBodyCase() == WorkServerMsg.BodyCase.INVOKE
+        && pending.containsKey(e.callId())
+        && e.workerId() != null) {
       invokedOn.put(e.callId(), e.workerId());
     }
   }
 
   /**
-   * Dispatches a call; the future always completes normally, at the latest soon after the
-   * call's bound.
+   * Dispatches a call; the future always completes normally, at the latest soon after the call's
+   * bound.
    *
    * @throws IllegalStateException once the service is closed (dev is stopping)
    */
@@ -134,11 +152,13 @@ public final class CallService implements AutoCloseable {
     if (closed) {
       throw new IllegalStateException("dev is shutting down");
     }
-    Call call = request.sessionId() == null
-        ? Call.of(request.tool(), request.version(), request.args())
-        : sessions.computeIfAbsent(request.sessionId(),
-            s -> Call.sequence(s, Call.LOCAL_AGENT_VERSION))
-            .next(request.tool(), request.version(), request.args());
+    Call call =
+        request.sessionId() == null
+            ? Call.of(request.tool(), request.version(), request.args())
+            : sessions
+                .computeIfAbsent(
+                    request.sessionId(), s -> Call.sequence(s, Call.LOCAL_AGENT_VERSION))
+                .next(request.tool(), request.version(), request.args());
     Pending p = new Pending(call, clock.instant());
     pending.put(call.callId(), p);
     listener.submitted(call);
@@ -147,8 +167,13 @@ public final class CallService implements AutoCloseable {
     if (!advertisedKeys().contains(call.key())) {
       // Nobody serves it: waiting out the dispatch for "no handler" would only cost the
       // developer the wait (a typo, a plugin that did not load), or a human an approval.
-      finish(p, new Outcome.DispatchError(Outcome.Kind.NO_HANDLER, NO_HANDLER,
-          new Outcome.Trace(call.callId(), null, Duration.ZERO, false)), done);
+      finish(
+          p,
+          new Outcome.DispatchError(
+              Outcome.Kind.NO_HANDLER,
+              NO_HANDLER,
+              new Outcome.Trace(call.callId(), null, Duration.ZERO, false)),
+          done);
       return done;
     }
     Optional<Approvals.Hold> hold = approvals.hold(call, listener::approvalRequired);
@@ -156,18 +181,37 @@ public final class CallService implements AutoCloseable {
       dispatch(p, call, request.deadline(), done);
       return done;
     }
-    hold.get().verdict().thenAccept(verdict -> {
-      switch (verdict) {
-        case Approvals.Approved a -> dispatch(p, a.call(), request.deadline(), done);
-        case Approvals.Denied d -> finish(p, notRun(p, Approvals.DENIED, "denied by the reviewer"
-            + (d.comment().isBlank() ? "" : ": " + d.comment().strip())), done);
-        case Approvals.Expired e -> finish(p, notRun(p, Approvals.EXPIRED,
-            "approval timed out after " + human(e.timeout())), done);
-        case Approvals.Withdrawn w -> finish(p, new Outcome.DispatchError(w.kind(),
-            w.kind() == Outcome.Kind.CANCELLED ? CANCELLED : SHUTTING_DOWN,
-            trace(p, null)), done);
-      }
-    });
+    hold.get()
+        .verdict()
+        .thenAccept(
+            verdict -> {
+              switch (verdict) {
+                case Approvals.Approved a -> dispatch(p, a.call(), request.deadline(), done);
+                case Approvals.Denied d ->
+                    finish(
+                        p,
+                        notRun(
+                            p,
+                            Approvals.DENIED,
+                            "denied by the reviewer"
+                                + (d.comment().isBlank() ? "" : ": " + d.comment().strip())),
+                        done);
+                case Approvals.Expired e ->
+                    finish(
+                        p,
+                        notRun(
+                            p, Approvals.EXPIRED, "approval timed out after " + human(e.timeout())),
+                        done);
+                case Approvals.Withdrawn w ->
+                    finish(
+                        p,
+                        new Outcome.DispatchError(
+                            w.kind(),
+                            w.kind() == Outcome.Kind.CANCELLED ? CANCELLED : SHUTTING_DOWN,
+                            trace(p, null)),
+                        done);
+              }
+            });
     return done;
   }
 
@@ -177,16 +221,16 @@ public final class CallService implements AutoCloseable {
   }
 
   private Outcome.Trace trace(Pending p, String workerId) {
-    return new Outcome.Trace(p.call().callId(), workerId,
-        Duration.between(p.submittedAt(), clock.instant()), false);
+    return new Outcome.Trace(
+        p.call().callId(), workerId, Duration.between(p.submittedAt(), clock.instant()), false);
   }
 
   /**
-   * Dispatches {@code call} and bounds it: by its deadline, counted from now, when it has one,
-   * else by the dispatch wait.
+   * Dispatches {@code call} and bounds it: by its deadline, counted from now, when it has one, else
+   * by the dispatch wait.
    */
-  private void dispatch(Pending held, Call call, Duration deadline,
-      CompletableFuture<Completed> done) {
+  private void dispatch(
+      Pending held, Call call, Duration deadline, CompletableFuture<Completed> done) {
     Duration bound = dispatchWait;
     if (deadline != null) {
       call = call.withDeadline(clock.instant().plus(deadline));
@@ -198,19 +242,23 @@ public final class CallService implements AutoCloseable {
       return; // ended meanwhile
     }
     CompletableFuture<Outcome> dispatched = runtime.dispatch(call);
-    Scheduler.Handle timer = scheduler.schedule(() -> {
-      Outcome given = givenUp(p);
-      // Cancelling makes the runtime forget the call and send cancel to its worker.
-      if (!dispatched.isDone() && dispatched.cancel(true)) {
-        finish(p, given, done);
-      }
-    }, bound);
-    dispatched.whenComplete((outcome, failure) -> {
-      if (outcome != null) {
-        timer.cancel();
-        finish(p, outcome, done);
-      }
-    });
+    Scheduler.Handle timer =
+        scheduler.schedule(
+            () -> {
+              Outcome given = givenUp(p);
+              // Cancelling makes the runtime forget the call and send cancel to its worker.
+              if (!dispatched.isDone() && dispatched.cancel(true)) {
+                finish(p, given, done);
+              }
+            },
+            bound);
+    dispatched.whenComplete(
+        (outcome, failure) -> {
+          if (outcome != null) {
+            timer.cancel();
+            finish(p, outcome, done);
+          }
+        });
   }
 
   private void finish(Pending p, Outcome outcome, CompletableFuture<Completed> done) {
@@ -238,7 +286,8 @@ public final class CallService implements AutoCloseable {
     boolean advertised = advertisedKeys().contains(p.call().key());
     return new Outcome.DispatchError(
         advertised ? Outcome.Kind.CAPACITY_EXHAUSTED : Outcome.Kind.NO_HANDLER,
-        (advertised ? CAPACITY_EXHAUSTED : NO_HANDLER) + "\n" + DEADLINE_EXCEEDED, trace);
+        (advertised ? CAPACITY_EXHAUSTED : NO_HANDLER) + "\n" + DEADLINE_EXCEEDED,
+        trace);
   }
 
   private String hint(Call call, Outcome outcome) {
@@ -248,51 +297,62 @@ public final class CallService implements AutoCloseable {
     return switch (e.kind()) {
       case NO_HANDLER -> {
         TreeSet<String> keys = advertisedKeys();
-        String served = keys.isEmpty() ? "no worker is registered with the runtime"
-            : "no worker serves " + call.key() + "; served: " + String.join(", ", keys);
+        String served =
+            keys.isEmpty()
+                ? "no worker is registered with the runtime"
+                : "no worker serves " + call.key() + "; served: " + String.join(", ", keys);
         yield served + notLoaded(call.tool());
       }
       case CAPACITY_EXHAUSTED -> "every slot of " + call.key() + " stayed busy";
-      case TIMEOUT -> "the call took longer than "
-          + (call.deadlineUnixMs() > 0 ? "its deadline" : human(dispatchWait)
-              + " (the runtime's dispatch wait; give a longer deadline with --timeout)");
+      case TIMEOUT ->
+          "the call took longer than "
+              + (call.deadlineUnixMs() > 0
+                  ? "its deadline"
+                  : human(dispatchWait)
+                      + " (the runtime's dispatch wait; give a longer deadline with --timeout)");
       default -> null;
     };
   }
 
   /**
-   * The plugins that failed to load, for a tool nobody serves: the one whose problem names the
-   * tool (it would have served it), else all of them (one of them may have).
+   * The plugins that failed to load, for a tool nobody serves: the one whose problem names the tool
+   * (it would have served it), else all of them (one of them may have).
    */
   private String notLoaded(String tool) {
     if (loadProblems.isEmpty()) {
       return "";
     }
-    List<LoadProblem> named = loadProblems.stream()
-        .filter(p -> p.reason().contains(tool)).toList();
+    List<LoadProblem> named = loadProblems.stream().filter(p -> p.reason().contains(tool)).toList();
     List<LoadProblem> shown = named.isEmpty() ? loadProblems : named;
-    String list = shown.stream().map(p -> p.plugin() + " (" + p.reason() + ")")
-        .collect(Collectors.joining("; "));
+    String list =
+        shown.stream()
+            .map(p -> p.plugin() + " (" + p.reason() + ")")
+            .collect(Collectors.joining("; "));
     return named.isEmpty()
         ? "; " + shown.size() + " plugin(s) failed to load and may have served it: " + list
         : "; it would be served by a plugin that failed to load: " + list;
   }
 
   private TreeSet<String> advertisedKeys() {
-    return runtime.workers().stream().flatMap(w -> w.handlers().stream())
-        .map(WorkerView.HandlerView::key).collect(Collectors.toCollection(TreeSet::new));
+    return runtime.workers().stream()
+        .flatMap(w -> w.handlers().stream())
+        .map(WorkerView.HandlerView::key)
+        .collect(Collectors.toCollection(TreeSet::new));
   }
 
   /**
-   * Cancels a session as the runtime does: its calls are forgotten (they end
-   * {@code cancelled}) and the workers running them get {@code cancel}.
+   * Cancels a session as the runtime does: its calls are forgotten (they end {@code cancelled}) and
+   * the workers running them get {@code cancel}.
    *
    * @return the ids of the calls of that session that were in flight, sorted
    */
   public List<String> cancelSession(String sessionId) {
-    List<String> ids = pending.values().stream()
-        .filter(p -> p.call().sessionId().equals(sessionId))
-        .map(p -> p.call().callId()).sorted().toList();
+    List<String> ids =
+        pending.values().stream()
+            .filter(p -> p.call().sessionId().equals(sessionId))
+            .map(p -> p.call().callId())
+            .sorted()
+            .toList();
     approvals.withdrawSession(sessionId);
     runtime.cancelSession(sessionId);
     return ids;
@@ -326,7 +386,8 @@ public final class CallService implements AutoCloseable {
 
   static String human(Duration d) {
     long ms = d.toMillis();
-    return ms >= 60_000 && ms % 60_000 == 0 ? d.toMinutes() + "m"
+    return ms >= 60_000 && ms % 60_000 == 0
+        ? d.toMinutes() + "m"
         : ms % 1000 == 0 ? d.toSeconds() + "s" : ms + "ms";
   }
 }

@@ -33,18 +33,21 @@ import java.util.concurrent.ConcurrentHashMap;
  * 12:00:30.100 worker_disconnected worker_id=w1 status=OK
  * </pre>
  *
- * Arguments and payloads are never printed, only their sizes. Each event is one line (the
- * {@code approval_required} example above is wrapped here only).
+ * Arguments and payloads are never printed, only their sizes. Each event is one line (the {@code
+ * approval_required} example above is wrapped here only).
  */
 final class Console implements CallService.Listener {
-  private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss.SSS", Locale.ROOT);
+  private static final DateTimeFormatter TIME =
+      DateTimeFormatter.ofPattern("HH:mm:ss.SSS", Locale.ROOT);
   private static final DateTimeFormatter EXPIRES =
       DateTimeFormatter.ofPattern("HH:mm:ss", Locale.ROOT);
 
   private final PrintWriter out;
   private final Clock clock;
+
   /** Given to the answer commands when it is not their default. */
   private final String controlUrl;
+
   /** Handlers sent in {@code register}, by stream, until the runtime answers {@code registered}. */
   private final Map<Long, List<String>> registering = new ConcurrentHashMap<>();
 
@@ -56,20 +59,39 @@ final class Console implements CallService.Listener {
 
   @Override
   public void submitted(Call call) {
-    line("tool_call   call_id=" + call.callId() + " tool=" + call.key() + " args="
-        + call.args().length + "B");
+    line(
+        "tool_call   call_id="
+            + call.callId()
+            + " tool="
+            + call.key()
+            + " args="
+            + call.args().length
+            + "B");
   }
 
   @Override
   public void approvalRequired(Approvals.Pending p) {
-    String control = ControlClient.DEFAULT_URL.equals(controlUrl) ? ""
-        : " --control " + controlUrl;
-    line("approval_required approval_id=" + p.approvalId() + " call_id=" + p.call().callId()
-        + " tool=" + p.call().key() + " args=" + p.call().args().length + "B"
-        + p.expiresAt().map(t -> " expires=" + LocalTime.ofInstant(t, clock.getZone())
-            .format(EXPIRES)).orElse("")
-        + " answer: bin/phrony-worker approve " + p.approvalId() + control + " [--args JSON]"
-        + " | bin/phrony-worker deny " + p.approvalId() + control);
+    String control = ControlClient.DEFAULT_URL.equals(controlUrl) ? "" : " --control " + controlUrl;
+    line(
+        "approval_required approval_id="
+            + p.approvalId()
+            + " call_id="
+            + p.call().callId()
+            + " tool="
+            + p.call().key()
+            + " args="
+            + p.call().args().length
+            + "B"
+            + p.expiresAt()
+                .map(t -> " expires=" + LocalTime.ofInstant(t, clock.getZone()).format(EXPIRES))
+                .orElse("")
+            + " answer: bin/phrony-worker approve "
+            + p.approvalId()
+            + control
+            + " [--args JSON]"
+            + " | bin/phrony-worker deny "
+            + p.approvalId()
+            + control);
   }
 
   @Override
@@ -77,12 +99,15 @@ final class Console implements CallService.Listener {
     Outcome o = c.outcome();
     StringBuilder b = new StringBuilder("tool_result call_id=").append(c.call().callId());
     switch (o) {
-      case Outcome.Result r -> b.append(" outcome=result size=").append(r.payload().length)
-          .append('B');
-      case Outcome.ToolError e -> b.append(" outcome=tool_error code=")
-          .append(e.code().isEmpty() ? "\"\"" : e.code()).append(e.fromNack() ? " nack=true" : "");
-      case Outcome.DispatchError e -> b.append(" outcome=dispatch_error kind=")
-          .append(e.kind().name().toLowerCase(Locale.ROOT));
+      case Outcome.Result r ->
+          b.append(" outcome=result size=").append(r.payload().length).append('B');
+      case Outcome.ToolError e ->
+          b.append(" outcome=tool_error code=")
+              .append(e.code().isEmpty() ? "\"\"" : e.code())
+              .append(e.fromNack() ? " nack=true" : "");
+      case Outcome.DispatchError e ->
+          b.append(" outcome=dispatch_error kind=")
+              .append(e.kind().name().toLowerCase(Locale.ROOT));
     }
     if (o.trace().workerId() != null) {
       b.append(" worker=").append(o.trace().workerId());
@@ -95,15 +120,19 @@ final class Console implements CallService.Listener {
   void onEvent(Event e) {
     WorkClientMsg in = e.clientMsg();
     if (in != null && in.getBodyCase() == WorkClientMsg.BodyCase.REGISTER) {
-      registering.put(e.streamId(), in.getRegister().getHandlersList().stream()
-          .map(h -> key(h)).sorted().toList());
+      registering.put(
+          e.streamId(),
+          in.getRegister().getHandlersList().stream().map(h -> key(h)).sorted().toList());
       return;
     }
     WorkServerMsg out = e.serverMsg();
     if (out != null && out.getBodyCase() == WorkServerMsg.BodyCase.REGISTERED) {
       List<String> handlers = registering.remove(e.streamId());
-      line("worker_registered   worker_id=" + out.getRegistered().getWorkerId() + " handlers="
-          + (handlers == null || handlers.isEmpty() ? "none" : String.join(",", handlers)));
+      line(
+          "worker_registered   worker_id="
+              + out.getRegistered().getWorkerId()
+              + " handlers="
+              + (handlers == null || handlers.isEmpty() ? "none" : String.join(",", handlers)));
       return;
     }
     Status status = e.status();
@@ -111,8 +140,14 @@ final class Console implements CallService.Listener {
       registering.remove(e.streamId());
       if (e.workerId() != null) {
         String why = status.getDescription();
-        line("worker_disconnected worker_id=" + e.workerId() + " status=" + status.getCode()
-            + (why == null || why.isBlank() ? "" : " reason=\"" + why.replace("\"", "'") + "\""));
+        line(
+            "worker_disconnected worker_id="
+                + e.workerId()
+                + " status="
+                + status.getCode()
+                + (why == null || why.isBlank()
+                    ? ""
+                    : " reason=\"" + why.replace("\"", "'") + "\""));
       }
     }
   }

@@ -23,19 +23,21 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * Talks to the control surface of a running {@code phrony-worker dev} (see
- * {@link ControlServer}).
+ * Talks to the control surface of a running {@code phrony-worker dev} (see {@link ControlServer}).
  */
 public final class ControlClient {
 
   /** Where {@code dev} serves its control API unless told otherwise. */
   public static final String DEFAULT_URL = "http://127.0.0.1:7778";
+
   /** Names the control address for {@code call} when {@code --control} is not given. */
   public static final String ENV_CONTROL = "PHRONY_WORKER_CONTROL";
 
   private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
+
   /** How long a call without a deadline may take: far beyond dev's own bound on it. */
   private static final Duration DEFAULT_WAIT = Duration.ofMinutes(5);
+
   /** On top of a call's deadline: dev's grace, plus the time to answer. */
   private static final Duration DEADLINE_SLACK = Duration.ofSeconds(30);
 
@@ -44,8 +46,11 @@ public final class ControlClient {
 
   private ControlClient(URI base) {
     this.base = base;
-    this.http = HttpClient.newBuilder().connectTimeout(CONNECT_TIMEOUT)
-        .version(HttpClient.Version.HTTP_1_1).build();
+    this.http =
+        HttpClient.newBuilder()
+            .connectTimeout(CONNECT_TIMEOUT)
+            .version(HttpClient.Version.HTTP_1_1)
+            .build();
   }
 
   /**
@@ -63,14 +68,21 @@ public final class ControlClient {
     try {
       uri = new URI(s);
     } catch (URISyntaxException e) {
-      throw new UserErrorException("control address '" + url + "' is not a URL like "
-          + DEFAULT_URL, e);
+      throw new UserErrorException(
+          "control address '" + url + "' is not a URL like " + DEFAULT_URL, e);
     }
-    if (!"http".equals(uri.getScheme()) || uri.getHost() == null || uri.getPort() < 0
-        || (uri.getRawPath() != null && !uri.getRawPath().isEmpty()
+    if (!"http".equals(uri.getScheme())
+        || uri.getHost() == null
+        || uri.getPort() < 0
+        || (uri.getRawPath() != null
+            && !uri.getRawPath().isEmpty()
             && !uri.getRawPath().equals("/"))) {
-      throw new UserErrorException("control address '" + url + "' is not an address like "
-          + DEFAULT_URL + " (http, a host and a port, no path)");
+      throw new UserErrorException(
+          "control address '"
+              + url
+              + "' is not an address like "
+              + DEFAULT_URL
+              + " (http, a host and a port, no path)");
     }
     return new ControlClient(URI.create("http://" + uri.getRawAuthority()));
   }
@@ -87,13 +99,14 @@ public final class ControlClient {
    * @throws ControlRequestException when {@code dev} refuses the request
    */
   public CallReply call(CallRequest request) {
-    Duration wait = request.deadline() == null ? DEFAULT_WAIT
-        : request.deadline().plus(DEADLINE_SLACK);
-    HttpRequest http = HttpRequest.newBuilder(base.resolve("/v1/calls"))
-        .timeout(wait)
-        .header("Content-Type", "application/json")
-        .POST(HttpRequest.BodyPublishers.ofByteArray(request.toJson()))
-        .build();
+    Duration wait =
+        request.deadline() == null ? DEFAULT_WAIT : request.deadline().plus(DEADLINE_SLACK);
+    HttpRequest http =
+        HttpRequest.newBuilder(base.resolve("/v1/calls"))
+            .timeout(wait)
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofByteArray(request.toJson()))
+            .build();
     JsonNode json = send(http, wait);
     try {
       return CallReply.fromJson(json);
@@ -104,8 +117,12 @@ public final class ControlClient {
 
   /** {@code GET path}: the answer's JSON. */
   public JsonNode get(String path) {
-    return send(HttpRequest.newBuilder(base.resolve(path)).timeout(CONNECT_TIMEOUT.multipliedBy(2))
-        .GET().build(), CONNECT_TIMEOUT.multipliedBy(2));
+    return send(
+        HttpRequest.newBuilder(base.resolve(path))
+            .timeout(CONNECT_TIMEOUT.multipliedBy(2))
+            .GET()
+            .build(),
+        CONNECT_TIMEOUT.multipliedBy(2));
   }
 
   /** {@code GET /v1/approvals}: the calls held for approval, and dev's approval policy. */
@@ -118,8 +135,8 @@ public final class ControlClient {
    *
    * @param args replacement arguments (JSON) for an approval, or null for none
    * @return the answer: {@code decision}, {@code call_id}, {@code args_replaced}...
-   * @throws ControlRequestException when dev refuses it: no such approval waiting (404),
-   *     arguments that break the handler's input schema (422, the message names the pointer)
+   * @throws ControlRequestException when dev refuses it: no such approval waiting (404), arguments
+   *     that break the handler's input schema (422, the message names the pointer)
    */
   public JsonNode answer(String approvalId, boolean approved, String comment, String args) {
     ObjectNode body = Json.object();
@@ -131,38 +148,46 @@ public final class ControlClient {
       body.set("args", Json.parse(args));
     }
     Duration wait = CONNECT_TIMEOUT.multipliedBy(2);
-    return send(HttpRequest.newBuilder(base.resolve("/v1/approvals/" + segment(approvalId)))
-        .timeout(wait).header("Content-Type", "application/json")
-        .POST(HttpRequest.BodyPublishers.ofByteArray(Json.bytes(body))).build(), wait);
+    return send(
+        HttpRequest.newBuilder(base.resolve("/v1/approvals/" + segment(approvalId)))
+            .timeout(wait)
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofByteArray(Json.bytes(body)))
+            .build(),
+        wait);
   }
 
   /**
-   * The events of a session ({@code GET /v1/sessions/{id}/events}), one JSON object per line:
-   * those after event {@code after}, and with {@code follow} every new one until the stream is
-   * closed or dev stops. Returns once dev has answered with its headers: with {@code follow}, no
-   * event of the session after that is missed.
+   * The events of a session ({@code GET /v1/sessions/{id}/events}), one JSON object per line: those
+   * after event {@code after}, and with {@code follow} every new one until the stream is closed or
+   * dev stops. Returns once dev has answered with its headers: with {@code follow}, no event of the
+   * session after that is missed.
    *
    * @throws ControlRequestException for an unknown session without {@code follow} (404)
    */
   public EventStream events(String sessionId, long after, boolean follow) {
-    URI uri = base.resolve("/v1/sessions/" + segment(sessionId) + "/events?after=" + after
-        + "&follow=" + follow);
+    URI uri =
+        base.resolve(
+            "/v1/sessions/" + segment(sessionId) + "/events?after=" + after + "&follow=" + follow);
     HttpRequest.Builder request = HttpRequest.newBuilder(uri).GET();
     if (!follow) {
       request.timeout(CONNECT_TIMEOUT.multipliedBy(2));
     }
-    HttpResponse<InputStream> response = exchange(request.build(),
-        HttpResponse.BodyHandlers.ofInputStream(), CONNECT_TIMEOUT.multipliedBy(2));
+    HttpResponse<InputStream> response =
+        exchange(
+            request.build(),
+            HttpResponse.BodyHandlers.ofInputStream(),
+            CONNECT_TIMEOUT.multipliedBy(2));
     if (response.statusCode() != 200) {
       try (InputStream in = response.body()) {
         check(response.statusCode(), in.readAllBytes());
       } catch (IOException e) {
-        throw new ControlUnreachableException("phrony-worker dev at " + url()
-            + " broke off the request: " + e);
+        throw new ControlUnreachableException(
+            "phrony-worker dev at " + url() + " broke off the request: " + e);
       }
     }
-    return new EventStream(new BufferedReader(new InputStreamReader(response.body(),
-        StandardCharsets.UTF_8)));
+    return new EventStream(
+        new BufferedReader(new InputStreamReader(response.body(), StandardCharsets.UTF_8)));
   }
 
   /** A session's events as they arrive; close it to stop following. */
@@ -202,30 +227,32 @@ public final class ControlClient {
   }
 
   private JsonNode send(HttpRequest request, Duration wait) {
-    HttpResponse<byte[]> response = exchange(request, HttpResponse.BodyHandlers.ofByteArray(),
-        wait);
+    HttpResponse<byte[]> response =
+        exchange(request, HttpResponse.BodyHandlers.ofByteArray(), wait);
     return check(response.statusCode(), response.body());
   }
 
-  private <T> HttpResponse<T> exchange(HttpRequest request, HttpResponse.BodyHandler<T> body,
-      Duration wait) {
+  private <T> HttpResponse<T> exchange(
+      HttpRequest request, HttpResponse.BodyHandler<T> body, Duration wait) {
     try {
       return http.send(request, body);
     } catch (HttpConnectTimeoutException e) {
       throw unreachable("no answer to connect within " + CONNECT_TIMEOUT.toSeconds() + " s");
     } catch (HttpTimeoutException e) {
-      throw new ControlUnreachableException("phrony-worker dev at " + url()
-          + " gave no answer within " + CallService.human(wait));
+      throw new ControlUnreachableException(
+          "phrony-worker dev at " + url() + " gave no answer within " + CallService.human(wait));
     } catch (ConnectException | UnresolvedAddressException e) {
-      throw unreachable(e.getMessage() == null || e.getMessage().isBlank()
-          ? "connection refused" : e.getMessage());
+      throw unreachable(
+          e.getMessage() == null || e.getMessage().isBlank()
+              ? "connection refused"
+              : e.getMessage());
     } catch (IOException e) {
-      if (e.getCause() instanceof ConnectException || e.getCause() instanceof
-          UnresolvedAddressException) {
+      if (e.getCause() instanceof ConnectException
+          || e.getCause() instanceof UnresolvedAddressException) {
         throw unreachable("connection refused");
       }
-      throw new ControlUnreachableException("phrony-worker dev at " + url()
-          + " broke off the request: " + e);
+      throw new ControlUnreachableException(
+          "phrony-worker dev at " + url() + " broke off the request: " + e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new ControlUnreachableException("interrupted while waiting for " + url());
@@ -256,14 +283,24 @@ public final class ControlClient {
   }
 
   private ControlUnreachableException unreachable(String why) {
-    return new ControlUnreachableException("cannot reach phrony-worker dev at " + url() + " ("
-        + why + "): start it with 'bin/phrony-worker dev' in another terminal, or give its "
-        + "control address with --control or $" + ENV_CONTROL);
+    return new ControlUnreachableException(
+        "cannot reach phrony-worker dev at "
+            + url()
+            + " ("
+            + why
+            + "): start it with 'bin/phrony-worker dev' in another terminal, or give its "
+            + "control address with --control or $"
+            + ENV_CONTROL);
   }
 
   private ControlUnreachableException notDev(String why) {
-    return new ControlUnreachableException(url() + " does not look like phrony-worker dev's "
-        + "control address (" + why + "): start 'bin/phrony-worker dev', or give its control "
-        + "address with --control or $" + ENV_CONTROL);
+    return new ControlUnreachableException(
+        url()
+            + " does not look like phrony-worker dev's "
+            + "control address ("
+            + why
+            + "): start 'bin/phrony-worker dev', or give its control "
+            + "address with --control or $"
+            + ENV_CONTROL);
   }
 }

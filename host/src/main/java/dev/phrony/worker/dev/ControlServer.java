@@ -47,20 +47,24 @@ import org.slf4j.LoggerFactory;
  * </pre>
  *
  * <p>A call's outcome, whichever it is, is a 200 answer: the request did what it asked. A request
- * that cannot be served gets a 4xx (or 503) answer with
- * {@code {"error": {"code": "...", "message": "..."}}}. Each request runs on its own virtual
- * thread, so a call waiting for its outcome holds nothing else up.
+ * that cannot be served gets a 4xx (or 503) answer with {@code {"error": {"code": "...", "message":
+ * "..."}}}. Each request runs on its own virtual thread, so a call waiting for its outcome holds
+ * nothing else up.
  */
 public final class ControlServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ControlServer.class);
 
   /** The largest request body: the worker's own inbound limit (64 MiB). */
   static final int MAX_BODY_BYTES = 64 * 1024 * 1024;
-  static final String ENDPOINTS = "POST /v1/calls, POST /v1/sessions/{id}/cancel, "
-      + "GET /v1/sessions/{id}/events, GET /v1/approvals, POST /v1/approvals/{id}, "
-      + "GET /v1/workers, GET /v1/queues, GET /healthz";
+
+  static final String ENDPOINTS =
+      "POST /v1/calls, POST /v1/sessions/{id}/cancel, "
+          + "GET /v1/sessions/{id}/events, GET /v1/approvals, POST /v1/approvals/{id}, "
+          + "GET /v1/workers, GET /v1/queues, GET /healthz";
+
   /** How long a followed session stream stays silent before an empty line checks the client. */
   static final Duration KEEPALIVE = Duration.ofSeconds(15);
+
   private static final byte[] NEWLINE = {'\n'};
   private static final List<String> ANSWER_FIELDS = List.of("approved", "comment", "args");
   private static final List<String> EVENTS_PARAMS = List.of("after", "follow");
@@ -72,8 +76,12 @@ public final class ControlServer implements AutoCloseable {
   private final SessionEvents sessions;
   private volatile boolean stopping;
 
-  private ControlServer(HttpServer server, ExecutorService executor, CallService calls,
-      LocalRuntime runtime, SessionEvents sessions) {
+  private ControlServer(
+      HttpServer server,
+      ExecutorService executor,
+      CallService calls,
+      LocalRuntime runtime,
+      SessionEvents sessions) {
     this.server = server;
     this.executor = executor;
     this.calls = calls;
@@ -82,18 +90,20 @@ public final class ControlServer implements AutoCloseable {
   }
 
   /**
-   * Serves on {@code 127.0.0.1:port} (0 picks a free port), with the session streams of
-   * {@code sessions} (which must hear the calls of {@code calls}).
+   * Serves on {@code 127.0.0.1:port} (0 picks a free port), with the session streams of {@code
+   * sessions} (which must hear the calls of {@code calls}).
    *
    * @throws BindException when the port is in use
    */
-  public static ControlServer start(int port, CallService calls, LocalRuntime runtime,
-      SessionEvents sessions) throws IOException {
+  public static ControlServer start(
+      int port, CallService calls, LocalRuntime runtime, SessionEvents sessions)
+      throws IOException {
     Objects.requireNonNull(calls, "calls");
     Objects.requireNonNull(runtime, "runtime");
     Objects.requireNonNull(sessions, "sessions");
-    HttpServer server = HttpServer.create(
-        new InetSocketAddress(InetAddress.getByAddress(new byte[] {127, 0, 0, 1}), port), 0);
+    HttpServer server =
+        HttpServer.create(
+            new InetSocketAddress(InetAddress.getByAddress(new byte[] {127, 0, 0, 1}), port), 0);
     ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
     ControlServer control = new ControlServer(server, executor, calls, runtime, sessions);
     server.setExecutor(executor);
@@ -166,8 +176,7 @@ public final class ControlServer implements AutoCloseable {
       r = e.response;
     } catch (RuntimeException | IOException e) {
       log.error("control API: {} {} failed", x.getRequestMethod(), x.getRequestURI(), e);
-      r = new Response(500, error("internal", "the request failed: " + e
-          + " (see the dev log)"));
+      r = new Response(500, error("internal", "the request failed: " + e + " (see the dev log)"));
     }
     send(x, r);
   }
@@ -196,8 +205,11 @@ public final class ControlServer implements AutoCloseable {
       default -> {
         List<String> parts = List.of(path.split("/", -1));
         // "", "v1", "sessions", id, "cancel"
-        if (parts.size() == 5 && parts.get(0).isEmpty() && parts.get(1).equals("v1")
-            && parts.get(2).equals("sessions") && parts.get(4).equals("cancel")
+        if (parts.size() == 5
+            && parts.get(0).isEmpty()
+            && parts.get(1).equals("v1")
+            && parts.get(2).equals("sessions")
+            && parts.get(4).equals("cancel")
             && !parts.get(3).isEmpty()) {
           only(method, "POST");
           return cancel(decode(parts.get(3)));
@@ -207,21 +219,29 @@ public final class ControlServer implements AutoCloseable {
           return approvals();
         }
         // "", "v1", "approvals", id
-        if (parts.size() == 4 && parts.get(0).isEmpty() && parts.get(1).equals("v1")
-            && parts.get(2).equals("approvals") && !parts.get(3).isEmpty()) {
+        if (parts.size() == 4
+            && parts.get(0).isEmpty()
+            && parts.get(1).equals("v1")
+            && parts.get(2).equals("approvals")
+            && !parts.get(3).isEmpty()) {
           only(method, "POST");
           return answer(decode(parts.get(3)), body(x));
         }
-        throw new Refusal(404, "not_found", "no endpoint " + method + " " + path
-            + "; the endpoints are " + ENDPOINTS);
+        throw new Refusal(
+            404,
+            "not_found",
+            "no endpoint " + method + " " + path + "; the endpoints are " + ENDPOINTS);
       }
     }
   }
 
   private static void only(String method, String allowed) {
     if (!method.equals(allowed)) {
-      throw new Refusal(405, "method_not_allowed", method + " is not allowed here; use "
-          + allowed, Map.of("Allow", allowed));
+      throw new Refusal(
+          405,
+          "method_not_allowed",
+          method + " is not allowed here; use " + allowed,
+          Map.of("Allow", allowed));
     }
   }
 
@@ -229,8 +249,8 @@ public final class ControlServer implements AutoCloseable {
     try (InputStream in = x.getRequestBody()) {
       byte[] body = in.readNBytes(MAX_BODY_BYTES + 1);
       if (body.length > MAX_BODY_BYTES) {
-        throw new Refusal(413, "too_large", "the body is over " + MAX_BODY_BYTES / (1024 * 1024)
-            + " MiB");
+        throw new Refusal(
+            413, "too_large", "the body is over " + MAX_BODY_BYTES / (1024 * 1024) + " MiB");
       }
       return body;
     }
@@ -301,13 +321,20 @@ public final class ControlServer implements AutoCloseable {
       throw new Refusal(400, "bad_request", "the body is not JSON: " + e.getMessage());
     }
     if (!json.isObject()) {
-      throw new Refusal(400, "bad_request", "the body must be a JSON object like "
-          + "{\"approved\": true, \"comment\": \"ok\"}");
+      throw new Refusal(
+          400,
+          "bad_request",
+          "the body must be a JSON object like " + "{\"approved\": true, \"comment\": \"ok\"}");
     }
     for (Map.Entry<String, JsonNode> field : json.properties()) {
       if (!ANSWER_FIELDS.contains(field.getKey())) {
-        throw new Refusal(400, "bad_request", "unknown field '" + field.getKey()
-            + "'; the fields are " + String.join(", ", ANSWER_FIELDS));
+        throw new Refusal(
+            400,
+            "bad_request",
+            "unknown field '"
+                + field.getKey()
+                + "'; the fields are "
+                + String.join(", ", ANSWER_FIELDS));
       }
     }
     JsonNode approved = json.get("approved");
@@ -319,14 +346,22 @@ public final class ControlServer implements AutoCloseable {
       throw new Refusal(400, "bad_request", "comment must be a string");
     }
     JsonNode args = json.get("args");
-    String replacement = args == null || args.isNull() ? null
-        : new String(Json.bytes(args), StandardCharsets.UTF_8);
+    String replacement =
+        args == null || args.isNull() ? null : new String(Json.bytes(args), StandardCharsets.UTF_8);
     if (replacement != null && !approved.booleanValue()) {
-      throw new Refusal(400, "bad_request", "args replace the arguments of an approved call:"
-          + " leave them out of a denial");
+      throw new Refusal(
+          400,
+          "bad_request",
+          "args replace the arguments of an approved call:" + " leave them out of a denial");
     }
-    Approvals.Answer answer = calls.approvals().answer(approvalId, approved.booleanValue(),
-        comment.isTextual() ? comment.textValue() : "", replacement);
+    Approvals.Answer answer =
+        calls
+            .approvals()
+            .answer(
+                approvalId,
+                approved.booleanValue(),
+                comment.isTextual() ? comment.textValue() : "",
+                replacement);
     return switch (answer) {
       case Approvals.Settled s -> {
         ObjectNode o = Json.object();
@@ -339,15 +374,29 @@ public final class ControlServer implements AutoCloseable {
         o.put("args_replaced", s.verdict() instanceof Approvals.Approved a && a.argsReplaced());
         yield new Response(200, o);
       }
-      case Approvals.ArgsRefused r -> throw new Refusal(422, "invalid_args", "the args do not"
-          + " fit the input schema of " + r.pending().call().key() + ": " + r.violation()
-          + "; approval " + approvalId + " is still waiting");
+      case Approvals.ArgsRefused r ->
+          throw new Refusal(
+              422,
+              "invalid_args",
+              "the args do not"
+                  + " fit the input schema of "
+                  + r.pending().call().key()
+                  + ": "
+                  + r.violation()
+                  + "; approval "
+                  + approvalId
+                  + " is still waiting");
       case Approvals.NotPending n -> {
-        List<String> waiting = calls.approvals().pending().stream()
-            .map(Approvals.Pending::approvalId).toList();
-        throw new Refusal(404, "not_found", "no approval " + approvalId + " is waiting (it was"
-            + " answered, expired, or never existed); waiting: "
-            + (waiting.isEmpty() ? "none" : String.join(", ", waiting)));
+        List<String> waiting =
+            calls.approvals().pending().stream().map(Approvals.Pending::approvalId).toList();
+        throw new Refusal(
+            404,
+            "not_found",
+            "no approval "
+                + approvalId
+                + " is waiting (it was"
+                + " answered, expired, or never existed); waiting: "
+                + (waiting.isEmpty() ? "none" : String.join(", ", waiting)));
       }
     };
   }
@@ -356,8 +405,11 @@ public final class ControlServer implements AutoCloseable {
   private static Optional<String> eventsOf(String path) {
     List<String> parts = List.of(path.split("/", -1));
     // "", "v1", "sessions", id, "events"
-    if (parts.size() == 5 && parts.get(0).isEmpty() && parts.get(1).equals("v1")
-        && parts.get(2).equals("sessions") && parts.get(4).equals("events")
+    if (parts.size() == 5
+        && parts.get(0).isEmpty()
+        && parts.get(1).equals("v1")
+        && parts.get(2).equals("sessions")
+        && parts.get(4).equals("events")
         && !parts.get(3).isEmpty()) {
       return Optional.of(decode(parts.get(3)));
     }
@@ -365,9 +417,9 @@ public final class ControlServer implements AutoCloseable {
   }
 
   /**
-   * A session's events as newline-delimited JSON: those kept, or with {@code follow} each new
-   * one as it happens, until the client goes away or dev stops. The headers go out once the
-   * follower is in place, so a client that waits for them misses nothing submitted after.
+   * A session's events as newline-delimited JSON: those kept, or with {@code follow} each new one
+   * as it happens, until the client goes away or dev stops. The headers go out once the follower is
+   * in place, so a client that waits for them misses nothing submitted after.
    */
   private void events(HttpExchange x, String sessionId) throws IOException {
     Map<String, String> query = query(x.getRequestURI().getRawQuery());
@@ -388,9 +440,17 @@ public final class ControlServer implements AutoCloseable {
     }
     x.getResponseHeaders().set("Content-Type", "application/x-ndjson; charset=utf-8");
     if (follow.equals("false")) {
-      List<SessionEvents.Event> kept = sessions.events(sessionId, after)
-          .orElseThrow(() -> new Refusal(404, "not_found", "no session " + sessionId
-              + " (it has no call yet, or it is too old to be kept); follow=true waits for it"));
+      List<SessionEvents.Event> kept =
+          sessions
+              .events(sessionId, after)
+              .orElseThrow(
+                  () ->
+                      new Refusal(
+                          404,
+                          "not_found",
+                          "no session "
+                              + sessionId
+                              + " (it has no call yet, or it is too old to be kept); follow=true waits for it"));
       StringBuilder b = new StringBuilder();
       kept.forEach(e -> b.append(e.json()).append('\n'));
       byte[] bytes = b.toString().getBytes(StandardCharsets.UTF_8);
@@ -402,7 +462,8 @@ public final class ControlServer implements AutoCloseable {
       }
       return;
     }
-    try (x; SessionEvents.Follower f = sessions.follow(sessionId, after)) {
+    try (x;
+        SessionEvents.Follower f = sessions.follow(sessionId, after)) {
       x.sendResponseHeaders(200, 0); // chunked, until the end
       OutputStream out = x.getResponseBody();
       out.flush();
@@ -410,8 +471,10 @@ public final class ControlServer implements AutoCloseable {
       while ((e = f.next(KEEPALIVE)) != null) {
         // An empty line when idle: writing is how a client that went away is noticed (and its
         // follower dropped); readers skip empty lines.
-        out.write(e == SessionEvents.Follower.IDLE ? NEWLINE
-            : (e.json() + "\n").getBytes(StandardCharsets.UTF_8));
+        out.write(
+            e == SessionEvents.Follower.IDLE
+                ? NEWLINE
+                : (e.json() + "\n").getBytes(StandardCharsets.UTF_8));
         out.flush();
       }
     } catch (IOException e) {
@@ -431,8 +494,14 @@ public final class ControlServer implements AutoCloseable {
       int eq = pair.indexOf('=');
       String key = decode(eq < 0 ? pair : pair.substring(0, eq));
       if (!EVENTS_PARAMS.contains(key)) {
-        throw new Refusal(400, "bad_request", "unknown parameter '" + key + "'; the parameters"
-            + " are " + String.join(", ", EVENTS_PARAMS));
+        throw new Refusal(
+            400,
+            "bad_request",
+            "unknown parameter '"
+                + key
+                + "'; the parameters"
+                + " are "
+                + String.join(", ", EVENTS_PARAMS));
       }
       q.put(key, eq < 0 ? "true" : decode(pair.substring(eq + 1)));
     }
@@ -473,11 +542,14 @@ public final class ControlServer implements AutoCloseable {
     ObjectNode o = Json.object();
     o.put("in_flight", runtime.inFlight());
     ArrayNode list = o.putArray("queues");
-    runtime.queues().entrySet().stream().sorted(Map.Entry.comparingByKey()).forEach(e -> {
-      ObjectNode q = list.addObject();
-      q.put("key", e.getKey());
-      q.put("waiting", e.getValue());
-    });
+    runtime.queues().entrySet().stream()
+        .sorted(Map.Entry.comparingByKey())
+        .forEach(
+            e -> {
+              ObjectNode q = list.addObject();
+              q.put("key", e.getKey());
+              q.put("waiting", e.getValue());
+            });
     return new Response(200, o);
   }
 
@@ -509,8 +581,11 @@ public final class ControlServer implements AutoCloseable {
       x.getResponseBody().write(body);
     } catch (IOException e) {
       // The client went away (e.g. Ctrl-C on `call`); nothing to answer.
-      log.debug("control API: could not answer {} {}: {}", x.getRequestMethod(),
-          x.getRequestURI(), e.toString());
+      log.debug(
+          "control API: could not answer {} {}: {}",
+          x.getRequestMethod(),
+          x.getRequestURI(),
+          e.toString());
     }
   }
 }

@@ -14,11 +14,11 @@ import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
- * dev's worker, assembled from the pieces {@code run}'s {@link dev.phrony.worker.serve.Worker}
- * is made of: the plugins folder loaded as {@code run} loads it ({@link WorkerPlugins}), served by
- * the {@link DevServer}'s embedded host, and live ({@link LiveReload}). Unlike {@code run}'s it
- * keeps nothing on disk (no state dir: results are held in memory) and has no ops endpoint (the
- * control API stands in), so an author's inner loop leaves no state behind.
+ * dev's worker, assembled from the pieces {@code run}'s {@link dev.phrony.worker.serve.Worker} is
+ * made of: the plugins folder loaded as {@code run} loads it ({@link WorkerPlugins}), served by the
+ * {@link DevServer}'s embedded host, and live ({@link LiveReload}). Unlike {@code run}'s it keeps
+ * nothing on disk (no state dir: results are held in memory) and has no ops endpoint (the control
+ * API stands in), so an author's inner loop leaves no state behind.
  *
  * @param dir the plugins folder
  * @param strict whether a plugin problem refuses a start or a reload
@@ -28,29 +28,41 @@ import java.util.function.Consumer;
 public record DevHost(Path dir, boolean strict, WorkerPlugins plugins, DevServer.Host host) {
 
   /**
-   * Loads {@code dir} (every operator setting at the plugin's value: dev has no {@code
-   * --handler}).
+   * Loads {@code dir} (every operator setting at the plugin's value: dev has no {@code --handler}).
    *
    * @throws NotStartingException if {@code strict} and a plugin has a problem
    */
   public static DevHost load(Path dir, boolean strict) throws NotStartingException {
     WorkerPlugins plugins = WorkerPlugins.load(dir, strict, List.of());
     LoadResult loaded = plugins.loaded();
-    WorkerIdentity identity = WorkerIdentity.resolve(Optional.empty(), System.getenv(),
-        WorkerIdentity::generateId, loaded.imageDigest());
-    return new DevHost(dir, strict, plugins, new DevServer.Host(loaded.catalog(), identity, dir,
-        loaded.problems(), WorkOptions.DEFAULT_DRAIN_TIMEOUT));
+    WorkerIdentity identity =
+        WorkerIdentity.resolve(
+            Optional.empty(), System.getenv(), WorkerIdentity::generateId, loaded.imageDigest());
+    return new DevHost(
+        dir,
+        strict,
+        plugins,
+        new DevServer.Host(
+            loaded.catalog(), identity, dir, loaded.problems(), WorkOptions.DEFAULT_DRAIN_TIMEOUT));
   }
 
   /**
    * Serves the folder live on {@code dev}'s host: a reload (the folder changing once watched,
-   * SIGHUP) takes the new code, whose input schemas then check an approval's edited arguments.
-   * Each reload's outcome line goes to {@code reloaded}. Closing it stops the watching.
+   * SIGHUP) takes the new code, whose input schemas then check an approval's edited arguments. Each
+   * reload's outcome line goes to {@code reloaded}. Closing it stops the watching.
    */
   public LiveReload serveLive(DevServer dev, Consumer<String> reloaded) {
-    PluginReloader reloader = new PluginReloader(dir, strict, List.of(), plugins.loaded(),
-        plugins.applied(), dev.host().orElseThrow(), generation -> { },
-        outcome -> reloaded.accept(outcome.message()), InstantSource.system());
+    PluginReloader reloader =
+        new PluginReloader(
+            dir,
+            strict,
+            List.of(),
+            plugins.loaded(),
+            plugins.applied(),
+            dev.host().orElseThrow(),
+            generation -> {},
+            outcome -> reloaded.accept(outcome.message()),
+            InstantSource.system());
     dev.schemasFrom(() -> reloader.served().applied().served());
     return new LiveReload(reloader, dir);
   }

@@ -35,9 +35,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A whole Phrony system in one process, for development: an embedded {@link LocalRuntime} on
- * loopback, a host (a {@link WorkClient}) serving the plugins against it, and the
- * {@link ControlServer} through which {@code phrony-worker call} (or curl) submits tool calls as
- * an agent session would. Without a host, workers in any language connect to the runtime.
+ * loopback, a host (a {@link WorkClient}) serving the plugins against it, and the {@link
+ * ControlServer} through which {@code phrony-worker call} (or curl) submits tool calls as an agent
+ * session would. Without a host, workers in any language connect to the runtime.
  *
  * <pre>{@code
  * try (DevServer dev = DevServer.start(options)) {
@@ -53,17 +53,20 @@ public final class DevServer implements AutoCloseable {
 
   /** How long startup waits for the host to register before showing the banner anyway. */
   private static final Duration REGISTER_WAIT = Duration.ofSeconds(30);
+
   /**
-   * The runtime's bound on a running call when the control API bounds it by a deadline: a
-   * backstop only ({@link CallService} ends calls at their deadline or the dispatch wait).
+   * The runtime's bound on a running call when the control API bounds it by a deadline: a backstop
+   * only ({@link CallService} ends calls at their deadline or the dispatch wait).
    */
   /**
-   * The embedded runtime's lease: short, so that after a rebuild that changes a descriptor the
-   * old plugin generation leaves routing within seconds (a rebuild with the same descriptors
-   * takes effect at once).
+   * The embedded runtime's lease: short, so that after a rebuild that changes a descriptor the old
+   * plugin generation leaves routing within seconds (a rebuild with the same descriptors takes
+   * effect at once).
    */
   static final Duration DEV_LEASE_TTL = Duration.ofSeconds(4);
+
   private static final Duration EXECUTION_BACKSTOP = Duration.ofHours(1);
+
   /** How long stopping waits for other workers' streams before cutting them. */
   private static final Duration RUNTIME_STOP_GRACE = Duration.ofSeconds(2);
 
@@ -75,8 +78,8 @@ public final class DevServer implements AutoCloseable {
    * @param host the host to run against the runtime, or empty for none ({@code --no-host})
    * @param approvals which calls are held for a human's approval before dispatch
    */
-  public record Options(int runtimePort, int controlPort, Optional<Host> host,
-      ApprovalPolicy approvals) {
+  public record Options(
+      int runtimePort, int controlPort, Optional<Host> host, ApprovalPolicy approvals) {
     public Options {
       Objects.requireNonNull(host, "host");
       Objects.requireNonNull(approvals, "approvals");
@@ -97,8 +100,12 @@ public final class DevServer implements AutoCloseable {
    * @param problems plugins that could not be loaded (for the banner)
    * @param drainTimeout how long stopping waits for its running calls
    */
-  public record Host(HandlerCatalog catalog, WorkerIdentity identity, Path pluginsDir,
-      List<LoadProblem> problems, Duration drainTimeout) {
+  public record Host(
+      HandlerCatalog catalog,
+      WorkerIdentity identity,
+      Path pluginsDir,
+      List<LoadProblem> problems,
+      Duration drainTimeout) {
     public Host {
       Objects.requireNonNull(catalog, "catalog");
       Objects.requireNonNull(identity, "identity");
@@ -107,7 +114,10 @@ public final class DevServer implements AutoCloseable {
   }
 
   /** Which listener could not be bound. */
-  public enum Listener { RUNTIME, CONTROL }
+  public enum Listener {
+    RUNTIME,
+    CONTROL
+  }
 
   /** A port dev needs is taken by another process. */
   public static final class PortInUseException extends RuntimeException {
@@ -116,8 +126,11 @@ public final class DevServer implements AutoCloseable {
     private final int port;
 
     PortInUseException(Listener listener, int port, Throwable cause) {
-      super((listener == Listener.RUNTIME ? "the runtime's port " : "the control port ") + port
-          + " is in use", cause);
+      super(
+          (listener == Listener.RUNTIME ? "the runtime's port " : "the control port ")
+              + port
+              + " is in use",
+          cause);
       this.listener = listener;
       this.port = port;
     }
@@ -138,16 +151,26 @@ public final class DevServer implements AutoCloseable {
   private final WorkClient client;
   private final Events events;
   private final SessionEvents sessions;
+
   /** The handlers whose input schemas check an approval's replacement arguments. */
   private final AtomicReference<Supplier<HandlerCatalog>> served;
+
   /** The timers of the calls' bounds and of the host. */
   private final ExecutorScheduler timers;
+
   private volatile boolean registered;
   private boolean stopped;
 
-  private DevServer(Options options, LocalRuntime runtime, CallService calls,
-      ControlServer control, WorkClient client, Events events, SessionEvents sessions,
-      AtomicReference<Supplier<HandlerCatalog>> served, ExecutorScheduler timers) {
+  private DevServer(
+      Options options,
+      LocalRuntime runtime,
+      CallService calls,
+      ControlServer control,
+      WorkClient client,
+      Events events,
+      SessionEvents sessions,
+      AtomicReference<Supplier<HandlerCatalog>> served,
+      ExecutorScheduler timers) {
     this.options = options;
     this.sessions = sessions;
     this.served = served;
@@ -160,8 +183,8 @@ public final class DevServer implements AutoCloseable {
   }
 
   /**
-   * Starts the runtime, the control API and (unless there is none) the host, and waits for the
-   * host to register.
+   * Starts the runtime, the control API and (unless there is none) the host, and waits for the host
+   * to register.
    *
    * @throws PortInUseException when a port is taken
    */
@@ -169,8 +192,13 @@ public final class DevServer implements AutoCloseable {
     Objects.requireNonNull(options, "options");
     LocalRuntime runtime;
     try {
-      runtime = LocalRuntime.builder().port(options.runtimePort()).leaseTtl(DEV_LEASE_TTL)
-          .executionTimeout(EXECUTION_BACKSTOP).shutdownGrace(RUNTIME_STOP_GRACE).start();
+      runtime =
+          LocalRuntime.builder()
+              .port(options.runtimePort())
+              .leaseTtl(DEV_LEASE_TTL)
+              .executionTimeout(EXECUTION_BACKSTOP)
+              .shutdownGrace(RUNTIME_STOP_GRACE)
+              .start();
     } catch (UncheckedIOException e) {
       if (hasCause(e, BindException.class)) {
         throw new PortInUseException(Listener.RUNTIME, options.runtimePort(), e);
@@ -188,28 +216,39 @@ public final class DevServer implements AutoCloseable {
     HandlerCatalog first = options.host().map(Host::catalog).orElse(none);
     AtomicReference<Supplier<HandlerCatalog>> served = new AtomicReference<>(() -> first);
     try {
-      calls = new CallService(runtime, runtime.queueWait(), timers, events,
-          options.host().map(Host::problems).orElse(List.of()),
-          new Approvals(options.approvals(), timers,
-              Approvals.schemasOf(() -> served.get().get())));
+      calls =
+          new CallService(
+              runtime,
+              runtime.queueWait(),
+              timers,
+              events,
+              options.host().map(Host::problems).orElse(List.of()),
+              new Approvals(
+                  options.approvals(), timers, Approvals.schemasOf(() -> served.get().get())));
       try {
         control = ControlServer.start(options.controlPort(), calls, runtime, sessions);
       } catch (BindException e) {
         throw new PortInUseException(Listener.CONTROL, options.controlPort(), e);
       } catch (IOException e) {
-        throw new UncheckedIOException("could not start the control API on port "
-            + options.controlPort(), e);
+        throw new UncheckedIOException(
+            "could not start the control API on port " + options.controlPort(), e);
       }
       if (options.host().isPresent()) {
         Host host = options.host().get();
         // A developer sees what an unexpected exception was: it is their own handler.
-        client = new WorkClient(WorkOptions.defaults(runtime.target(), host.identity())
-            .withDrainTimeout(host.drainTimeout()).withExposeInternalErrors(true),
-            host.catalog(), new MemoryOutbox(),
-            timers, bound -> ThreadLocalRandom.current().nextLong(bound), WorkerMetrics.NONE);
+        client =
+            new WorkClient(
+                WorkOptions.defaults(runtime.target(), host.identity())
+                    .withDrainTimeout(host.drainTimeout())
+                    .withExposeInternalErrors(true),
+                host.catalog(),
+                new MemoryOutbox(),
+                timers,
+                bound -> ThreadLocalRandom.current().nextLong(bound),
+                WorkerMetrics.NONE);
       }
-      DevServer dev = new DevServer(options, runtime, calls, control, client, events, sessions,
-          served, timers);
+      DevServer dev =
+          new DevServer(options, runtime, calls, control, client, events, sessions, served, timers);
       dev.startHost();
       return dev;
     } catch (RuntimeException e) {
@@ -234,20 +273,22 @@ public final class DevServer implements AutoCloseable {
     }
     String id = options.host().orElseThrow().identity().workerId();
     CompletableFuture<Void> done = new CompletableFuture<>();
-    LocalRuntime.Subscription registration = runtime.onEvent(e -> {
-      WorkServerMsg m = e.serverMsg();
-      if (m != null && m.getBodyCase() == WorkServerMsg.BodyCase.REGISTERED
-          && id.equals(m.getRegistered().getWorkerId())) {
-        done.complete(null);
-      }
-    });
+    LocalRuntime.Subscription registration =
+        runtime.onEvent(
+            e -> {
+              WorkServerMsg m = e.serverMsg();
+              if (m != null
+                  && m.getBodyCase() == WorkServerMsg.BodyCase.REGISTERED
+                  && id.equals(m.getRegistered().getWorkerId())) {
+                done.complete(null);
+              }
+            });
     try {
       client.start();
       done.get(REGISTER_WAIT.toMillis(), TimeUnit.MILLISECONDS);
       registered = true;
     } catch (TimeoutException e) {
-      log.warn("the host did not register within {} s; serving anyway",
-          REGISTER_WAIT.toSeconds());
+      log.warn("the host did not register within {} s; serving anyway", REGISTER_WAIT.toSeconds());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     } catch (ExecutionException e) {
@@ -263,9 +304,9 @@ public final class DevServer implements AutoCloseable {
   }
 
   /**
-   * Where the handlers served now come from, whose input schemas check the replacement
-   * arguments of an approval (after a plugin reload: the reloaded ones). By default the
-   * handlers the host started with.
+   * Where the handlers served now come from, whose input schemas check the replacement arguments of
+   * an approval (after a plugin reload: the reloaded ones). By default the handlers the host
+   * started with.
    */
   public void schemasFrom(Supplier<HandlerCatalog> catalog) {
     served.set(Objects.requireNonNull(catalog, "catalog"));
@@ -275,48 +316,79 @@ public final class DevServer implements AutoCloseable {
   public String banner() {
     StringBuilder b = new StringBuilder();
     b.append("phrony-worker dev: a local Phrony runtime")
-        .append(client != null ? ", a worker" : "").append(" and a control API\n\n");
-    b.append(String.format(Locale.ROOT, "  runtime  %-24s  the Work stream (workers: --runtime %s)%n",
-        runtime.target(), runtime.target()));
-    b.append(String.format(Locale.ROOT, "  control  %-24s  %s%n", control.url(),
-        "JSON: POST /v1/calls, GET /v1/workers, GET /v1/queues, GET /v1/approvals"));
+        .append(client != null ? ", a worker" : "")
+        .append(" and a control API\n\n");
+    b.append(
+        String.format(
+            Locale.ROOT,
+            "  runtime  %-24s  the Work stream (workers: --runtime %s)%n",
+            runtime.target(),
+            runtime.target()));
+    b.append(
+        String.format(
+            Locale.ROOT,
+            "  control  %-24s  %s%n",
+            control.url(),
+            "JSON: POST /v1/calls, GET /v1/workers, GET /v1/queues, GET /v1/approvals"));
     ApprovalPolicy approvals = options.approvals();
     if (!approvals.isEmpty()) {
-      b.append(String.format(Locale.ROOT, "  approval %s held until approved%s%n",
-          String.join(", ", approvals.rules().stream().map(ApprovalPolicy.Rule::pattern).toList()),
-          approvals.timeout().map(t -> " (they expire after " + CallService.human(t) + ")")
-              .orElse("")));
+      b.append(
+          String.format(
+              Locale.ROOT,
+              "  approval %s held until approved%s%n",
+              String.join(
+                  ", ", approvals.rules().stream().map(ApprovalPolicy.Rule::pattern).toList()),
+              approvals
+                  .timeout()
+                  .map(t -> " (they expire after " + CallService.human(t) + ")")
+                  .orElse("")));
     }
     Optional<ExampleCall> example = Optional.empty();
     if (options.host().isPresent()) {
       Host host = options.host().get();
       List<HandlerCatalog.Entry> entries = host.catalog().entries();
-      b.append(String.format(Locale.ROOT, "  worker   %s%s serving %d handler%s from %s%n",
-          host.identity().workerId(), registered ? "" : " (not registered yet)", entries.size(),
-          entries.size() == 1 ? "" : "s", host.pluginsDir()));
+      b.append(
+          String.format(
+              Locale.ROOT,
+              "  worker   %s%s serving %d handler%s from %s%n",
+              host.identity().workerId(),
+              registered ? "" : " (not registered yet)",
+              entries.size(),
+              entries.size() == 1 ? "" : "s",
+              host.pluginsDir()));
       int width = entries.stream().mapToInt(e -> e.key().length()).max().orElse(0);
       for (var e : entries) {
         String description = e.descriptor().description();
-        b.append("             ").append(description.isBlank() ? e.key()
-            : String.format(Locale.ROOT, "%-" + width + "s  %s", e.key(), description)).append('\n');
+        b.append("             ")
+            .append(
+                description.isBlank()
+                    ? e.key()
+                    : String.format(Locale.ROOT, "%-" + width + "s  %s", e.key(), description))
+            .append('\n');
       }
       for (LoadProblem p : host.problems()) {
         b.append("  problem  ").append(p.plugin()).append(": ").append(p.reason()).append('\n');
       }
-      for (String p : approvals.unmatched(entries.stream().map(HandlerCatalog.Entry::key)
-          .toList())) {
-        b.append("  warning  require-approval ").append(p).append(" matches no handler served"
-            + " here (keys are tool@version, e.g. echo@default)\n");
+      for (String p :
+          approvals.unmatched(entries.stream().map(HandlerCatalog.Entry::key).toList())) {
+        b.append("  warning  require-approval ")
+            .append(p)
+            .append(
+                " matches no handler served"
+                    + " here (keys are tool@version, e.g. echo@default)\n");
       }
       example = ExampleCall.pick(host.catalog());
     } else {
       b.append("  worker   none (--no-host): connect one to the runtime, e.g.\n")
-          .append("             bin/phrony-worker run --runtime ").append(runtime.target())
+          .append("             bin/phrony-worker run --runtime ")
+          .append(runtime.target())
           .append(" --plugins DIR\n");
     }
     b.append('\n');
-    String call = example.map(x -> x.commandLine(control.url()))
-        .orElse(new ExampleCall("TOOL@VERSION", "{}").commandLine(control.url()));
+    String call =
+        example
+            .map(x -> x.commandLine(control.url()))
+            .orElse(new ExampleCall("TOOL@VERSION", "{}").commandLine(control.url()));
     b.append("Call a tool from another terminal:\n\n  ").append(call).append("\n\n");
     b.append("Calls are shown below as they happen. Ctrl-C stops.\n");
     return b.toString();
@@ -342,8 +414,8 @@ public final class DevServer implements AutoCloseable {
 
   /**
    * Stops gracefully: new calls are refused, the host drains (running calls finish for up to its
-   * drain timeout, their results acknowledged), then the runtime stops (other workers' streams
-   * end, calls still waiting end {@code shutdown}) and the control API closes.
+   * drain timeout, their results acknowledged), then the runtime stops (other workers' streams end,
+   * calls still waiting end {@code shutdown}) and the control API closes.
    */
   public void stop() throws InterruptedException {
     synchronized (this) {

@@ -10,8 +10,8 @@ import java.util.Optional;
 
 /**
  * The {@code call} command line that {@code dev}'s banner suggests: a handler and arguments that
- * work. Arguments come from the first of the handler's JSON Schema {@code examples}; a handler
- * with one is preferred, then one that requires no arguments ({@code {}}).
+ * work. Arguments come from the first of the handler's JSON Schema {@code examples}; a handler with
+ * one is preferred, then one that requires no arguments ({@code {}}).
  */
 record ExampleCall(String key, String args) {
 
@@ -19,16 +19,19 @@ record ExampleCall(String key, String args) {
   static Optional<ExampleCall> pick(HandlerCatalog catalog) {
     List<HandlerCatalog.Entry> entries = catalog.entries();
     for (HandlerCatalog.Entry e : entries) {
-      Optional<String> example = schema(e.descriptor()).map(s -> s.path("examples").path(0))
-          .filter(n -> !n.isMissingNode())
-          .map(n -> new String(Json.bytes(n), StandardCharsets.UTF_8));
+      Optional<String> example =
+          schema(e.descriptor())
+              .map(s -> s.path("examples").path(0))
+              .filter(n -> !n.isMissingNode())
+              .map(n -> new String(Json.bytes(n), StandardCharsets.UTF_8));
       if (example.isPresent()) {
         return Optional.of(new ExampleCall(e.key(), example.get()));
       }
     }
     return entries.stream()
         .filter(e -> schema(e.descriptor()).map(s -> s.path("required").isEmpty()).orElse(true))
-        .findFirst().or(() -> entries.stream().findFirst())
+        .findFirst()
+        .or(() -> entries.stream().findFirst())
         .map(e -> new ExampleCall(e.key(), "{}"));
   }
 
@@ -45,9 +48,14 @@ record ExampleCall(String key, String args) {
    * control address given when it is not the default).
    */
   String commandLine(String controlUrl) {
-    String target = key.endsWith("@" + ToolDescriptor.DEFAULT_VERSION)
-        ? key.substring(0, key.length() - ToolDescriptor.DEFAULT_VERSION.length() - 1) : key;
-    return "bin/phrony-worker call " + target + " " + shellQuote(args)
+    String target =
+        key.endsWith("@" + ToolDescriptor.DEFAULT_VERSION)
+            ? key.substring(0, key.length() - ToolDescriptor.DEFAULT_VERSION.length() - 1)
+            : key;
+    return "bin/phrony-worker call "
+        + target
+        + " "
+        + shellQuote(args)
         + (ControlClient.DEFAULT_URL.equals(controlUrl) ? "" : " --control " + controlUrl);
   }
 

@@ -20,15 +20,16 @@ import java.nio.charset.StandardCharsets;
 import java.util.regex.Pattern;
 
 /**
- * JSON for the control API and the {@code call} command. Numbers keep their exact text (no
- * rounding through {@code double}, no trailing zeros dropped), so a payload printed by
- * {@code call} reads as the handler wrote it; pretty output looks like {@code jq}'s.
+ * JSON for the control API and the {@code call} command. Numbers keep their exact text (no rounding
+ * through {@code double}, no trailing zeros dropped), so a payload printed by {@code call} reads as
+ * the handler wrote it; pretty output looks like {@code jq}'s.
  */
 final class Json {
-  static final ObjectMapper MAPPER = JsonMapper.builder()
-      .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
-      .disable(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES)
-      .build();
+  static final ObjectMapper MAPPER =
+      JsonMapper.builder()
+          .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+          .disable(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES)
+          .build();
 
   private static final ObjectWriter PRETTY = MAPPER.writer(prettyPrinter());
 
@@ -37,11 +38,13 @@ final class Json {
   /** Two-space indents, {@code "key": value}, arrays one element a line, {@code {}} when empty. */
   private static DefaultPrettyPrinter prettyPrinter() {
     DefaultIndenter indenter = new DefaultIndenter("  ", "\n");
-    DefaultPrettyPrinter p = new DefaultPrettyPrinter().withSeparators(
-        Separators.createDefaultInstance()
-            .withObjectFieldValueSpacing(Separators.Spacing.AFTER)
-            .withObjectEmptySeparator("")
-            .withArrayEmptySeparator(""));
+    DefaultPrettyPrinter p =
+        new DefaultPrettyPrinter()
+            .withSeparators(
+                Separators.createDefaultInstance()
+                    .withObjectFieldValueSpacing(Separators.Spacing.AFTER)
+                    .withObjectEmptySeparator("")
+                    .withArrayEmptySeparator(""));
     p.indentObjectsWith(indenter);
     p.indentArraysWith(indenter);
     return p;
@@ -87,13 +90,14 @@ final class Json {
       }
       if (p.nextToken() != null) {
         JsonLocation at = p.currentTokenLocation();
-        throw new SyntaxException("more text after the JSON value", at.getLineNr(),
-            at.getColumnNr());
+        throw new SyntaxException(
+            "more text after the JSON value", at.getLineNr(), at.getColumnNr());
       }
       return node;
     } catch (JsonProcessingException e) {
       JsonLocation at = e.getLocation();
-      throw new SyntaxException(firstLine(e.getOriginalMessage()),
+      throw new SyntaxException(
+          firstLine(e.getOriginalMessage()),
           at == null ? 1 : Math.max(1, at.getLineNr()),
           at == null ? 1 : Math.max(1, at.getColumnNr()));
     } catch (IOException e) {

@@ -19,12 +19,12 @@ import java.util.concurrent.TimeUnit;
 /**
  * Each session's tool events in order, as a session attached over the runtime's interactive RPC
  * sees them: {@code tool_call}, {@code approval_required}, {@code tool_result}. The control API
- * serves them as newline-delimited JSON ({@code GET /v1/sessions/{id}/events}), so a test, a
- * script or a UI can follow a session; {@code call --session ID --follow} prints them.
+ * serves them as newline-delimited JSON ({@code GET /v1/sessions/{id}/events}), so a test, a script
+ * or a UI can follow a session; {@code call --session ID --follow} prints them.
  *
  * <p>Each event is numbered within its session from 1 ({@code seq}), so a reader can ask for the
- * events after the last one it saw. Bounded: the latest {@value #MAX_EVENTS} events of the
- * latest {@value #MAX_SESSIONS} sessions (a followed session is never dropped).
+ * events after the last one it saw. Bounded: the latest {@value #MAX_EVENTS} events of the latest
+ * {@value #MAX_SESSIONS} sessions (a followed session is never dropped).
  *
  * <p>One owner: events are appended, and handed to followers, under this object's lock, so every
  * follower sees a session's events in the one order they were appended.
@@ -35,6 +35,7 @@ public final class SessionEvents implements CallService.Listener, AutoCloseable 
 
   /** The three kinds of event, spelled as the runtime's interactive messages. */
   public static final String TOOL_CALL = "tool_call";
+
   public static final String APPROVAL_REQUIRED = "approval_required";
   public static final String TOOL_RESULT = "tool_result";
 
@@ -42,8 +43,8 @@ public final class SessionEvents implements CallService.Listener, AutoCloseable 
    * One event.
    *
    * @param seq its number within its session, from 1
-   * @param json the event as one line of JSON (no newline): {@code type}, {@code seq},
-   *     {@code session_id}, {@code at}, then the fields of its kind
+   * @param json the event as one line of JSON (no newline): {@code type}, {@code seq}, {@code
+   *     session_id}, {@code at}, then the fields of its kind
    */
   public record Event(String sessionId, long seq, String type, String json) {}
 
@@ -62,8 +63,7 @@ public final class SessionEvents implements CallService.Listener, AutoCloseable 
     }
 
     /**
-     * The next event, waiting up to {@code wait}: {@link #IDLE} if none came; null once dev
-     * stops.
+     * The next event, waiting up to {@code wait}: {@link #IDLE} if none came; null once dev stops.
      */
     Event next(Duration wait) throws InterruptedException;
 
@@ -82,13 +82,16 @@ public final class SessionEvents implements CallService.Listener, AutoCloseable 
   }
 
   private final InstantSource clock;
+
   /** By session id, least recently appended first. Guarded by {@code this}. */
-  private final Map<String, Session> sessions = new LinkedHashMap<>(16, 0.75f, true) {
-    @Override
-    protected boolean removeEldestEntry(Map.Entry<String, Session> eldest) {
-      return size() > MAX_SESSIONS && eldest.getValue().followers.isEmpty();
-    }
-  };
+  private final Map<String, Session> sessions =
+      new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Session> eldest) {
+          return size() > MAX_SESSIONS && eldest.getValue().followers.isEmpty();
+        }
+      };
+
   private boolean closed;
 
   public SessionEvents(InstantSource clock) {
@@ -116,17 +119,19 @@ public final class SessionEvents implements CallService.Listener, AutoCloseable 
     o.put("seq", 0); // set below, in order
     o.put("session_id", sessionId);
     o.put("at", clock.instant().toString());
-    fields.properties().forEach(f -> {
-      if (!o.has(f.getKey())) {
-        o.set(f.getKey(), f.getValue());
-      }
-    });
+    fields
+        .properties()
+        .forEach(
+            f -> {
+              if (!o.has(f.getKey())) {
+                o.set(f.getKey(), f.getValue());
+              }
+            });
     synchronized (this) {
       Session s = sessions.computeIfAbsent(sessionId, id -> new Session());
       long seq = ++s.seq;
       o.put("seq", seq);
-      Event e = new Event(sessionId, seq, type,
-          new String(Json.bytes(o), StandardCharsets.UTF_8));
+      Event e = new Event(sessionId, seq, type, new String(Json.bytes(o), StandardCharsets.UTF_8));
       s.events.addLast(e);
       if (s.events.size() > MAX_EVENTS) {
         s.events.removeFirst();
@@ -138,7 +143,8 @@ public final class SessionEvents implements CallService.Listener, AutoCloseable 
   /** The events of {@code sessionId} numbered above {@code after}; empty for an unknown session. */
   public synchronized Optional<List<Event>> events(String sessionId, long after) {
     Session s = sessions.get(sessionId);
-    return s == null ? Optional.empty()
+    return s == null
+        ? Optional.empty()
         : Optional.of(s.events.stream().filter(e -> e.seq() > after).toList());
   }
 
@@ -148,8 +154,8 @@ public final class SessionEvents implements CallService.Listener, AutoCloseable 
   }
 
   /**
-   * Follows {@code sessionId} (which need not have started yet): the events numbered above
-   * {@code after}, then each new one.
+   * Follows {@code sessionId} (which need not have started yet): the events numbered above {@code
+   * after}, then each new one.
    */
   public Follower follow(String sessionId, long after) {
     BlockingQueue<Event> queue = new LinkedBlockingQueue<>();
@@ -193,9 +199,12 @@ public final class SessionEvents implements CallService.Listener, AutoCloseable 
   @Override
   public synchronized void close() {
     closed = true;
-    sessions.values().forEach(s -> {
-      s.followers.forEach(f -> f.add(END));
-      s.followers.clear();
-    });
+    sessions
+        .values()
+        .forEach(
+            s -> {
+              s.followers.forEach(f -> f.add(END));
+              s.followers.clear();
+            });
   }
 }

@@ -15,11 +15,18 @@ import java.util.Optional;
  * @param sideEffectClass the binding's {@code side_effect_class}, if it has one
  * @param route who serves its calls
  * @param target for {@link Route#MCP} and {@link Route#NESTED_AGENT}: what the runtime calls
- *     instead of a worker, in words (e.g. {@code MCP server search}); empty for
- *     {@link Route#WORKER}
+ *     instead of a worker, in words (e.g. {@code MCP server search}); empty for {@link
+ *     Route#WORKER}
  */
-public record Binding(int document, String path, int line, String ref, Optional<String> version,
-    Optional<String> sideEffectClass, Route route, String target) {
+public record Binding(
+    int document,
+    String path,
+    int line,
+    String ref,
+    Optional<String> version,
+    Optional<String> sideEffectClass,
+    Route route,
+    String target) {
 
   /** Who serves a binding's calls. */
   public enum Route {
@@ -41,9 +48,9 @@ public record Binding(int document, String path, int line, String ref, Optional<
   }
 
   /**
-   * The tool name the runtime routes by, derived from {@link #ref()} as the runtime derives it:
-   * a ref of the form {@code namespace.name[@constraint]} loses its {@code @constraint}; any
-   * other ref is used whole (so {@code echo@^1} keeps its {@code @^1}).
+   * The tool name the runtime routes by, derived from {@link #ref()} as the runtime derives it: a
+   * ref of the form {@code namespace.name[@constraint]} loses its {@code @constraint}; any other
+   * ref is used whole (so {@code echo@^1} keeps its {@code @^1}).
    */
   public String tool() {
     return tool(ref);
@@ -53,7 +60,8 @@ public record Binding(int document, String path, int line, String ref, Optional<
   public Optional<String> constraint() {
     String r = ref.strip();
     String tool = tool(r);
-    return tool.equals(r) ? Optional.empty()
+    return tool.equals(r)
+        ? Optional.empty()
         : Optional.of(r.substring(r.lastIndexOf('@') + 1).strip()).filter(c -> !c.isEmpty());
   }
 

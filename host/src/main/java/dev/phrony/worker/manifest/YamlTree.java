@@ -18,12 +18,12 @@ import org.yaml.snakeyaml.error.Mark;
 import org.yaml.snakeyaml.error.MarkedYAMLException;
 
 /**
- * YAML documents as a small tree whose every node knows the line it starts on, built from
- * Jackson's streaming YAML parser (a {@code JsonNode} tree has no locations).
+ * YAML documents as a small tree whose every node knows the line it starts on, built from Jackson's
+ * streaming YAML parser (a {@code JsonNode} tree has no locations).
  *
- * <p>Scalars keep their text as written: {@code version: 1.10} stays {@code "1.10"} (not the
- * number 1.1), and {@code yes} stays {@code "yes"}, as the runtime's Go decoder reads them into
- * string fields. A YAML null and an empty scalar both read as "no value".
+ * <p>Scalars keep their text as written: {@code version: 1.10} stays {@code "1.10"} (not the number
+ * 1.1), and {@code yes} stays {@code "yes"}, as the runtime's Go decoder reads them into string
+ * fields. A YAML null and an empty scalar both read as "no value".
  */
 final class YamlTree {
   private static final YAMLFactory FACTORY = YAMLFactory.builder().build();
@@ -48,8 +48,8 @@ final class YamlTree {
   record Sequence(List<Node> items, int line) implements Node {}
 
   /**
-   * Every document in {@code in}, in order. An empty document ({@code ---} with nothing after
-   * it) is a {@link Scalar} with null text, so document numbers match what a reader counts.
+   * Every document in {@code in}, in order. An empty document ({@code ---} with nothing after it)
+   * is a {@link Scalar} with null text, so document numbers match what a reader counts.
    *
    * @throws SyntaxException for text that is not YAML, or YAML this reader does not accept
    */
@@ -76,8 +76,10 @@ final class YamlTree {
           Node value = node(p, p.nextToken());
           if (entries.putIfAbsent(key, value) != null) {
             // The runtime's decoder (yaml.v3) refuses a repeated key; Jackson would keep the last.
-            throw new SyntaxException("mapping key '" + key + "' already defined at line "
-                + entries.get(key).line(), line(keyAt), column(keyAt));
+            throw new SyntaxException(
+                "mapping key '" + key + "' already defined at line " + entries.get(key).line(),
+                line(keyAt),
+                column(keyAt));
           }
         }
         return new Mapping(Collections.unmodifiableMap(entries), line);
@@ -91,8 +93,13 @@ final class YamlTree {
       }
       default -> {
         if (p instanceof YAMLParser yaml && yaml.isCurrentAlias()) {
-          throw new SyntaxException("YAML aliases (*" + p.getText() + ") are not supported "
-              + "here: write the value out", line, column(p.currentTokenLocation()));
+          throw new SyntaxException(
+              "YAML aliases (*"
+                  + p.getText()
+                  + ") are not supported "
+                  + "here: write the value out",
+              line,
+              column(p.currentTokenLocation()));
         }
         String text = t == JsonToken.VALUE_NULL ? null : p.getText();
         return new Scalar(text == null || text.isEmpty() ? null : text, line);
@@ -106,16 +113,23 @@ final class YamlTree {
     if (e.getCause() instanceof MarkedYAMLException m && m.getProblemMark() != null) {
       Mark at = m.getProblemMark();
       String problem = m.getProblem() == null ? "invalid YAML" : m.getProblem();
-      String context = m.getContext() == null ? ""
-          : " (" + m.getContext() + (m.getContextMark() == null ? ""
-              : " at line " + (m.getContextMark().getLine() + 1) + ", column "
-                  + (m.getContextMark().getColumn() + 1)) + ")";
-      return new SyntaxException(oneLine(problem + context), at.getLine() + 1,
-          at.getColumn() + 1);
+      String context =
+          m.getContext() == null
+              ? ""
+              : " ("
+                  + m.getContext()
+                  + (m.getContextMark() == null
+                      ? ""
+                      : " at line "
+                          + (m.getContextMark().getLine() + 1)
+                          + ", column "
+                          + (m.getContextMark().getColumn() + 1))
+                  + ")";
+      return new SyntaxException(oneLine(problem + context), at.getLine() + 1, at.getColumn() + 1);
     }
     JsonLocation at = e.getLocation();
-    return new SyntaxException(oneLine(e.getOriginalMessage()), at == null ? 0 : line(at),
-        at == null ? 0 : column(at));
+    return new SyntaxException(
+        oneLine(e.getOriginalMessage()), at == null ? 0 : line(at), at == null ? 0 : column(at));
   }
 
   private static String oneLine(String s) {

@@ -9,19 +9,20 @@ import java.util.List;
 import org.slf4j.Marker;
 
 /**
- * Keeps HTTP/2 frame logs out of the log at any configured level. gRPC's Netty transport logs
- * every frame at DEBUG, request headers included, and so the {@code authorization: Bearer}
- * token: a logger turned up to DEBUG (or a root level of DEBUG with no override) would write the
- * token to the log. This filter refuses DEBUG and TRACE from those loggers before any appender
- * sees them; installed by {@link LogSetup} after every (re)configuration, so a changed
- * {@code logback.xml} cannot undo it.
+ * Keeps HTTP/2 frame logs out of the log at any configured level. gRPC's Netty transport logs every
+ * frame at DEBUG, request headers included, and so the {@code authorization: Bearer} token: a
+ * logger turned up to DEBUG (or a root level of DEBUG with no override) would write the token to
+ * the log. This filter refuses DEBUG and TRACE from those loggers before any appender sees them;
+ * installed by {@link LogSetup} after every (re)configuration, so a changed {@code logback.xml}
+ * cannot undo it.
  */
 public final class FrameLogGuard extends TurboFilter {
-  private static final List<String> FRAME_LOGGERS = List.of(
-      "io.grpc.netty.NettyClientHandler",
-      "io.grpc.netty.NettyServerHandler",
-      "io.netty.handler.codec.http2",
-      "io.netty.handler.logging");
+  private static final List<String> FRAME_LOGGERS =
+      List.of(
+          "io.grpc.netty.NettyClientHandler",
+          "io.grpc.netty.NettyServerHandler",
+          "io.netty.handler.codec.http2",
+          "io.netty.handler.logging");
 
   /** Adds the guard to {@code ctx} unless it is there already. */
   public static void install(LoggerContext ctx) {
@@ -35,8 +36,8 @@ public final class FrameLogGuard extends TurboFilter {
   }
 
   @Override
-  public FilterReply decide(Marker marker, Logger logger, Level level, String format,
-      Object[] params, Throwable t) {
+  public FilterReply decide(
+      Marker marker, Logger logger, Level level, String format, Object[] params, Throwable t) {
     if (level == null || level.isGreaterOrEqual(Level.INFO)) {
       return FilterReply.NEUTRAL;
     }

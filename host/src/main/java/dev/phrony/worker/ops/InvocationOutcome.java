@@ -1,9 +1,9 @@
 package dev.phrony.worker.ops;
 
 /**
- * How an invoke ended on this worker, as counted by {@code phrony_worker_invocations_total}:
- * the {@code outcome} label, and for nacks the {@code code} label (empty otherwise). A closed set,
- * so the meters of each {@code tool@version} are made once and found by ordinal.
+ * How an invoke ended on this worker, as counted by {@code phrony_worker_invocations_total}: the
+ * {@code outcome} label, and for nacks the {@code code} label (empty otherwise). A closed set, so
+ * the meters of each {@code tool@version} are made once and found by ordinal.
  */
 public enum InvocationOutcome {
   /** The handler's result was sent. */

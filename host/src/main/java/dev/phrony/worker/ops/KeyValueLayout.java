@@ -23,14 +23,15 @@ import org.slf4j.event.KeyValuePair;
  * </pre>
  *
  * <p>The logging context (MDC) and SLF4J key-value pairs follow {@code thread}, the call's keys
- * first; the message is always quoted; other values are quoted when they hold a space, a quote,
- * an {@code =} or a control character, with {@code \"}, {@code \\}, {@code \n}, {@code \t}
- * escapes, so a value never breaks the line. An exception adds {@code error="Class: message"}
- * and {@code stack="..."} (escaped, still on the same line).
+ * first; the message is always quoted; other values are quoted when they hold a space, a quote, an
+ * {@code =} or a control character, with {@code \"}, {@code \\}, {@code \n}, {@code \t} escapes, so
+ * a value never breaks the line. An exception adds {@code error="Class: message"} and {@code
+ * stack="..."} (escaped, still on the same line).
  */
 public final class KeyValueLayout extends LayoutBase<ILoggingEvent> {
   private static final DateTimeFormatter TS =
-      DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSXXX", Locale.ROOT).withZone(ZoneOffset.UTC);
+      DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSXXX", Locale.ROOT)
+          .withZone(ZoneOffset.UTC);
   private static final List<String> FIRST =
       List.of(LogContext.CALL_ID, LogContext.SESSION_ID, LogContext.TOOL);
 
@@ -66,8 +67,8 @@ public final class KeyValueLayout extends LayoutBase<ILoggingEvent> {
     IThrowableProxy t = event.getThrowableProxy();
     if (t != null) {
       b.append(" error=");
-      Printable.appendQuoted(b,
-          t.getClassName() + (t.getMessage() == null ? "" : ": " + t.getMessage()));
+      Printable.appendQuoted(
+          b, t.getClassName() + (t.getMessage() == null ? "" : ": " + t.getMessage()));
       b.append(" stack=");
       Printable.appendQuoted(b, ThrowableProxyUtil.asString(t).strip());
     }

@@ -33,8 +33,11 @@ public record ListenAddress(String host, int port) {
     }
     int colon = s.lastIndexOf(':');
     if (colon <= 0 || colon == s.length() - 1) {
-      throw new IllegalArgumentException("'" + text + "' is not HOST:PORT (e.g. 127.0.0.1:9464,"
-          + " 0.0.0.0:9464, [::1]:9464) or none");
+      throw new IllegalArgumentException(
+          "'"
+              + text
+              + "' is not HOST:PORT (e.g. 127.0.0.1:9464,"
+              + " 0.0.0.0:9464, [::1]:9464) or none");
     }
     String host = s.substring(0, colon);
     if (host.startsWith("[") && host.endsWith("]")) {
@@ -44,8 +47,8 @@ public record ListenAddress(String host, int port) {
     try {
       port = Integer.parseInt(s.substring(colon + 1));
     } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("'" + text + "' has no valid port: use HOST:PORT, e.g."
-          + " 127.0.0.1:9464, or none");
+      throw new IllegalArgumentException(
+          "'" + text + "' has no valid port: use HOST:PORT, e.g." + " 127.0.0.1:9464, or none");
     }
     return Optional.of(new ListenAddress(host, port));
   }

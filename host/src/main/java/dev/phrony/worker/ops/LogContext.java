@@ -6,12 +6,12 @@ import org.slf4j.MDC;
 
 /**
  * The logging context (MDC) of a call: {@code call_id}, {@code session_id} and {@code tool} on
- * every line about it, whichever thread logs it (the handler's, or the stream's for per-call
- * lines such as nacks). Both log formats print these as fields.
+ * every line about it, whichever thread logs it (the handler's, or the stream's for per-call lines
+ * such as nacks). Both log formats print these as fields.
  *
- * <p>The whole context is swapped in and out, not key by key: an asynchronous handler starts on
- * the stream's one I/O thread, and a key it puts there must end with its call, not ride along on
- * every later line of that thread (other calls', heartbeats, reconnects).
+ * <p>The whole context is swapped in and out, not key by key: an asynchronous handler starts on the
+ * stream's one I/O thread, and a key it puts there must end with its call, not ride along on every
+ * later line of that thread (other calls', heartbeats, reconnects).
  */
 public final class LogContext {
   public static final String CALL_ID = "call_id";
@@ -31,8 +31,8 @@ public final class LogContext {
   private static final Scope CLEAR = MDC::clear;
 
   /**
-   * Sets the call's keys on this thread until the scope closes; null or empty values are left
-   * out. Closing it puts back exactly the context that was there before.
+   * Sets the call's keys on this thread until the scope closes; null or empty values are left out.
+   * Closing it puts back exactly the context that was there before.
    */
   public static Scope call(String callId, String sessionId, String tool) {
     Map<String, String> before = MDC.getCopyOfContextMap(); // null when there is none

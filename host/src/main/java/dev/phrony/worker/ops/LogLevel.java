@@ -6,7 +6,11 @@ import java.util.stream.Collectors;
 
 /** The host's log threshold: the root logger's level. */
 public enum LogLevel {
-  TRACE, DEBUG, INFO, WARN, ERROR;
+  TRACE,
+  DEBUG,
+  INFO,
+  WARN,
+  ERROR;
 
   /**
    * Parses a level name, in any case.
@@ -23,7 +27,10 @@ public enum LogLevel {
         return l;
       }
     }
-    throw new IllegalArgumentException("'" + text + "' is not a log level: use one of "
-        + Arrays.stream(values()).map(Enum::name).collect(Collectors.joining(", ")));
+    throw new IllegalArgumentException(
+        "'"
+            + text
+            + "' is not a log level: use one of "
+            + Arrays.stream(values()).map(Enum::name).collect(Collectors.joining(", ")));
   }
 }

@@ -21,12 +21,12 @@ import org.slf4j.bridge.SLF4JBridgeHandler;
  * Applies {@code --log-format} and {@code --log-level} once a command knows them.
  *
  * <p>Ordering: the settings come from flags, the environment and {@code worker.yaml}, so they are
- * known only after the command line is parsed, while logback configures itself from
- * {@code conf/logback.xml} as soon as the first logger is created. Nothing logs before a command
- * runs; the command calls {@link #apply} first thing, which loads the same file again with the
- * chosen format and level as its variables ({@value #FORMAT_VARIABLE}, {@value #LEVEL_VARIABLE}),
- * so the file stays the one place that defines what each format looks like. Without a
- * configuration file (embedded use, tests) only the root level is set.
+ * known only after the command line is parsed, while logback configures itself from {@code
+ * conf/logback.xml} as soon as the first logger is created. Nothing logs before a command runs; the
+ * command calls {@link #apply} first thing, which loads the same file again with the chosen format
+ * and level as its variables ({@value #FORMAT_VARIABLE}, {@value #LEVEL_VARIABLE}), so the file
+ * stays the one place that defines what each format looks like. Without a configuration file
+ * (embedded use, tests) only the root level is set.
  *
  * <p>It also routes {@code java.util.logging} (gRPC's own logging) through the same appenders, so
  * every line on stderr has the chosen format, and installs the {@link FrameLogGuard}, so no
@@ -36,8 +36,7 @@ public final class LogSetup {
   public static final String FORMAT_VARIABLE = "PHRONY_LOG_FORMAT";
   public static final String LEVEL_VARIABLE = "PHRONY_LOG_LEVEL";
 
-  private static final AtomicReference<java.util.logging.Logger> GRPC_JUL =
-      new AtomicReference<>();
+  private static final AtomicReference<java.util.logging.Logger> GRPC_JUL = new AtomicReference<>();
 
   private LogSetup() {}
 
@@ -59,14 +58,15 @@ public final class LogSetup {
   }
 
   /**
-   * The file logback configured itself from: {@code -Dlogback.configurationFile} (set by
-   * {@code bin/phrony-worker}), else what logback recorded (only kept when it scans).
+   * The file logback configured itself from: {@code -Dlogback.configurationFile} (set by {@code
+   * bin/phrony-worker}), else what logback recorded (only kept when it scans).
    */
   static URL configurationFile(LoggerContext ctx) {
     String property = System.getProperty(ClassicConstants.CONFIG_FILE_PROPERTY);
     if (property != null && !property.isBlank()) {
       try {
-        return property.contains(":/") ? URI.create(property).toURL()
+        return property.contains(":/")
+            ? URI.create(property).toURL()
             : Path.of(property).toUri().toURL();
       } catch (MalformedURLException | IllegalArgumentException e) {
         return null;
@@ -91,8 +91,8 @@ public final class LogSetup {
   }
 
   /**
-   * gRPC logs through {@code java.util.logging}; its loggers (only: the JDK's own stay with
-   * JUL) go to SLF4J instead of JUL's console handler, so they come out in the chosen format.
+   * gRPC logs through {@code java.util.logging}; its loggers (only: the JDK's own stay with JUL) go
+   * to SLF4J instead of JUL's console handler, so they come out in the chosen format.
    */
   private static synchronized void routeJulToSlf4j() {
     java.util.logging.Logger grpc = java.util.logging.Logger.getLogger("io.grpc");

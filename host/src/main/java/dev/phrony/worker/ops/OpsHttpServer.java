@@ -27,8 +27,10 @@ import org.slf4j.LoggerFactory;
  */
 public final class OpsHttpServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(OpsHttpServer.class);
+
   /** Prometheus text exposition format 0.0.4. */
   static final String METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
   private static final String TEXT = "text/plain; charset=utf-8";
   private static final String JSON = "application/json";
 
@@ -47,8 +49,9 @@ public final class OpsHttpServer implements AutoCloseable {
    * @param readiness whether the worker is ready now
    * @throws java.net.BindException if the address is in use or cannot be bound
    */
-  public static OpsHttpServer start(InetSocketAddress address, Supplier<String> scrape,
-      Supplier<Readiness> readiness) throws IOException {
+  public static OpsHttpServer start(
+      InetSocketAddress address, Supplier<String> scrape, Supplier<Readiness> readiness)
+      throws IOException {
     return start(address, scrape, readiness, null);
   }
 
@@ -69,52 +72,62 @@ public final class OpsHttpServer implements AutoCloseable {
    *
    * @throws java.net.BindException if the address is in use or cannot be bound
    */
-  public static OpsHttpServer start(InetSocketAddress address, Supplier<String> scrape,
-      Supplier<Readiness> readiness, Plugins plugins) throws IOException {
+  public static OpsHttpServer start(
+      InetSocketAddress address,
+      Supplier<String> scrape,
+      Supplier<Readiness> readiness,
+      Plugins plugins)
+      throws IOException {
     HttpServer server = HttpServer.create(address, 0);
-    ExecutorService executor = Executors.newThreadPerTaskExecutor(
-        Thread.ofVirtual().name("phrony-http-", 1).factory());
+    ExecutorService executor =
+        Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("phrony-http-", 1).factory());
     server.setExecutor(executor);
-    server.createContext("/", exchange -> {
-      try (exchange) {
-        String path = exchange.getRequestURI().getPath();
-        if (plugins != null && path.equals("/plugins/reload")) {
-          if (!exchange.getRequestMethod().equals("POST")) {
-            exchange.getResponseHeaders().set("Allow", "POST");
-            respond(exchange, 405, TEXT, "method not allowed: POST /plugins/reload\n");
-            return;
-          }
-          Reply r = plugins.reload();
-          respond(exchange, r.status(), JSON, r.json());
-          return;
-        }
-        if (!exchange.getRequestMethod().equals("GET")
-            && !exchange.getRequestMethod().equals("HEAD")) {
-          exchange.getResponseHeaders().set("Allow", "GET, HEAD");
-          respond(exchange, 405, TEXT, "method not allowed\n");
-          return;
-        }
-        switch (path) {
-          case "/metrics" -> respond(exchange, 200, METRICS_CONTENT_TYPE, scrape.get());
-          case "/healthz" -> respond(exchange, 200, TEXT, "ok\n");
-          case "/handlers" -> {
-            if (plugins == null) {
-              respond(exchange, 404, TEXT, "not found: this process serves no plugins\n");
-            } else {
-              respond(exchange, 200, JSON, plugins.handlersJson());
+    server.createContext(
+        "/",
+        exchange -> {
+          try (exchange) {
+            String path = exchange.getRequestURI().getPath();
+            if (plugins != null && path.equals("/plugins/reload")) {
+              if (!exchange.getRequestMethod().equals("POST")) {
+                exchange.getResponseHeaders().set("Allow", "POST");
+                respond(exchange, 405, TEXT, "method not allowed: POST /plugins/reload\n");
+                return;
+              }
+              Reply r = plugins.reload();
+              respond(exchange, r.status(), JSON, r.json());
+              return;
             }
+            if (!exchange.getRequestMethod().equals("GET")
+                && !exchange.getRequestMethod().equals("HEAD")) {
+              exchange.getResponseHeaders().set("Allow", "GET, HEAD");
+              respond(exchange, 405, TEXT, "method not allowed\n");
+              return;
+            }
+            switch (path) {
+              case "/metrics" -> respond(exchange, 200, METRICS_CONTENT_TYPE, scrape.get());
+              case "/healthz" -> respond(exchange, 200, TEXT, "ok\n");
+              case "/handlers" -> {
+                if (plugins == null) {
+                  respond(exchange, 404, TEXT, "not found: this process serves no plugins\n");
+                } else {
+                  respond(exchange, 200, JSON, plugins.handlersJson());
+                }
+              }
+              case "/readyz" -> {
+                Readiness r = readiness.get();
+                respond(exchange, r.ready() ? 200 : 503, TEXT, r.reason() + "\n");
+              }
+              default ->
+                  respond(
+                      exchange,
+                      404,
+                      TEXT,
+                      "not found: try /metrics, /healthz, /readyz, /handlers or POST /plugins/reload\n");
+            }
+          } catch (RuntimeException e) {
+            log.warn("http {} failed", exchange.getRequestURI(), e);
           }
-          case "/readyz" -> {
-            Readiness r = readiness.get();
-            respond(exchange, r.ready() ? 200 : 503, TEXT, r.reason() + "\n");
-          }
-          default -> respond(exchange, 404, TEXT,
-              "not found: try /metrics, /healthz, /readyz, /handlers or POST /plugins/reload\n");
-        }
-      } catch (RuntimeException e) {
-        log.warn("http {} failed", exchange.getRequestURI(), e);
-      }
-    });
+        });
     server.start();
     return new OpsHttpServer(server, executor);
   }

@@ -8,9 +8,9 @@ import dev.phrony.worker.Printable;
 import net.logstash.logback.decorate.JsonFactoryDecorator;
 
 /**
- * JSON log lines escape what {@link Printable} escapes: JSON only requires it for C0 controls,
- * but a C1 CSI (U+009B) or a right-to-left override (U+202E) in a call id would still reach a
- * terminal raw. Named in {@code conf/logback.xml} as the encoder's {@code jsonFactoryDecorator}.
+ * JSON log lines escape what {@link Printable} escapes: JSON only requires it for C0 controls, but
+ * a C1 CSI (U+009B) or a right-to-left override (U+202E) in a call id would still reach a terminal
+ * raw. Named in {@code conf/logback.xml} as the encoder's {@code jsonFactoryDecorator}.
  */
 public final class PrintableJsonEscapes implements JsonFactoryDecorator {
 

@@ -1,9 +1,9 @@
 package dev.phrony.worker.ops;
 
 /**
- * Why a Work stream ended and the worker reconnected: the {@code reason} label of
- * {@code phrony_worker_stream_reconnects_total}. A few classes, not the free text that the log
- * line carries.
+ * Why a Work stream ended and the worker reconnected: the {@code reason} label of {@code
+ * phrony_worker_stream_reconnects_total}. A few classes, not the free text that the log line
+ * carries.
  */
 public enum ReconnectReason {
   /** The runtime closed the stream cleanly. */

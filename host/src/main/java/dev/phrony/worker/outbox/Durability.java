@@ -9,26 +9,32 @@ import java.util.stream.Collectors;
  * in memory: they survive reconnects, not a crash.
  */
 public enum Durability {
-  /** Results of tools that write: {@code idempotent_write}, {@code non_idempotent_write}, {@code irreversible_action}. */
+  /**
+   * Results of tools that write: {@code idempotent_write}, {@code non_idempotent_write}, {@code
+   * irreversible_action}.
+   */
   WRITES,
   /** Every result. */
   ALL,
   /** None: memory only, no intents. */
   NONE;
 
-  /** Whether a result of a tool of this side-effect class (wire name; may be empty) goes to disk. */
+  /**
+   * Whether a result of a tool of this side-effect class (wire name; may be empty) goes to disk.
+   */
   public boolean isDurable(String sideEffectClassWireName) {
     return switch (this) {
       case ALL -> true;
       case NONE -> false;
-      case WRITES -> "idempotent_write".equals(sideEffectClassWireName)
-          || needsIntentClass(sideEffectClassWireName);
+      case WRITES ->
+          "idempotent_write".equals(sideEffectClassWireName)
+              || needsIntentClass(sideEffectClassWireName);
     };
   }
 
   /**
-   * Whether a call of this class gets a durable intent before its handler runs: a
-   * {@code non_idempotent_write} or {@code irreversible_action}, unless durability is {@code none}.
+   * Whether a call of this class gets a durable intent before its handler runs: a {@code
+   * non_idempotent_write} or {@code irreversible_action}, unless durability is {@code none}.
    */
   public boolean needsIntent(String sideEffectClassWireName) {
     return this != NONE && needsIntentClass(sideEffectClassWireName);
@@ -54,9 +60,12 @@ public enum Durability {
         return d;
       }
     }
-    throw new IllegalArgumentException("unknown durability '" + text + "' (expected one of "
-        + Arrays.stream(values()).map(Durability::flagName).collect(Collectors.joining(", "))
-        + ")");
+    throw new IllegalArgumentException(
+        "unknown durability '"
+            + text
+            + "' (expected one of "
+            + Arrays.stream(values()).map(Durability::flagName).collect(Collectors.joining(", "))
+            + ")");
   }
 
   @Override

@@ -23,31 +23,30 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A {@link ResultOutbox} that keeps results of the calls its {@link Durability} selects on disk
- * in the state dir's {@code outbox/}, so they survive a crash of the worker, and records intents
- * of calls that must not run twice.
+ * A {@link ResultOutbox} that keeps results of the calls its {@link Durability} selects on disk in
+ * the state dir's {@code outbox/}, so they survive a crash of the worker, and records intents of
+ * calls that must not run twice.
  *
  * <p>All results live in a {@link MemoryOutbox} (the index, and the whole story for non-durable
- * results); a durable result is also in the log ({@link LogWriter}), written and flushed before
- * its {@link #holdAsync} future completes. Concurrent holds are group-committed: they share one
- * batch and its flush. Releases, orphan marks and dropped intents are written lazily with the
- * next batch.
+ * results); a durable result is also in the log ({@link LogWriter}), written and flushed before its
+ * {@link #holdAsync} future completes. Concurrent holds are group-committed: they share one batch
+ * and its flush. Releases, orphan marks and dropped intents are written lazily with the next batch.
  *
  * <p>At open it loads held and orphaned results and intents. An intent without a result is
  * <em>interrupted</em> (the process died while its handler ran): it is logged, listed, advertised
  * in {@code in_flight} and refused on re-invoke. Orphaned and interrupted records are pruned after
- * the orphan retention. Damaged files are copied into {@code corrupt/} and reported in
- * {@link #problems}; what could be read from them is kept.
+ * the orphan retention. Damaged files are copied into {@code corrupt/} and reported in {@link
+ * #problems}; what could be read from them is kept.
  *
  * <p>If a batch cannot be written (disk full, I/O error), a durable result is <em>not</em> sent
  * un-persisted: its hold stays pending (the result in memory, its slot taken), the failure is
  * logged and {@linkplain #durabilityFailures counted}, {@link #diskProblem} says why (the worker
- * reports not-ready), and the write is retried with backoff; once the disk takes it, every
- * waiting hold completes and its result goes out. A failed intent fails its future instead, so
- * the handler does not run.
+ * reports not-ready), and the write is retried with backoff; once the disk takes it, every waiting
+ * hold completes and its result goes out. A failed intent fails its future instead, so the handler
+ * does not run.
  *
- * <p>Time comes from the options: the clock stamps completions and orphan marks, and the
- * scheduler times the disk retry and {@link #pruneEvery}, so tests drive both.
+ * <p>Time comes from the options: the clock stamps completions and orphan marks, and the scheduler
+ * times the disk retry and {@link #pruneEvery}, so tests drive both.
  */
 public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(DurableOutbox.class);
@@ -55,6 +54,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   public static final String OUTBOX_DIR = "outbox";
   public static final String CORRUPT_DIR = "corrupt";
   public static final Duration DEFAULT_ORPHAN_RETENTION = Duration.ofDays(7);
+
   /** How often a running worker prunes: retention is counted in days, so hourly is plenty. */
   public static final Duration PRUNE_PERIOD = Duration.ofHours(1);
 
@@ -67,8 +67,8 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
    * @param scheduler times the disk retry and {@link #pruneEvery}, on {@code clock}; its owner
    *     closes it. Null: the outbox has a timer thread of its own, on the system's time
    */
-  public record Options(Durability durability, Duration orphanRetention, InstantSource clock,
-      Scheduler scheduler) {
+  public record Options(
+      Durability durability, Duration orphanRetention, InstantSource clock, Scheduler scheduler) {
     public Options {
       Objects.requireNonNull(durability, "durability");
       Objects.requireNonNull(clock, "clock");
@@ -115,16 +115,20 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private static final Duration FIRST_RETRY = Duration.ofMillis(100);
   private static final Duration MAX_RETRY = Duration.ofSeconds(5);
   private final Scheduler timers;
+
   /** The timer thread when the options bring no scheduler; closed with the outbox. */
   private final ExecutorScheduler ownTimers;
+
   /** Holds whose write failed, waiting for a retry; guards the timer state below too. */
   private final List<Waiting> waiting = new ArrayList<>();
+
   private volatile String diskProblem;
   private Scheduler.Handle retryTimer = Scheduler.NONE;
   private boolean retryScheduled;
   private Duration retryDelay = FIRST_RETRY;
   private Scheduler.Handle pruneTimer = Scheduler.NONE;
   private boolean closed;
+
   /** Serialises pruning and purging with re-holds of known calls. */
   private final Object removals = new Object();
 
@@ -134,8 +138,8 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     this.memory = new MemoryOutbox(options.clock());
     this.journal = journal;
     this.problems = problems;
-    this.ownTimers = options.scheduler() == null ? new ExecutorScheduler("phrony-outbox-timer")
-        : null;
+    this.ownTimers =
+        options.scheduler() == null ? new ExecutorScheduler("phrony-outbox-timer") : null;
     this.timers = ownTimers != null ? ownTimers : options.scheduler();
   }
 
@@ -152,8 +156,8 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     for (String p : problems) {
       log.warn("outbox damage found at start: {}", p);
     }
-    LogWriter journal = LogWriter.start(dir, stateDir.path().resolve(CORRUPT_DIR), loaded,
-        options.clock(), tuning);
+    LogWriter journal =
+        LogWriter.start(dir, stateDir.path().resolve(CORRUPT_DIR), loaded, options.clock(), tuning);
     DurableOutbox o = new DurableOutbox(dir, options, journal, problems);
     try {
       o.load(loaded.state());
@@ -182,10 +186,15 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
         // (which opens the outbox too) sees the call's age, not zero.
         at = in.startedAt();
         newlyInterrupted.add(new LogRecord.Interrupted(in.callId(), at));
-        log.warn("call {} was interrupted: its {} handler {} (session {}) started at {} and the "
-            + "worker stopped before its result was held; it may or may not have acted, and a "
-            + "re-invoke will be refused", in.callId(), in.sideEffectClass(), in.toolKey(),
-            in.sessionId(), in.startedAt());
+        log.warn(
+            "call {} was interrupted: its {} handler {} (session {}) started at {} and the "
+                + "worker stopped before its result was held; it may or may not have acted, and a "
+                + "re-invoke will be refused",
+            in.callId(),
+            in.sideEffectClass(),
+            in.toolKey(),
+            in.sessionId(),
+            in.startedAt());
       }
       intents.put(in.callId(), new IntentState(in, at));
     }
@@ -193,10 +202,15 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
       journal.append(newlyInterrupted);
     }
     int interrupted = intents.size();
-    log.info("outbox {} opened: {} held, {} orphaned, {} interrupted; durability={}, orphan "
-        + "retention={}{}", dir, memory.size() - orphaned, orphaned, interrupted,
-        options.durability(), options.orphanRetention() == null ? "forever"
-            : options.orphanRetention(),
+    log.info(
+        "outbox {} opened: {} held, {} orphaned, {} interrupted; durability={}, orphan "
+            + "retention={}{}",
+        dir,
+        memory.size() - orphaned,
+        orphaned,
+        interrupted,
+        options.durability(),
+        options.orphanRetention() == null ? "forever" : options.orphanRetention(),
         problems.isEmpty() ? "" : "; " + problems.size() + " problems (see corrupt/)");
     prune(now);
   }
@@ -212,8 +226,9 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
       return DONE;
     }
     String callId = result.callId();
-    boolean durable = options.durability().isDurable(result.sideEffectClass())
-        || onDisk.contains(callId); // keep the disk copy in step with memory
+    boolean durable =
+        options.durability().isDurable(result.sideEffectClass())
+            || onDisk.contains(callId); // keep the disk copy in step with memory
     if (!durable) {
       held(result);
       return DONE;
@@ -239,25 +254,27 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private void write(List<Waiting> batch) {
     CompletableFuture<Void> written;
     try {
-      written = journal.appendAsync(batch.stream()
-          .<LogRecord>map(w -> new LogRecord.Result(w.result(), null)).toList());
+      written =
+          journal.appendAsync(
+              batch.stream().<LogRecord>map(w -> new LogRecord.Result(w.result(), null)).toList());
     } catch (IllegalStateException closed) {
       batch.forEach(w -> w.done().completeExceptionally(closed));
       return;
     }
-    written.whenComplete((v, e) -> {
-      if (e == null) {
-        diskRecovered(); // before the holds complete: whoever waits on one sees it ready
-        for (Waiting w : batch) {
-          onDisk.add(w.result().callId());
-          held(w.result());
-          w.done().complete(null);
-        }
-      } else {
-        diskFailed(batch, e instanceof CompletionException && e.getCause() != null
-            ? e.getCause() : e);
-      }
-    });
+    written.whenComplete(
+        (v, e) -> {
+          if (e == null) {
+            diskRecovered(); // before the holds complete: whoever waits on one sees it ready
+            for (Waiting w : batch) {
+              onDisk.add(w.result().callId());
+              held(w.result());
+              w.done().complete(null);
+            }
+          } else {
+            diskFailed(
+                batch, e instanceof CompletionException && e.getCause() != null ? e.getCause() : e);
+          }
+        });
   }
 
   private void diskFailed(List<Waiting> batch, Throwable cause) {
@@ -268,8 +285,12 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
       boolean first = diskProblem == null;
       diskProblem = reason;
       if (first) {
-        log.error("the outbox cannot write to {} ({}): {} durable result(s) are held and not"
-            + " sent until it can; retrying", dir, cause.toString(), waiting.size());
+        log.error(
+            "the outbox cannot write to {} ({}): {} durable result(s) are held and not"
+                + " sent until it can; retrying",
+            dir,
+            cause.toString(),
+            waiting.size());
       }
       if (retryScheduled || closed) {
         return;
@@ -307,8 +328,8 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   }
 
   /**
-   * Why durable results cannot be written now ({@code No space left on device}), or empty when
-   * the last write succeeded: while present the worker is not ready.
+   * Why durable results cannot be written now ({@code No space left on device}), or empty when the
+   * last write succeeded: while present the worker is not ready.
    */
   @Override
   public Optional<String> diskProblem() {
@@ -405,11 +426,12 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
       intents.remove(intent.callId(), state);
       throw e;
     }
-    return written.whenComplete((v, e) -> {
-      if (e != null) {
-        intents.remove(intent.callId(), state); // not on disk: the handler will not run
-      }
-    });
+    return written.whenComplete(
+        (v, e) -> {
+          if (e != null) {
+            intents.remove(intent.callId(), state); // not on disk: the handler will not run
+          }
+        });
   }
 
   /** Forgets an intent (an operator or retention cleared it, or its handler never started). */
@@ -423,8 +445,10 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   @Override
   public void markInterrupted(String callId) {
     Instant now = options.clock().instant();
-    IntentState s = intents.computeIfPresent(callId,
-        (id, old) -> old.interruptedAt() != null ? old : new IntentState(old.intent(), now));
+    IntentState s =
+        intents.computeIfPresent(
+            callId,
+            (id, old) -> old.interruptedAt() != null ? old : new IntentState(old.intent(), now));
     if (s != null && s.interruptedAt() == now) {
       journal.appendLater(new LogRecord.Interrupted(callId, now));
     }
@@ -438,8 +462,10 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
 
   @Override
   public Collection<String> interruptedIds() {
-    return intents.values().stream().filter(s -> s.interruptedAt() != null)
-        .map(s -> s.intent().callId()).toList();
+    return intents.values().stream()
+        .filter(s -> s.interruptedAt() != null)
+        .map(s -> s.intent().callId())
+        .toList();
   }
 
   // ---- operations ----
@@ -465,18 +491,29 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
             journal.appendLater(new LogRecord.Release(id));
           }
           pruned.add(id);
-          log.info("pruned orphaned call {} ({}, session {}), orphaned since {} (retention {})",
-              id, e.result().toolKey(), e.result().sessionId(), e.orphanedAt(), retention);
+          log.info(
+              "pruned orphaned call {} ({}, session {}), orphaned since {} (retention {})",
+              id,
+              e.result().toolKey(),
+              e.result().sessionId(),
+              e.orphanedAt(),
+              retention);
         }
       }
       for (IntentState s : intents.values()) {
         IntentRecord i = s.intent();
-        if (s.interruptedAt() != null && !s.interruptedAt().isAfter(cutoff)
+        if (s.interruptedAt() != null
+            && !s.interruptedAt().isAfter(cutoff)
             && intents.remove(i.callId(), s)) {
           journal.appendLater(new LogRecord.DropIntent(i.callId()));
           pruned.add(i.callId());
-          log.info("pruned interrupted call {} ({}, session {}), interrupted since {} "
-              + "(retention {})", i.callId(), i.toolKey(), i.sessionId(), s.interruptedAt(),
+          log.info(
+              "pruned interrupted call {} ({}, session {}), interrupted since {} "
+                  + "(retention {})",
+              i.callId(),
+              i.toolKey(),
+              i.sessionId(),
+              s.interruptedAt(),
               retention);
         }
       }
@@ -529,17 +566,33 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     List<OutboxEntry> out = new ArrayList<>();
     for (MemoryOutbox.Entry e : memory.entries()) {
       HeldResult r = e.result();
-      out.add(new OutboxEntry(r.callId(), e.orphaned() ? OutboxEntry.State.ORPHANED
-          : OutboxEntry.State.HELD, r.toolKey(), r.sessionId(), r.sideEffectClass(), null,
-          r.completedAt(), e.orphaned() ? e.orphanedAt() : completedOrEpoch(r),
-          onDisk.contains(r.callId()), r.outcome()));
+      out.add(
+          new OutboxEntry(
+              r.callId(),
+              e.orphaned() ? OutboxEntry.State.ORPHANED : OutboxEntry.State.HELD,
+              r.toolKey(),
+              r.sessionId(),
+              r.sideEffectClass(),
+              null,
+              r.completedAt(),
+              e.orphaned() ? e.orphanedAt() : completedOrEpoch(r),
+              onDisk.contains(r.callId()),
+              r.outcome()));
     }
     for (IntentState s : intents.values()) {
       IntentRecord i = s.intent();
-      out.add(new OutboxEntry(i.callId(), s.interruptedAt() == null ? OutboxEntry.State.RUNNING
-          : OutboxEntry.State.INTERRUPTED, i.toolKey(), i.sessionId(), i.sideEffectClass(),
-          i.startedAt(), null, s.interruptedAt() == null ? i.startedAt() : s.interruptedAt(), true,
-          null));
+      out.add(
+          new OutboxEntry(
+              i.callId(),
+              s.interruptedAt() == null ? OutboxEntry.State.RUNNING : OutboxEntry.State.INTERRUPTED,
+              i.toolKey(),
+              i.sessionId(),
+              i.sideEffectClass(),
+              i.startedAt(),
+              null,
+              s.interruptedAt() == null ? i.startedAt() : s.interruptedAt(),
+              true,
+              null));
     }
     out.sort(Comparator.comparing(OutboxEntry::since).thenComparing(OutboxEntry::callId));
     return out;
@@ -596,8 +649,9 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     if (ownTimers != null) {
       ownTimers.close();
     }
-    IOException notDurable = new IOException("the outbox closed before the result could be"
-        + " written: it was never sent");
+    IOException notDurable =
+        new IOException(
+            "the outbox closed before the result could be" + " written: it was never sent");
     left.forEach(w -> w.done().completeExceptionally(notDurable));
     journal.close();
   }

@@ -14,8 +14,13 @@ import java.util.Objects;
  * @param completedAt when the outcome was produced
  * @param outcome payload or tool error
  */
-public record HeldResult(String callId, String sessionId, String toolKey, String sideEffectClass,
-    Instant completedAt, CallOutcome outcome) {
+public record HeldResult(
+    String callId,
+    String sessionId,
+    String toolKey,
+    String sideEffectClass,
+    Instant completedAt,
+    CallOutcome outcome) {
   public HeldResult {
     Objects.requireNonNull(callId, "callId");
     Objects.requireNonNull(outcome, "outcome");

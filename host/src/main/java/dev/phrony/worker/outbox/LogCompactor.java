@@ -39,8 +39,7 @@ final class LogCompactor {
 
   /** At close: whatever is on disk is rewritten as at most one file (none when nothing lives). */
   boolean dueAtClose(LogState state) {
-    return tuning.compactOnClose()
-        && (files.count() > 1 || (state.isEmpty() && files.count() > 0));
+    return tuning.compactOnClose() && (files.count() > 1 || (state.isEmpty() && files.count() > 0));
   }
 
   /** Replaces every file by one snapshot of {@code state} (none when nothing is live). */

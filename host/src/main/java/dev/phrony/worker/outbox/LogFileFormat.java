@@ -17,8 +17,8 @@ import java.util.zip.CRC32C;
 
 /**
  * The outbox log's format, version 1: how its files are named and what is in them. The reader
- * ({@link LogReader}), the writer ({@link LogWriter}) and the compactor ({@link LogCompactor})
- * all go through here. All integers big-endian.
+ * ({@link LogReader}), the writer ({@link LogWriter}) and the compactor ({@link LogCompactor}) all
+ * go through here. All integers big-endian.
  *
  * <pre>
  * dir    = (seq ".batch" | seq ".snap")*      -- seq: 20 ASCII digits; being written: + ".tmp"
@@ -30,14 +30,16 @@ import java.util.zip.CRC32C;
  *          bytes; instants: i64 epoch second, i32 nano, Long.MIN_VALUE = null)
  * </pre>
  *
- * <p>The record marker lets a reader find the next record after a damaged one. A batch file
- * may end in zeros (room the writer preallocated and has not used yet).
+ * <p>The record marker lets a reader find the next record after a damaged one. A batch file may end
+ * in zeros (room the writer preallocated and has not used yet).
  */
 final class LogFileFormat {
   static final String BATCH_EXT = ".batch";
   static final String SNAP_EXT = ".snap";
+
   /** A file being published: only ever visible under its final name once forced. */
   static final String TMP_EXT = ".tmp";
+
   private static final Pattern NAME = Pattern.compile("(\\d{20})(\\.batch|\\.snap)");
 
   static final int MAGIC = 0x50484F58; // "PHOX"
@@ -47,6 +49,7 @@ final class LogFileFormat {
   static final int HEADER_BYTES = 28;
   static final int MARKER = 0x52434431; // "RCD1"
   static final int FRAME_BYTES = 12;
+
   /** Larger bodies are taken as damage: results are capped at a few MiB by the dispatcher. */
   static final int MAX_BODY = 64 << 20;
 
@@ -69,8 +72,9 @@ final class LogFileFormat {
   /** The log file {@code p} is by its name (its size not known yet), if it is named as one. */
   static Optional<LogFile> named(Path p) {
     Matcher m = NAME.matcher(p.getFileName().toString());
-    return m.matches() ? Optional.of(new LogFile(Long.parseLong(m.group(1)), p, -1,
-        m.group(2).equals(SNAP_EXT))) : Optional.empty();
+    return m.matches()
+        ? Optional.of(new LogFile(Long.parseLong(m.group(1)), p, -1, m.group(2).equals(SNAP_EXT)))
+        : Optional.empty();
   }
 
   /** A parsed file header. */
@@ -78,7 +82,11 @@ final class LogFileFormat {
 
   static ByteBuffer header(int kind, long seq, Instant createdAt) {
     ByteBuffer b = ByteBuffer.allocate(HEADER_BYTES).order(ByteOrder.BIG_ENDIAN);
-    b.putInt(MAGIC).putShort((short) VERSION).put((byte) kind).put((byte) 0).putLong(seq)
+    b.putInt(MAGIC)
+        .putShort((short) VERSION)
+        .put((byte) kind)
+        .put((byte) 0)
+        .putLong(seq)
         .putLong(createdAt.toEpochMilli());
     b.putInt(crc(b.array(), 0, 24));
     return b.flip();
@@ -100,14 +108,14 @@ final class LogFileFormat {
    */
   static Header readHeader(ByteBuffer file) {
     if (file.remaining() < HEADER_BYTES) {
-      throw new IllegalArgumentException("file is shorter (" + file.remaining()
-          + " bytes) than its header");
+      throw new IllegalArgumentException(
+          "file is shorter (" + file.remaining() + " bytes) than its header");
     }
     int start = file.position();
     int magic = file.getInt(start);
     if (magic != MAGIC) {
-      throw new IllegalArgumentException(String.format(Locale.ROOT,
-          "not an outbox file (magic %08x)", magic));
+      throw new IllegalArgumentException(
+          String.format(Locale.ROOT, "not an outbox file (magic %08x)", magic));
     }
     int stored = file.getInt(start + 24);
     byte[] head = new byte[24];
@@ -117,10 +125,17 @@ final class LogFileFormat {
     }
     int version = file.getShort(start + 4) & 0xffff;
     if (version != VERSION) {
-      throw new IllegalArgumentException("format version " + version
-          + " is not supported (this worker reads version " + VERSION + ")");
+      throw new IllegalArgumentException(
+          "format version "
+              + version
+              + " is not supported (this worker reads version "
+              + VERSION
+              + ")");
     }
-    return new Header(version, file.get(start + 6), file.getLong(start + 8),
+    return new Header(
+        version,
+        file.get(start + 6),
+        file.getLong(start + 8),
         Instant.ofEpochMilli(file.getLong(start + 16)));
   }
 
@@ -152,8 +167,12 @@ final class LogFileFormat {
     switch (record) {
       case LogRecord.Result r -> {
         HeldResult h = r.result();
-        out.put(T_RESULT).str(h.callId()).str(h.sessionId()).str(h.toolKey())
-            .str(h.sideEffectClass()).instant(h.completedAt());
+        out.put(T_RESULT)
+            .str(h.callId())
+            .str(h.sessionId())
+            .str(h.toolKey())
+            .str(h.sideEffectClass())
+            .instant(h.completedAt());
         switch (h.outcome()) {
           case CallOutcome.Payload p -> out.put(O_PAYLOAD).bytes(p.bytes());
           case CallOutcome.Error e -> out.put(O_ERROR).str(e.code()).str(e.message());
@@ -164,8 +183,13 @@ final class LogFileFormat {
       case LogRecord.Orphan o -> out.put(T_ORPHAN).str(o.callId()).instant(o.at());
       case LogRecord.Intent i -> {
         IntentRecord in = i.intent();
-        out.put(T_INTENT).str(in.callId()).str(in.sessionId()).str(in.toolKey())
-            .str(in.sideEffectClass()).instant(in.startedAt()).instant(i.interruptedAt());
+        out.put(T_INTENT)
+            .str(in.callId())
+            .str(in.sessionId())
+            .str(in.toolKey())
+            .str(in.sideEffectClass())
+            .instant(in.startedAt())
+            .instant(i.interruptedAt());
       }
       case LogRecord.Interrupted i -> out.put(T_INTERRUPTED).str(i.callId()).instant(i.at());
       case LogRecord.DropIntent d -> out.put(T_DROP_INTENT).str(d.callId());
@@ -180,38 +204,41 @@ final class LogFileFormat {
   static LogRecord readBody(ByteBuffer body) {
     try {
       int type = body.get();
-      LogRecord r = switch (type) {
-        case T_RESULT -> {
-          String callId = required(str(body), "call id");
-          String session = str(body);
-          String tool = str(body);
-          String sec = str(body);
-          Instant completed = instant(body);
-          int kind = body.get();
-          CallOutcome outcome = switch (kind) {
-            case O_PAYLOAD -> new CallOutcome.Payload(bytes(body));
-            case O_ERROR -> new CallOutcome.Error(required(str(body), "error code"), str(body));
-            default -> throw new IllegalArgumentException("unknown outcome kind " + kind);
+      LogRecord r =
+          switch (type) {
+            case T_RESULT -> {
+              String callId = required(str(body), "call id");
+              String session = str(body);
+              String tool = str(body);
+              String sec = str(body);
+              Instant completed = instant(body);
+              int kind = body.get();
+              CallOutcome outcome =
+                  switch (kind) {
+                    case O_PAYLOAD -> new CallOutcome.Payload(bytes(body));
+                    case O_ERROR ->
+                        new CallOutcome.Error(required(str(body), "error code"), str(body));
+                    default -> throw new IllegalArgumentException("unknown outcome kind " + kind);
+                  };
+              yield new LogRecord.Result(
+                  new HeldResult(callId, session, tool, sec, completed, outcome), instant(body));
+            }
+            case T_RELEASE -> new LogRecord.Release(required(str(body), "call id"));
+            case T_ORPHAN -> new LogRecord.Orphan(required(str(body), "call id"), instant(body));
+            case T_INTENT -> {
+              String callId = required(str(body), "call id");
+              String session = str(body);
+              String tool = str(body);
+              String sec = str(body);
+              Instant started = required(instant(body), "start time");
+              yield new LogRecord.Intent(
+                  new IntentRecord(callId, session, tool, sec, started), instant(body));
+            }
+            case T_INTERRUPTED ->
+                new LogRecord.Interrupted(required(str(body), "call id"), instant(body));
+            case T_DROP_INTENT -> new LogRecord.DropIntent(required(str(body), "call id"));
+            default -> throw new IllegalArgumentException("unknown record type " + type);
           };
-          yield new LogRecord.Result(
-              new HeldResult(callId, session, tool, sec, completed, outcome), instant(body));
-        }
-        case T_RELEASE -> new LogRecord.Release(required(str(body), "call id"));
-        case T_ORPHAN -> new LogRecord.Orphan(required(str(body), "call id"), instant(body));
-        case T_INTENT -> {
-          String callId = required(str(body), "call id");
-          String session = str(body);
-          String tool = str(body);
-          String sec = str(body);
-          Instant started = required(instant(body), "start time");
-          yield new LogRecord.Intent(new IntentRecord(callId, session, tool, sec, started),
-              instant(body));
-        }
-        case T_INTERRUPTED -> new LogRecord.Interrupted(required(str(body), "call id"),
-            instant(body));
-        case T_DROP_INTENT -> new LogRecord.DropIntent(required(str(body), "call id"));
-        default -> throw new IllegalArgumentException("unknown record type " + type);
-      };
       if (body.hasRemaining()) {
         throw new IllegalArgumentException(body.remaining() + " unexpected bytes after the record");
       }
@@ -222,14 +249,18 @@ final class LogFileFormat {
   }
 
   /**
-   * What a damaged record still says about its call: the type byte and the strings after it, as
-   * far as they parse. A flipped byte inside the call id itself cannot be told apart.
+   * What a damaged record still says about its call: the type byte and the strings after it, as far
+   * as they parse. A flipped byte inside the call id itself cannot be told apart.
    *
-   * @param mustNotRerun the record may stand for a run whose effect a second run repeats: an
-   *     intent or result that is not {@code read_only} or {@code idempotent_write} as far as can be
-   *     read (release and drop records stand for no run of their own)
+   * @param mustNotRerun the record may stand for a run whose effect a second run repeats: an intent
+   *     or result that is not {@code read_only} or {@code idempotent_write} as far as can be read
+   *     (release and drop records stand for no run of their own)
    */
-  record Salvaged(boolean mustNotRerun, String callId, String sessionId, String toolKey,
+  record Salvaged(
+      boolean mustNotRerun,
+      String callId,
+      String sessionId,
+      String toolKey,
       String sideEffectClass) {}
 
   /** The call id (and what follows, as far as it parses) of the body at {@code body}. */
@@ -245,7 +276,9 @@ final class LogFileFormat {
     } catch (RuntimeException e) {
       return Optional.empty();
     }
-    if (id == null || id.isEmpty() || id.length() > 1024
+    if (id == null
+        || id.isEmpty()
+        || id.length() > 1024
         || id.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
       return Optional.empty();
     }
@@ -259,8 +292,11 @@ final class LogFileFormat {
         // keep what parsed
       }
     }
-    boolean safeToRerun = type == T_RELEASE || type == T_DROP_INTENT
-        || "read_only".equals(more[2]) || "idempotent_write".equals(more[2]);
+    boolean safeToRerun =
+        type == T_RELEASE
+            || type == T_DROP_INTENT
+            || "read_only".equals(more[2])
+            || "idempotent_write".equals(more[2]);
     return Optional.of(new Salvaged(!safeToRerun, id, more[0], more[1], more[2]));
   }
 
@@ -282,8 +318,12 @@ final class LogFileFormat {
     ByteBuffer slice = b.slice(b.position(), len);
     b.position(b.position() + len);
     try {
-      return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-          .onUnmappableCharacter(CodingErrorAction.REPORT).decode(slice).toString();
+      return StandardCharsets.UTF_8
+          .newDecoder()
+          .onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT)
+          .decode(slice)
+          .toString();
     } catch (CharacterCodingException e) {
       throw new IllegalArgumentException("string is not UTF-8");
     }
@@ -314,8 +354,8 @@ final class LogFileFormat {
   /** A rough encoded size, for compaction decisions. */
   static long estimate(LogRecord r) {
     return switch (r) {
-      case LogRecord.Result res -> 128 + res.result().callId().length()
-          + res.result().outcome().size();
+      case LogRecord.Result res ->
+          128 + res.result().callId().length() + res.result().outcome().size();
       case LogRecord.Intent i -> 96 + i.callId().length();
       default -> 32 + r.callId().length();
     };
@@ -377,7 +417,8 @@ final class LogFileFormat {
     }
 
     Buf instant(Instant t) {
-      return t == null ? putLong(Long.MIN_VALUE).putInt(0)
+      return t == null
+          ? putLong(Long.MIN_VALUE).putInt(0)
           : putLong(t.getEpochSecond()).putInt(t.getNano());
     }
 

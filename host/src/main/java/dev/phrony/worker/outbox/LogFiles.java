@@ -17,9 +17,8 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * The published files of the outbox log, oldest first, and the bytes they hold. A file comes into
  * place only through {@link #publish} and every device flush goes through {@link #force}, so the
- * file list, the next sequence number, the byte count and the flush count have this one owner.
- * Used by the writer thread only (and by start-up before it runs); the flush count is read
- * anywhere.
+ * file list, the next sequence number, the byte count and the flush count have this one owner. Used
+ * by the writer thread only (and by start-up before it runs); the flush count is read anywhere.
  */
 final class LogFiles implements AutoCloseable {
   private final Path dir;
@@ -47,9 +46,12 @@ final class LogFiles implements AutoCloseable {
     long seq = ++maxSeq;
     LogFileFormat.Buf buf =
         new LogFileFormat.Buf(LogFileFormat.HEADER_BYTES + records.size() * 256);
-    buf.raw(LogFileFormat.header(
-        snapshot ? LogFileFormat.KIND_SNAPSHOT : LogFileFormat.KIND_BATCH, seq,
-        clock.instant()).array());
+    buf.raw(
+        LogFileFormat.header(
+                snapshot ? LogFileFormat.KIND_SNAPSHOT : LogFileFormat.KIND_BATCH,
+                seq,
+                clock.instant())
+            .array());
     for (LogRecord r : records) {
       LogFileFormat.writeRecord(buf, r);
     }
@@ -57,8 +59,11 @@ final class LogFiles implements AutoCloseable {
     Path target = dir.resolve(name);
     Path tmp = dir.resolve(name + LogFileFormat.TMP_EXT);
     try {
-      try (FileChannel ch = FileChannel.open(tmp, Set.of(StandardOpenOption.CREATE_NEW,
-          StandardOpenOption.WRITE), StateDir.fileAttributes(tmp))) {
+      try (FileChannel ch =
+          FileChannel.open(
+              tmp,
+              Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
+              StateDir.fileAttributes(tmp))) {
         ByteBuffer b = buf.asByteBuffer();
         while (b.hasRemaining()) {
           ch.write(b);
@@ -93,8 +98,8 @@ final class LogFiles implements AutoCloseable {
   }
 
   /**
-   * Deletes {@code old}, oldest first, so that any prefix removed leaves a log that replays
-   * right, and forces the directory: a snapshot published after them holds what they held.
+   * Deletes {@code old}, oldest first, so that any prefix removed leaves a log that replays right,
+   * and forces the directory: a snapshot published after them holds what they held.
    */
   void retire(List<LogFile> old) throws IOException {
     for (LogFile f : old) {

@@ -32,17 +32,16 @@ import org.slf4j.LoggerFactory;
  * Recovery: reads the outbox log back from its directory, whatever a crash or a damaged disk left
  * there.
  *
- * <p><b>Crash safety.</b> A file is only ever visible under its final name with its header
- * forced; a crash (kill -9 or power loss) during an append leaves the newest file with a torn
- * end, which the next start cuts off: its appenders never returned, so nothing of it was acted
- * on. An unpublished {@code .tmp} is discarded the same way. A reader uses the newest snapshot and
- * the files after it, and ignores (the worker deletes) older ones.
+ * <p><b>Crash safety.</b> A file is only ever visible under its final name with its header forced;
+ * a crash (kill -9 or power loss) during an append leaves the newest file with a torn end, which
+ * the next start cuts off: its appenders never returned, so nothing of it was acted on. An
+ * unpublished {@code .tmp} is discarded the same way. A reader uses the newest snapshot and the
+ * files after it, and ignores (the worker deletes) older ones.
  *
- * <p><b>Damage.</b> Every file and record is checksummed (CRC32C). A damaged record is reported
- * and skipped, the reader resynchronises on the next record marker, and the damaged file is
- * copied into {@code corrupt/} ({@link #copyAside}) before the start-up compaction rewrites what
- * could be read. What a damaged record still says about its call keeps that call from running
- * twice.
+ * <p><b>Damage.</b> Every file and record is checksummed (CRC32C). A damaged record is reported and
+ * skipped, the reader resynchronises on the next record marker, and the damaged file is copied into
+ * {@code corrupt/} ({@link #copyAside}) before the start-up compaction rewrites what could be read.
+ * What a damaged record still says about its call keeps that call from running twice.
  */
 final class LogReader {
   private static final Logger log = LoggerFactory.getLogger(LogReader.class);
@@ -97,11 +96,18 @@ final class LogReader {
             misnamed.add(p);
             Optional<LogFile> asLog = misnamedLogFile(p);
             asLog.ifPresent(files::add);
-            problems.computeIfAbsent(p, k -> new ArrayList<>()).add(Printable.of(name) + ": "
-                + asLog.map(f -> "not named as a log file ("
-                    + LogFileFormat.fileName(f.seq(), f.snapshot())
-                    + " would be); its records are read by its header's sequence number")
-                    .orElse("not an outbox file"));
+            problems
+                .computeIfAbsent(p, k -> new ArrayList<>())
+                .add(
+                    Printable.of(name)
+                        + ": "
+                        + asLog
+                            .map(
+                                f ->
+                                    "not named as a log file ("
+                                        + LogFileFormat.fileName(f.seq(), f.snapshot())
+                                        + " would be); its records are read by its header's sequence number")
+                            .orElse("not an outbox file"));
           }
         }
       }
@@ -131,27 +137,39 @@ final class LogReader {
       Instant written = LogFileFormat.createdAt(bytes).orElse(Instant.EPOCH);
       List<String> found = new ArrayList<>();
       boolean mayBeTorn = f == newest && !f.snapshot() && !misnamed.contains(f.path());
-      int torn = parse(f.withBytes(bytes.length), bytes, found,
-          r -> {
-            state.apply(r);
-            if (!(r instanceof LogRecord.Orphan) && !(r instanceof LogRecord.Interrupted)) {
-              unsettled.remove(r.callId());
-            }
-          }, salvaged -> {
-            if (salvaged.mustNotRerun()) {
-              unsettled.put(salvaged.callId(), new Salvage(salvaged, written, f.path()));
-            }
-          }, mayBeTorn);
+      int torn =
+          parse(
+              f.withBytes(bytes.length),
+              bytes,
+              found,
+              r -> {
+                state.apply(r);
+                if (!(r instanceof LogRecord.Orphan) && !(r instanceof LogRecord.Interrupted)) {
+                  unsettled.remove(r.callId());
+                }
+              },
+              salvaged -> {
+                if (salvaged.mustNotRerun()) {
+                  unsettled.put(salvaged.callId(), new Salvage(salvaged, written, f.path()));
+                }
+              },
+              mayBeTorn);
       long size = bytes.length;
       if (torn >= 0) {
         if (zerosFrom(bytes, torn)) {
           // The room the writer preallocated after the last record: nothing was cut.
-          log.debug("outbox file {}: {} preallocated bytes after the last record{}", f.path(),
-              bytes.length - torn, cleanUp ? "; cut off" : "");
+          log.debug(
+              "outbox file {}: {} preallocated bytes after the last record{}",
+              f.path(),
+              bytes.length - torn,
+              cleanUp ? "; cut off" : "");
         } else {
-          log.warn("outbox file {}: the last {} bytes are an append a crash cut short (its"
-              + " callers never returned, so nothing of it was acted on){}", f.path(),
-              bytes.length - torn, cleanUp ? "; cut off" : "");
+          log.warn(
+              "outbox file {}: the last {} bytes are an append a crash cut short (its"
+                  + " callers never returned, so nothing of it was acted on){}",
+              f.path(),
+              bytes.length - torn,
+              cleanUp ? "; cut off" : "");
         }
         if (cleanUp) {
           try (FileChannel ch = FileChannel.open(f.path(), StandardOpenOption.WRITE)) {
@@ -171,18 +189,34 @@ final class LogReader {
       if (state.knows(r.callId())) {
         continue;
       }
-      state.apply(new LogRecord.Intent(new IntentRecord(r.callId(), r.sessionId(), r.toolKey(),
-          r.sideEffectClass() == null ? "unknown" : r.sideEffectClass(), s.written()), null));
-      problems.computeIfAbsent(s.file(), k -> new ArrayList<>()).add(s.file().getFileName()
-          + ": call " + Printable.quote(r.callId()) + " of a damaged record is kept as"
-          + " interrupted: it may have run, so a re-invoke is refused");
+      state.apply(
+          new LogRecord.Intent(
+              new IntentRecord(
+                  r.callId(),
+                  r.sessionId(),
+                  r.toolKey(),
+                  r.sideEffectClass() == null ? "unknown" : r.sideEffectClass(),
+                  s.written()),
+              null));
+      problems
+          .computeIfAbsent(s.file(), k -> new ArrayList<>())
+          .add(
+              s.file().getFileName()
+                  + ": call "
+                  + Printable.quote(r.callId())
+                  + " of a damaged record is kept as"
+                  + " interrupted: it may have run, so a re-invoke is refused");
     }
     List<Damaged> damaged = new ArrayList<>();
-    problems.forEach((path, list) -> {
-      LogFile f = live.stream().filter(l -> l.path().equals(path)).findFirst()
-          .orElse(new LogFile(-1, path, -1, false));
-      damaged.add(new Damaged(f, List.copyOf(list), misnamed.contains(path)));
-    });
+    problems.forEach(
+        (path, list) -> {
+          LogFile f =
+              live.stream()
+                  .filter(l -> l.path().equals(path))
+                  .findFirst()
+                  .orElse(new LogFile(-1, path, -1, false));
+          damaged.add(new Damaged(f, List.copyOf(list), misnamed.contains(path)));
+        });
     return new Loaded(state, live, damaged, maxSeq);
   }
 
@@ -197,8 +231,8 @@ final class LogReader {
         return Optional.empty();
       }
       LogFileFormat.Header h = LogFileFormat.readHeader(ByteBuffer.wrap(head));
-      if (h.seq() < 1 || (h.kind() != LogFileFormat.KIND_BATCH
-          && h.kind() != LogFileFormat.KIND_SNAPSHOT)) {
+      if (h.seq() < 1
+          || (h.kind() != LogFileFormat.KIND_BATCH && h.kind() != LogFileFormat.KIND_SNAPSHOT)) {
         return Optional.empty();
       }
       return Optional.of(new LogFile(h.seq(), p, -1, h.kind() == LogFileFormat.KIND_SNAPSHOT));
@@ -219,13 +253,18 @@ final class LogReader {
 
   /**
    * Passes the readable records of one file to {@code records} in order; what is wrong goes to
-   * {@code problems}, and what a damaged record still says about its call to {@code salvaged}.
-   * With {@code mayBeTorn} (the newest batch file, the one appended to), damage that runs to the
-   * end of the file is an append a crash cut short: not reported, and its offset returned.
-   * Returns -1 when the file has no such end.
+   * {@code problems}, and what a damaged record still says about its call to {@code salvaged}. With
+   * {@code mayBeTorn} (the newest batch file, the one appended to), damage that runs to the end of
+   * the file is an append a crash cut short: not reported, and its offset returned. Returns -1 when
+   * the file has no such end.
    */
-  private static int parse(LogFile f, byte[] a, List<String> problems,
-      Consumer<LogRecord> records, Consumer<LogFileFormat.Salvaged> salvaged, boolean mayBeTorn) {
+  private static int parse(
+      LogFile f,
+      byte[] a,
+      List<String> problems,
+      Consumer<LogRecord> records,
+      Consumer<LogFileFormat.Salvaged> salvaged,
+      boolean mayBeTorn) {
     String where = Printable.of(f.path().getFileName().toString());
     ByteBuffer buf = ByteBuffer.wrap(a);
     try {
@@ -257,8 +296,12 @@ final class LogReader {
         if (len < 1 || len > LogFileFormat.MAX_BODY) {
           problem = "implausible record length " + len;
         } else if (len > remaining - LogFileFormat.FRAME_BYTES) {
-          problem = "record of " + len + " bytes is truncated: the file ends "
-              + (remaining - LogFileFormat.FRAME_BYTES) + " bytes into it";
+          problem =
+              "record of "
+                  + len
+                  + " bytes is truncated: the file ends "
+                  + (remaining - LogFileFormat.FRAME_BYTES)
+                  + " bytes into it";
         } else if (LogFileFormat.frameCrc(a, pos, len) != buf.getInt(pos + 8)) {
           problem = "checksum mismatch";
           salvageable = len;
@@ -270,8 +313,13 @@ final class LogReader {
         } catch (IllegalArgumentException e) {
           Optional<LogFileFormat.Salvaged> s = LogFileFormat.salvage(a, body, len);
           s.ifPresent(salvaged);
-          problems.add(where + ": record at offset " + pos + " is unreadable: " + e.getMessage()
-              + s.map(LogReader::probably).orElse(""));
+          problems.add(
+              where
+                  + ": record at offset "
+                  + pos
+                  + " is unreadable: "
+                  + e.getMessage()
+                  + s.map(LogReader::probably).orElse(""));
         }
         pos += LogFileFormat.FRAME_BYTES + len; // its checksum holds, so its length does too
         continue;
@@ -282,10 +330,16 @@ final class LogReader {
       }
       Optional<LogFileFormat.Salvaged> s = LogFileFormat.salvage(a, body, salvageable);
       s.ifPresent(salvaged);
-      problems.add(where + ": damaged record at offset " + pos + ": " + problem
-          + s.map(LogReader::probably).orElse("")
-          + (next < a.length ? "; resumed at offset " + next
-              : "; " + (a.length - pos) + " bytes up to the end skipped"));
+      problems.add(
+          where
+              + ": damaged record at offset "
+              + pos
+              + ": "
+              + problem
+              + s.map(LogReader::probably).orElse("")
+              + (next < a.length
+                  ? "; resumed at offset " + next
+                  : "; " + (a.length - pos) + " bytes up to the end skipped"));
       pos = next;
     }
     return -1;
@@ -303,7 +357,8 @@ final class LogReader {
         continue;
       }
       int len = buf.getInt(i + 4);
-      if (len >= 1 && len <= a.length - i - LogFileFormat.FRAME_BYTES
+      if (len >= 1
+          && len <= a.length - i - LogFileFormat.FRAME_BYTES
           && LogFileFormat.frameCrc(a, i, len) == buf.getInt(i + 8)) {
         return i;
       }
@@ -315,18 +370,23 @@ final class LogReader {
 
   /**
    * Copies each damaged file into {@code corruptDir} with its problems beside it (a misnamed one
-   * that is not a regular file is moved). The start-up compaction then rewrites what was read,
-   * and {@link #deleteMisnamed} removes what is left of the misnamed files.
+   * that is not a regular file is moved). The start-up compaction then rewrites what was read, and
+   * {@link #deleteMisnamed} removes what is left of the misnamed files.
    */
   static void copyAside(List<Damaged> damaged, Path corruptDir, Instant now) throws IOException {
     for (Damaged d : damaged) {
       Path copy = copyAside(d, corruptDir, now);
       if (d.misnamed()) {
-        log.warn("unexpected file {} in the outbox moved to {} ({})",
-            Printable.of(d.file().path().toString()), copy, d.problems().getFirst());
+        log.warn(
+            "unexpected file {} in the outbox moved to {} ({})",
+            Printable.of(d.file().path().toString()),
+            copy,
+            d.problems().getFirst());
       } else {
-        log.warn("outbox file {} is damaged; copied to {} and rewritten without the damaged"
-            + " parts", d.file().path(), copy);
+        log.warn(
+            "outbox file {} is damaged; copied to {} and rewritten without the damaged" + " parts",
+            d.file().path(),
+            copy);
       }
     }
   }
@@ -344,8 +404,8 @@ final class LogReader {
     StateDir.ensureOwnerOnlyDir(corruptDir);
     Path source = d.file().path();
     // The copy's name is printable whatever the original's (its problems file has the original).
-    String base = Printable.of(source.getFileName().toString()).replace('\\', '_') + "."
-        + STAMP.format(now);
+    String base =
+        Printable.of(source.getFileName().toString()).replace('\\', '_') + "." + STAMP.format(now);
     Path target = corruptDir.resolve(base);
     for (int i = 1; Files.exists(target) || Files.exists(problemsFile(target)); i++) {
       target = corruptDir.resolve(base + "-" + i);
@@ -355,7 +415,8 @@ final class LogReader {
     } else {
       StateDir.writeAtomically(target, Files.readAllBytes(source));
     }
-    StateDir.writeAtomically(problemsFile(target),
+    StateDir.writeAtomically(
+        problemsFile(target),
         (String.join("\n", d.problems()) + "\n").getBytes(StandardCharsets.UTF_8));
     return target;
   }

@@ -19,20 +19,19 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The outbox log's writer: an append-only log of immutable, numbered files in one directory
- * ({@link LogFileFormat}), read back at start by {@link LogReader} and kept small by
- * {@link LogCompactor}.
+ * The outbox log's writer: an append-only log of immutable, numbered files in one directory ({@link
+ * LogFileFormat}), read back at start by {@link LogReader} and kept small by {@link LogCompactor}.
  *
  * <p><b>Group commit.</b> One writer thread takes everything queued since its last write and
- * appends it to the newest file {@code <seq>.batch} with one {@code fdatasync}; callers of
- * {@link #append} block until their batch is on the device, so concurrent appends share one
- * flush. {@link #appendAsync}'s futures complete on the writer, in batch order, so what is
- * chained on them must not block (waiting for this log there throws). A batch file is created
- * (header only) through {@link LogFiles#publish} and is appended to until it reaches the segment
- * size; a new one starts then, after a compaction, and at every start. A failed append is cut
- * off at once. {@link #appendLater} records (release, orphan, drop) ride along with the next
- * batch, or are written after a short linger; losing one to a crash is harmless (a released
- * result comes back held and is acknowledged again; a dropped intent comes back interrupted).
+ * appends it to the newest file {@code <seq>.batch} with one {@code fdatasync}; callers of {@link
+ * #append} block until their batch is on the device, so concurrent appends share one flush. {@link
+ * #appendAsync}'s futures complete on the writer, in batch order, so what is chained on them must
+ * not block (waiting for this log there throws). A batch file is created (header only) through
+ * {@link LogFiles#publish} and is appended to until it reaches the segment size; a new one starts
+ * then, after a compaction, and at every start. A failed append is cut off at once. {@link
+ * #appendLater} records (release, orphan, drop) ride along with the next batch, or are written
+ * after a short linger; losing one to a crash is harmless (a released result comes back held and is
+ * acknowledged again; a dropped intent comes back interrupted).
  */
 final class LogWriter implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(LogWriter.class);
@@ -43,13 +42,17 @@ final class LogWriter implements AutoCloseable {
   /**
    * When the writer compacts, how long lazy records wait, and how large a batch file grows.
    *
-   * @param segmentBytes batches are appended to the newest file until it reaches this size;
-   *     1 gives every batch a file of its own
+   * @param segmentBytes batches are appended to the newest file until it reaches this size; 1 gives
+   *     every batch a file of its own
    */
-  record Tuning(int minFilesToCompact, int maxFiles, long lingerNanos, boolean compactOnClose,
+  record Tuning(
+      int minFilesToCompact,
+      int maxFiles,
+      long lingerNanos,
+      boolean compactOnClose,
       long segmentBytes) {
-    static final Tuning DEFAULT = new Tuning(32, 1024, TimeUnit.MILLISECONDS.toNanos(50), true,
-        4L << 20);
+    static final Tuning DEFAULT =
+        new Tuning(32, 1024, TimeUnit.MILLISECONDS.toNanos(50), true, 4L << 20);
 
     /** A file per batch. */
     Tuning(int minFilesToCompact, int maxFiles, long lingerNanos) {
@@ -88,8 +91,10 @@ final class LogWriter implements AutoCloseable {
   private final LogState state;
   private final LogFiles files;
   private final LogCompactor compactor;
+
   /** The file batches are appended to; null until the next batch starts one. */
   private FileChannel active;
+
   private LogFile activeFile;
 
   private final AtomicLong batches = new AtomicLong();
@@ -105,12 +110,13 @@ final class LogWriter implements AutoCloseable {
   }
 
   /**
-   * Takes over the log read into {@code loaded}: damaged files are copied into
-   * {@code corruptDir} and the log is compacted at once, so what could be read is rewritten and
-   * the damaged originals leave the log. Then starts the writer.
+   * Takes over the log read into {@code loaded}: damaged files are copied into {@code corruptDir}
+   * and the log is compacted at once, so what could be read is rewritten and the damaged originals
+   * leave the log. Then starts the writer.
    */
-  static LogWriter start(Path dir, Path corruptDir, LogReader.Loaded loaded, InstantSource clock,
-      Tuning tuning) throws IOException {
+  static LogWriter start(
+      Path dir, Path corruptDir, LogReader.Loaded loaded, InstantSource clock, Tuning tuning)
+      throws IOException {
     StateDir.ensureOwnerOnlyDir(dir);
     LogWriter w = new LogWriter(dir, loaded, clock, tuning);
     try {
@@ -141,8 +147,8 @@ final class LogWriter implements AutoCloseable {
   /** Futures complete on the writer: one that waited there for the log would wait forever. */
   private void refuseOnWriter(String what) {
     if (Thread.currentThread() == writer) {
-      throw new IllegalStateException("the outbox writer cannot " + what
-          + " (a completion callback must not block)");
+      throw new IllegalStateException(
+          "the outbox writer cannot " + what + " (a completion callback must not block)");
     }
   }
 
@@ -245,8 +251,7 @@ final class LogWriter implements AutoCloseable {
         batches.incrementAndGet();
       } catch (IOException e) {
         failure = e;
-        log.error("could not write {} outbox records to {}: {}", records.size(), dir,
-            e.toString());
+        log.error("could not write {} outbox records to {}: {}", records.size(), dir, e.toString());
       }
     }
     // Completed here, in batch order: what waits on them only posts to its owner (the
@@ -288,8 +293,8 @@ final class LogWriter implements AutoCloseable {
   }
 
   /**
-   * Appends one batch to the newest batch file (starting one if there is none, or it is full)
-   * and forces it; a failed append is cut off, so the file ends at its last whole batch.
+   * Appends one batch to the newest batch file (starting one if there is none, or it is full) and
+   * forces it; a failed append is cut off, so the file ends at its last whole batch.
    */
   private void appendBatch(List<LogRecord> records) throws IOException {
     if (active == null) {

@@ -73,10 +73,12 @@ public final class MemoryOutbox implements ResultOutbox {
     markOrphaned(callId, clock.instant());
   }
 
-  /** Marks {@code callId} orphaned at {@code at}; returns the orphaned entry, or null if unknown. */
+  /**
+   * Marks {@code callId} orphaned at {@code at}; returns the orphaned entry, or null if unknown.
+   */
   Entry markOrphaned(String callId, Instant at) {
-    return entries.computeIfPresent(callId,
-        (id, e) -> e.orphaned() ? e : new Entry(e.result(), at));
+    return entries.computeIfPresent(
+        callId, (id, e) -> e.orphaned() ? e : new Entry(e.result(), at));
   }
 
   @Override
@@ -87,8 +89,10 @@ public final class MemoryOutbox implements ResultOutbox {
 
   @Override
   public Collection<String> pendingIds() {
-    return entries.entrySet().stream().filter(e -> !e.getValue().orphaned())
-        .map(Map.Entry::getKey).toList();
+    return entries.entrySet().stream()
+        .filter(e -> !e.getValue().orphaned())
+        .map(Map.Entry::getKey)
+        .toList();
   }
 
   @Override

@@ -21,9 +21,17 @@ import java.util.Objects;
  * @param durable whether it is on disk (results held in memory only are not)
  * @param outcome the result (null for intents)
  */
-public record OutboxEntry(String callId, State state, String toolKey, String sessionId,
-    String sideEffectClass, Instant startedAt, Instant completedAt, Instant since,
-    boolean durable, CallOutcome outcome) {
+public record OutboxEntry(
+    String callId,
+    State state,
+    String toolKey,
+    String sessionId,
+    String sideEffectClass,
+    Instant startedAt,
+    Instant completedAt,
+    Instant since,
+    boolean durable,
+    CallOutcome outcome) {
 
   public OutboxEntry {
     Objects.requireNonNull(callId, "callId");

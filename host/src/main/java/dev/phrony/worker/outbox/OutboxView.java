@@ -23,8 +23,8 @@ public final class OutboxView {
   private final List<String> problems;
   private final OptionalLong workerPid;
 
-  private OutboxView(Path stateDir, List<OutboxEntry> entries, List<String> problems,
-      OptionalLong workerPid) {
+  private OutboxView(
+      Path stateDir, List<OutboxEntry> entries, List<String> problems, OptionalLong workerPid) {
     this.stateDir = stateDir;
     this.entries = entries;
     this.problems = problems;
@@ -45,8 +45,8 @@ public final class OutboxView {
     for (int attempt = 1; ; attempt++) {
       try {
         LogReader.Loaded loaded = LogReader.read(dir, false);
-        return new OutboxView(stateDir, toEntries(loaded.state(), pid.isPresent()),
-            loaded.problems(), pid);
+        return new OutboxView(
+            stateDir, toEntries(loaded.state(), pid.isPresent()), loaded.problems(), pid);
       } catch (NoSuchFileException e) {
         if (attempt == ATTEMPTS) {
           throw new IOException("the outbox in " + dir + " kept changing while being read", e);
@@ -60,19 +60,38 @@ public final class OutboxView {
     for (LogRecord.Result r : state.results()) {
       HeldResult h = r.result();
       boolean orphaned = r.orphanedAt() != null;
-      out.add(new OutboxEntry(h.callId(), orphaned ? OutboxEntry.State.ORPHANED
-          : OutboxEntry.State.HELD, h.toolKey(), h.sessionId(), h.sideEffectClass(), null,
-          h.completedAt(), orphaned ? r.orphanedAt() : DurableOutbox.completedOrEpoch(h), true,
-          h.outcome()));
+      out.add(
+          new OutboxEntry(
+              h.callId(),
+              orphaned ? OutboxEntry.State.ORPHANED : OutboxEntry.State.HELD,
+              h.toolKey(),
+              h.sessionId(),
+              h.sideEffectClass(),
+              null,
+              h.completedAt(),
+              orphaned ? r.orphanedAt() : DurableOutbox.completedOrEpoch(h),
+              true,
+              h.outcome()));
     }
     for (LogRecord.Intent i : state.intents()) {
       IntentRecord in = i.intent();
       // An unflagged intent is running if its worker is alive, else its worker died mid-call.
-      OutboxEntry.State s = i.interruptedAt() == null && workerRunning
-          ? OutboxEntry.State.RUNNING : OutboxEntry.State.INTERRUPTED;
-      out.add(new OutboxEntry(in.callId(), s, in.toolKey(), in.sessionId(),
-          in.sideEffectClass(), in.startedAt(), null,
-          i.interruptedAt() == null ? in.startedAt() : i.interruptedAt(), true, null));
+      OutboxEntry.State s =
+          i.interruptedAt() == null && workerRunning
+              ? OutboxEntry.State.RUNNING
+              : OutboxEntry.State.INTERRUPTED;
+      out.add(
+          new OutboxEntry(
+              in.callId(),
+              s,
+              in.toolKey(),
+              in.sessionId(),
+              in.sideEffectClass(),
+              in.startedAt(),
+              null,
+              i.interruptedAt() == null ? in.startedAt() : i.interruptedAt(),
+              true,
+              null));
     }
     out.sort(Comparator.comparing(OutboxEntry::since).thenComparing(OutboxEntry::callId));
     return out;

@@ -9,31 +9,30 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
 /**
- * Results held until the runtime's {@code result_ack} (protocol.md rule 3), and the memory of
- * calls that must never run twice (rule 5).
+ * Results held until the runtime's {@code result_ack} (protocol.md rule 3), and the memory of calls
+ * that must never run twice (rule 5).
  *
  * <p>A result is {@linkplain #holdAsync held} before it is sent, so an implementation may make it
- * durable first (the durable outbox writes and flushes it to disk); {@link #release} on
- * {@code result_ack}. A held result the runtime no longer expects (it made the call
- * indeterminate) is {@linkplain #markOrphaned orphaned}: kept for an operator, never resent
- * unless the runtime invokes that call id again.
+ * durable first (the durable outbox writes and flushes it to disk); {@link #release} on {@code
+ * result_ack}. A held result the runtime no longer expects (it made the call indeterminate) is
+ * {@linkplain #markOrphaned orphaned}: kept for an operator, never resent unless the runtime
+ * invokes that call id again.
  *
- * <p>The writes that may wait for a disk are asynchronous, so the dispatcher's serialized
- * context never blocks on them: it goes on when their future completes. Implementations are
- * thread-safe.
+ * <p>The writes that may wait for a disk are asynchronous, so the dispatcher's serialized context
+ * never blocks on them: it goes on when their future completes. Implementations are thread-safe.
  */
 public interface ResultOutbox {
 
   /**
    * Keeps {@code result} until released; the future completes once it is as safe as this outbox
-   * makes it (for a durable one, on disk). While the disk refuses it the future stays pending
-   * (the result must not be sent); it fails only if the outbox closes first.
+   * makes it (for a durable one, on disk). While the disk refuses it the future stays pending (the
+   * result must not be sent); it fails only if the outbox closes first.
    */
   CompletableFuture<Void> holdAsync(HeldResult result);
 
   /**
-   * Holds {@code result} without making it durable: for outcomes whose handler never ran
-   * (refused arguments, an intent that could not be written, a deadline passed before start).
+   * Holds {@code result} without making it durable: for outcomes whose handler never ran (refused
+   * arguments, an intent that could not be written, a deadline passed before start).
    */
   default CompletableFuture<Void> holdInMemoryAsync(HeldResult result) {
     return holdAsync(result);
@@ -68,8 +67,8 @@ public interface ResultOutbox {
   int size();
 
   /**
-   * True if a call of {@code sideEffectClass} (wire name) must have its intent recorded before
-   * its handler may start. Calls of other classes never record one.
+   * True if a call of {@code sideEffectClass} (wire name) must have its intent recorded before its
+   * handler may start. Calls of other classes never record one.
    */
   default boolean needsIntent(String sideEffectClass) {
     return false;
@@ -77,11 +76,10 @@ public interface ResultOutbox {
 
   /**
    * Records that the handler of a call that must never run twice is about to run; the future
-   * completes once that is as safe as this outbox makes it, and the handler may not start
-   * before. A later hold for the call supersedes the intent. The outbox knows the intent from
-   * the moment this is called, so {@link #markInterrupted} works while it is being written.
-   * The future fails with an {@link IOException} if the intent could not be recorded: the handler
-   * must then not run.
+   * completes once that is as safe as this outbox makes it, and the handler may not start before. A
+   * later hold for the call supersedes the intent. The outbox knows the intent from the moment this
+   * is called, so {@link #markInterrupted} works while it is being written. The future fails with
+   * an {@link IOException} if the intent could not be recorded: the handler must then not run.
    */
   default CompletableFuture<Void> recordIntentAsync(IntentRecord intent) {
     return CompletableFuture.completedFuture(null);
@@ -97,8 +95,8 @@ public interface ResultOutbox {
 
   /**
    * The call's handler was stopped (cancelled) before it produced a result: if it recorded an
-   * intent, that call is now interrupted, and a later invoke of it is refused instead of run
-   * again (the handler may have acted).
+   * intent, that call is now interrupted, and a later invoke of it is refused instead of run again
+   * (the handler may have acted).
    */
   default void markInterrupted(String callId) {}
 

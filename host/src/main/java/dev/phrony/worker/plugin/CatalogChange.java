@@ -7,17 +7,17 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * How one {@link HandlerCatalog} differs from the next, by routing key, e.g. after a plugin
- * reload. Every list is sorted.
+ * How one {@link HandlerCatalog} differs from the next, by routing key, e.g. after a plugin reload.
+ * Every list is sorted.
  *
  * @param added keys served only after
  * @param removed keys served only before
  * @param replaced keys served in both by a different handler instance or advertisement
- * @param readvertised the replaced keys whose advertisement differs (see
- *     {@link #advertisementChanged()}); a record holds no other state, so this is kept here
+ * @param readvertised the replaced keys whose advertisement differs (see {@link
+ *     #advertisementChanged()}); a record holds no other state, so this is kept here
  */
-public record CatalogChange(List<String> added, List<String> removed, List<String> replaced,
-    List<String> readvertised) {
+public record CatalogChange(
+    List<String> added, List<String> removed, List<String> replaced, List<String> readvertised) {
 
   public CatalogChange {
     added = sorted(added);
@@ -25,14 +25,14 @@ public record CatalogChange(List<String> added, List<String> removed, List<Strin
     replaced = sorted(replaced);
     readvertised = sorted(readvertised);
     if (!replaced.containsAll(readvertised)) {
-      throw new IllegalArgumentException("readvertised keys " + readvertised
-          + " must be among the replaced " + replaced);
+      throw new IllegalArgumentException(
+          "readvertised keys " + readvertised + " must be among the replaced " + replaced);
     }
   }
 
   /**
-   * A change whose every replaced key is taken to advertise differently: the safe reading when
-   * it is not known, since it only makes a caller register again.
+   * A change whose every replaced key is taken to advertise differently: the safe reading when it
+   * is not known, since it only makes a caller register again.
    */
   public CatalogChange(List<String> added, List<String> removed, List<String> replaced) {
     this(added, removed, replaced, replaced);
@@ -45,21 +45,22 @@ public record CatalogChange(List<String> added, List<String> removed, List<Strin
     List<String> added = new ArrayList<>();
     List<String> replaced = new ArrayList<>();
     List<String> readvertised = new ArrayList<>();
-    now.forEach((key, e) -> {
-      HandlerCatalog.Entry old = was.get(key);
-      if (old == null) {
-        added.add(key);
-        return;
-      }
-      boolean sameAd = advertisesSame(old, e);
-      // Entries are compared by handler, not by identity: overrides make a new Entry each time.
-      if (old.handler() != e.handler() || !sameAd) {
-        replaced.add(key);
-      }
-      if (!sameAd) {
-        readvertised.add(key);
-      }
-    });
+    now.forEach(
+        (key, e) -> {
+          HandlerCatalog.Entry old = was.get(key);
+          if (old == null) {
+            added.add(key);
+            return;
+          }
+          boolean sameAd = advertisesSame(old, e);
+          // Entries are compared by handler, not by identity: overrides make a new Entry each time.
+          if (old.handler() != e.handler() || !sameAd) {
+            replaced.add(key);
+          }
+          if (!sameAd) {
+            readvertised.add(key);
+          }
+        });
     List<String> removed = was.keySet().stream().filter(k -> !now.containsKey(k)).toList();
     return new CatalogChange(added, removed, replaced, readvertised);
   }
@@ -80,8 +81,12 @@ public record CatalogChange(List<String> added, List<String> removed, List<Strin
 
   /** {@code added=a@1,b@2 replaced= removed=c@1}: for a log line. */
   public String summary() {
-    return "added=" + String.join(",", added) + " replaced=" + String.join(",", replaced)
-        + " removed=" + String.join(",", removed);
+    return "added="
+        + String.join(",", added)
+        + " replaced="
+        + String.join(",", replaced)
+        + " removed="
+        + String.join(",", removed);
   }
 
   /** What the runtime sees of an entry; the runtime reads a max concurrency below 1 as 1. */

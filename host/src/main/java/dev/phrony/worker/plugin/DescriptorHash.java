@@ -12,17 +12,18 @@ import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 
 /**
- * {@code descriptor_hash}: {@code sha256:} + hex of a canonical encoding of what a handler
- * promises (tool, version, contract version, side-effect class, input schema). Stable across
- * runs and machines: the encoding is JSON with sorted keys and no whitespace, and the schema is
- * re-encoded the same way so its formatting does not matter. Description and max concurrency
- * are deliberately left out: they change nothing a caller relies on.
+ * {@code descriptor_hash}: {@code sha256:} + hex of a canonical encoding of what a handler promises
+ * (tool, version, contract version, side-effect class, input schema). Stable across runs and
+ * machines: the encoding is JSON with sorted keys and no whitespace, and the schema is re-encoded
+ * the same way so its formatting does not matter. Description and max concurrency are deliberately
+ * left out: they change nothing a caller relies on.
  */
 public final class DescriptorHash {
-  private static final ObjectMapper CANONICAL = JsonMapper.builder()
-      .enable(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS)
-      .nodeFactory(new com.fasterxml.jackson.databind.node.JsonNodeFactory(true))
-      .build();
+  private static final ObjectMapper CANONICAL =
+      JsonMapper.builder()
+          .enable(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS)
+          .nodeFactory(new com.fasterxml.jackson.databind.node.JsonNodeFactory(true))
+          .build();
 
   private DescriptorHash() {}
 
@@ -35,14 +36,14 @@ public final class DescriptorHash {
     if (d.inputSchema().isPresent()) {
       root.set("input_schema", parseSchema(d.inputSchema().get()));
     }
-    root.put("side_effect_class",
-        d.sideEffectClass() == null ? "" : d.sideEffectClass().wireName());
+    root.put(
+        "side_effect_class", d.sideEffectClass() == null ? "" : d.sideEffectClass().wireName());
     root.put("tool", d.tool());
     root.put("version", d.version());
     try {
       byte[] canonical = CANONICAL.writeValueAsBytes(sorted(root));
-      return "sha256:" + HexFormat.of().formatHex(
-          MessageDigest.getInstance("SHA-256").digest(canonical));
+      return "sha256:"
+          + HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(canonical));
     } catch (JsonProcessingException | NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);
     }
@@ -52,8 +53,8 @@ public final class DescriptorHash {
     try {
       return CANONICAL.readTree(schema);
     } catch (JsonProcessingException e) {
-      throw new IllegalArgumentException("input schema is not valid JSON: "
-          + e.getOriginalMessage(), e);
+      throw new IllegalArgumentException(
+          "input schema is not valid JSON: " + e.getOriginalMessage(), e);
     }
   }
 

@@ -1,9 +1,9 @@
 package dev.phrony.worker.plugin;
 
-import dev.phrony.worker.call.ArgsCheck;
-import dev.phrony.worker.call.SchemaCheck;
 import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.api.ToolHandler;
+import dev.phrony.worker.call.ArgsCheck;
+import dev.phrony.worker.call.SchemaCheck;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.Comparator;
@@ -13,8 +13,8 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The handlers this host serves, by routing key {@code tool@version}. Immutable: built once by
- * the plugin loader (or by a test from handlers it made) and shared by every session.
+ * The handlers this host serves, by routing key {@code tool@version}. Immutable: built once by the
+ * plugin loader (or by a test from handlers it made) and shared by every session.
  */
 public final class HandlerCatalog {
 
@@ -29,29 +29,47 @@ public final class HandlerCatalog {
    * @param argsCheck the descriptor's input schema, compiled ({@link ArgsCheck#NONE} without one)
    * @param maxRunTime an operator's bound on any call's run time, if set
    */
-  public record Entry(ToolDescriptor descriptor, ToolHandler handler, ClassLoader classLoader,
-      String plugin, String descriptorHash, ArgsCheck argsCheck, Optional<Duration> maxRunTime) {
+  public record Entry(
+      ToolDescriptor descriptor,
+      ToolHandler handler,
+      ClassLoader classLoader,
+      String plugin,
+      String descriptorHash,
+      ArgsCheck argsCheck,
+      Optional<Duration> maxRunTime) {
 
     public Entry {
       maxRunTime = maxRunTime == null ? Optional.empty() : maxRunTime;
     }
 
     /** As loaded, without an operator's bound. */
-    public Entry(ToolDescriptor descriptor, ToolHandler handler, ClassLoader classLoader,
-        String plugin, String descriptorHash, ArgsCheck argsCheck) {
+    public Entry(
+        ToolDescriptor descriptor,
+        ToolHandler handler,
+        ClassLoader classLoader,
+        String plugin,
+        String descriptorHash,
+        ArgsCheck argsCheck) {
       this(descriptor, handler, classLoader, plugin, descriptorHash, argsCheck, Optional.empty());
     }
 
     /**
-     * This entry with an operator's settings: {@code maxConcurrency} advertised and counted,
-     * {@code maxRunTime} bounding each call. The descriptor hash stays the plugin's.
+     * This entry with an operator's settings: {@code maxConcurrency} advertised and counted, {@code
+     * maxRunTime} bounding each call. The descriptor hash stays the plugin's.
      */
     public Entry withOverrides(int maxConcurrency, Optional<Duration> maxRunTime) {
       ToolDescriptor d = descriptor;
-      ToolDescriptor changed = new ToolDescriptor(d.tool(), d.version(), d.contractVersion(),
-          maxConcurrency, d.sideEffectClass(), d.description(), d.inputSchema());
-      return new Entry(changed, handler, classLoader, plugin, descriptorHash, argsCheck,
-          maxRunTime);
+      ToolDescriptor changed =
+          new ToolDescriptor(
+              d.tool(),
+              d.version(),
+              d.contractVersion(),
+              maxConcurrency,
+              d.sideEffectClass(),
+              d.description(),
+              d.inputSchema());
+      return new Entry(
+          changed, handler, classLoader, plugin, descriptorHash, argsCheck, maxRunTime);
     }
 
     /**
@@ -61,8 +79,13 @@ public final class HandlerCatalog {
      */
     public static Entry of(ToolHandler handler, String plugin) {
       ToolDescriptor d = handler.descriptor();
-      return new Entry(d, handler, handler.getClass().getClassLoader(), plugin,
-          DescriptorHash.of(d), SchemaCheck.of(d.inputSchema()));
+      return new Entry(
+          d,
+          handler,
+          handler.getClass().getClassLoader(),
+          plugin,
+          DescriptorHash.of(d),
+          SchemaCheck.of(d.inputSchema()));
     }
 
     public String key() {
@@ -82,11 +105,14 @@ public final class HandlerCatalog {
    */
   public static HandlerCatalog of(Collection<Entry> entries) {
     Map<String, Entry> map = new LinkedHashMap<>();
-    entries.stream().sorted(Comparator.comparing(Entry::key)).forEach(e -> {
-      if (map.putIfAbsent(e.key(), e) != null) {
-        throw new IllegalArgumentException("duplicate handler key " + e.key());
-      }
-    });
+    entries.stream()
+        .sorted(Comparator.comparing(Entry::key))
+        .forEach(
+            e -> {
+              if (map.putIfAbsent(e.key(), e) != null) {
+                throw new IllegalArgumentException("duplicate handler key " + e.key());
+              }
+            });
     return new HandlerCatalog(map);
   }
 

@@ -8,8 +8,8 @@ import java.util.Collection;
 import java.util.HexFormat;
 
 /**
- * The default {@code image_digest} a worker registers with: what code this worker runs, when
- * the deployment does not name a container image digest.
+ * The default {@code image_digest} a worker registers with: what code this worker runs, when the
+ * deployment does not name a container image digest.
  *
  * <p>It is {@code sha256:} followed by the lower-case hex SHA-256 of this UTF-8 text:
  *

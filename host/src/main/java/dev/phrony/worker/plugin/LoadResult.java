@@ -11,19 +11,22 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What {@link PluginLoader#load} found: the handlers to serve, every problem, and the plugins
- * seen. Problems never stop the other plugins from loading; whether any problem is fatal (as
- * with {@code --strict}) is the caller's decision.
+ * What {@link PluginLoader#load} found: the handlers to serve, every problem, and the plugins seen.
+ * Problems never stop the other plugins from loading; whether any problem is fatal (as with {@code
+ * --strict}) is the caller's decision.
  *
  * @param catalog the handlers of every plugin that loaded cleanly, minus refused duplicate keys
  * @param problems every problem, sorted by plugin path
  * @param plugins every plugin found whose jars could be read, loaded or not, sorted by path
  * @param loaded every plugin that loaded cleanly (no problem of its own, at least one handler),
- *     with all its entries before duplicate keys were refused, sorted by path: what
- *     {@link PluginLoader#reload} may reuse, and whose classloaders this result holds open
+ *     with all its entries before duplicate keys were refused, sorted by path: what {@link
+ *     PluginLoader#reload} may reuse, and whose classloaders this result holds open
  */
-public record LoadResult(HandlerCatalog catalog, List<LoadProblem> problems,
-    List<PluginSource> plugins, List<LoadedPlugin> loaded) {
+public record LoadResult(
+    HandlerCatalog catalog,
+    List<LoadProblem> problems,
+    List<PluginSource> plugins,
+    List<LoadedPlugin> loaded) {
   private static final Logger log = LoggerFactory.getLogger(LoadResult.class);
 
   public LoadResult {
@@ -37,8 +40,8 @@ public record LoadResult(HandlerCatalog catalog, List<LoadProblem> problems,
    * A result that records no loaded plugins: a later {@link PluginLoader#reload} from it reuses
    * nothing, and it owns no classloaders.
    */
-  public LoadResult(HandlerCatalog catalog, List<LoadProblem> problems,
-      List<PluginSource> plugins) {
+  public LoadResult(
+      HandlerCatalog catalog, List<LoadProblem> problems, List<PluginSource> plugins) {
     this(catalog, problems, plugins, List.of());
   }
 
@@ -54,15 +57,15 @@ public record LoadResult(HandlerCatalog catalog, List<LoadProblem> problems,
    * @param classLoader the classloader its handlers were created in
    * @param entries its handlers as loaded, including keys refused as duplicates
    */
-  public record LoadedPlugin(PluginSource source, ClassLoader classLoader,
-      List<HandlerCatalog.Entry> entries) {
+  public record LoadedPlugin(
+      PluginSource source, ClassLoader classLoader, List<HandlerCatalog.Entry> entries) {
     public LoadedPlugin {
       Objects.requireNonNull(source, "source");
       Objects.requireNonNull(classLoader, "classLoader");
       entries = List.copyOf(entries);
       if (entries.isEmpty()) {
-        throw new IllegalArgumentException("a loaded plugin has at least one handler: "
-            + source.path());
+        throw new IllegalArgumentException(
+            "a loaded plugin has at least one handler: " + source.path());
       }
     }
   }
@@ -100,10 +103,10 @@ public record LoadResult(HandlerCatalog catalog, List<LoadProblem> problems,
   }
 
   /**
-   * Closes each of {@code loaders} that can be closed (a plugin's is a
-   * {@link java.net.URLClassLoader}), releasing its jar files. Never throws: a failure is logged
-   * and the others are still closed, because a caller swapping catalogs must not fail over
-   * cleanup. Classes already loaded keep working; loading new ones from a closed loader fails.
+   * Closes each of {@code loaders} that can be closed (a plugin's is a {@link
+   * java.net.URLClassLoader}), releasing its jar files. Never throws: a failure is logged and the
+   * others are still closed, because a caller swapping catalogs must not fail over cleanup. Classes
+   * already loaded keep working; loading new ones from a closed loader fails.
    */
   public static void close(Collection<? extends ClassLoader> loaders) {
     for (ClassLoader loader : loaders) {
@@ -115,8 +118,11 @@ public record LoadResult(HandlerCatalog catalog, List<LoadProblem> problems,
         closeable.close();
         log.debug("plugin classloader closed loader={}", loader.getName());
       } catch (Exception e) {
-        log.warn("closing a plugin classloader failed loader={} error={}", loader.getName(),
-            e.toString(), e);
+        log.warn(
+            "closing a plugin classloader failed loader={} error={}",
+            loader.getName(),
+            e.toString(),
+            e);
       }
     }
   }

@@ -1,10 +1,10 @@
 package dev.phrony.worker.plugin;
 
+import dev.phrony.worker.api.ToolDescriptor;
+import dev.phrony.worker.api.ToolHandler;
 import dev.phrony.worker.call.ArgsCheck;
 import dev.phrony.worker.call.ContextClassLoader;
 import dev.phrony.worker.call.SchemaCheck;
-import dev.phrony.worker.api.ToolDescriptor;
-import dev.phrony.worker.api.ToolHandler;
 import dev.phrony.worker.isolation.PluginClassLoader;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -44,20 +44,20 @@ import org.slf4j.LoggerFactory;
 /**
  * Loads the plugins of a plugins directory into a {@link HandlerCatalog}.
  *
- * <p>Each immediate child of the directory is one plugin: a {@code .jar}, or a folder holding
- * jars (its own, and libraries in {@code lib/}). Hidden entries and other files are ignored.
- * Each plugin gets its own {@link PluginClassLoader}; its handlers are the {@link ToolHandler}s
- * its jars list in {@value #SERVICES_FILE}, created with the plugin's classloader as the thread
- * context classloader.
+ * <p>Each immediate child of the directory is one plugin: a {@code .jar}, or a folder holding jars
+ * (its own, and libraries in {@code lib/}). Hidden entries and other files are ignored. Each plugin
+ * gets its own {@link PluginClassLoader}; its handlers are the {@link ToolHandler}s its jars list
+ * in {@value #SERVICES_FILE}, created with the plugin's classloader as the thread context
+ * classloader.
  *
- * <p>Anything wrong with a plugin is contained to it: the plugin is skipped and every problem
- * found in it is reported as a {@link LoadProblem}, while the other plugins load. The one
- * exception is a {@code tool@version} offered by more than one handler: that key is refused for
- * all of them (rather than served by whichever loaded first), and their other keys are served.
+ * <p>Anything wrong with a plugin is contained to it: the plugin is skipped and every problem found
+ * in it is reported as a {@link LoadProblem}, while the other plugins load. The one exception is a
+ * {@code tool@version} offered by more than one handler: that key is refused for all of them
+ * (rather than served by whichever loaded first), and their other keys are served.
  *
- * <p>Classloaders of loaded plugins stay open: the catalog's handlers run on them. After a
- * {@link #reload}, the caller closes those the new result no longer uses
- * ({@link LoadResult#unusedBy}, {@link LoadResult#close}) once no call runs on them.
+ * <p>Classloaders of loaded plugins stay open: the catalog's handlers run on them. After a {@link
+ * #reload}, the caller closes those the new result no longer uses ({@link LoadResult#unusedBy},
+ * {@link LoadResult#close}) once no call runs on them.
  */
 public final class PluginLoader {
   private static final Logger log = LoggerFactory.getLogger(PluginLoader.class);
@@ -66,8 +66,10 @@ public final class PluginLoader {
   public static final String SERVICES_FILE = "META-INF/services/dev.phrony.worker.api.ToolHandler";
 
   private static final String API_PATH = ToolHandler.class.getPackageName().replace('.', '/') + "/";
-  private static final String MISSING_CLASS_HINT = "bundle every class and library the handler "
-      + "needs in the plugin (in its jar, or in lib/ of a plugin folder)";
+  private static final String MISSING_CLASS_HINT =
+      "bundle every class and library the handler "
+          + "needs in the plugin (in its jar, or in lib/ of a plugin folder)";
+
   /** Bounds a services lookup that keeps failing the same way (e.g. an unreadable jar). */
   private static final int MAX_ERRORS_PER_PLUGIN = 50;
 
@@ -79,8 +81,8 @@ public final class PluginLoader {
   }
 
   /**
-   * @param host where plugins get the shared packages ({@code dev.phrony.worker.api},
-   *     {@code org.slf4j}) from
+   * @param host where plugins get the shared packages ({@code dev.phrony.worker.api}, {@code
+   *     org.slf4j}) from
    */
   PluginLoader(ClassLoader host) {
     this.host = host;
@@ -97,14 +99,14 @@ public final class PluginLoader {
   }
 
   /**
-   * Loads {@code pluginsDir} as {@link #load} does, except that a plugin whose path, jars and
-   * jar digests are those of a plugin that loaded cleanly in {@code previous} is not loaded
-   * again: its entries from {@code previous} (same handler instances, same classloader) are used.
-   * Every other plugin gets a new classloader. Duplicate keys are refused over the combined set,
-   * so a key refused before is served once its other offer is gone.
+   * Loads {@code pluginsDir} as {@link #load} does, except that a plugin whose path, jars and jar
+   * digests are those of a plugin that loaded cleanly in {@code previous} is not loaded again: its
+   * entries from {@code previous} (same handler instances, same classloader) are used. Every other
+   * plugin gets a new classloader. Duplicate keys are refused over the combined set, so a key
+   * refused before is served once its other offer is gone.
    *
-   * <p>Nothing of {@code previous} is closed: {@link LoadResult#unusedBy} names the classloaders
-   * to close once no call runs on them.
+   * <p>Nothing of {@code previous} is closed: {@link LoadResult#unusedBy} names the classloaders to
+   * close once no call runs on them.
    *
    * @throws PluginDirectoryException when the directory is missing, not a directory or cannot be
    *     listed
@@ -127,21 +129,36 @@ public final class PluginLoader {
     }
     List<HandlerCatalog.Entry> served = refuseDuplicateKeys(entries, problems);
     problems.sort(Comparator.comparing(LoadProblem::plugin)); // stable: keeps order within one
-    log.debug("plugins loaded dir={} plugins={} reused={} handlers={} problems={}",
-        pluginsDir, sources.size(), reused, served.size(), problems.size());
+    log.debug(
+        "plugins loaded dir={} plugins={} reused={} handlers={} problems={}",
+        pluginsDir,
+        sources.size(),
+        reused,
+        served.size(),
+        problems.size());
     return new LoadResult(HandlerCatalog.of(served), problems, sources, loadedPlugins);
   }
 
   /** The plugin candidates in {@code dir}, sorted by name. */
   private static List<Path> plugins(Path dir) {
     if (!Files.exists(dir)) {
-      throw new PluginDirectoryException(dir, "plugins directory " + shown(dir) + " does not "
-          + "exist: create it and put plugin jars in it, or point --plugins at the folder that "
-          + "holds them", null);
+      throw new PluginDirectoryException(
+          dir,
+          "plugins directory "
+              + shown(dir)
+              + " does not "
+              + "exist: create it and put plugin jars in it, or point --plugins at the folder that "
+              + "holds them",
+          null);
     }
     if (!Files.isDirectory(dir)) {
-      throw new PluginDirectoryException(dir, "plugins directory " + shown(dir) + " is not a "
-          + "directory: point --plugins at the folder that holds the plugin jars", null);
+      throw new PluginDirectoryException(
+          dir,
+          "plugins directory "
+              + shown(dir)
+              + " is not a "
+              + "directory: point --plugins at the folder that holds the plugin jars",
+          null);
     }
     List<Path> out = new ArrayList<>();
     try (DirectoryStream<Path> children = Files.newDirectoryStream(dir)) {
@@ -155,8 +172,14 @@ public final class PluginLoader {
         }
       }
     } catch (IOException e) {
-      throw new PluginDirectoryException(dir, "cannot read plugins directory " + shown(dir)
-          + " (" + e + "): check that it exists and is readable by this user", e);
+      throw new PluginDirectoryException(
+          dir,
+          "cannot read plugins directory "
+              + shown(dir)
+              + " ("
+              + e
+              + "): check that it exists and is readable by this user",
+          e);
     }
     out.sort(Comparator.comparing(p -> p.getFileName().toString()));
     return out;
@@ -174,13 +197,16 @@ public final class PluginLoader {
    * What loading one plugin gave: its source (when its jars were readable), problems, handlers,
    * and, when it loaded cleanly, the plugin to record ({@code reused} when taken from before).
    */
-  private record Loaded(Optional<PluginSource> source, List<LoadProblem> problems,
-      List<HandlerCatalog.Entry> entries, Optional<LoadResult.LoadedPlugin> plugin,
+  private record Loaded(
+      Optional<PluginSource> source,
+      List<LoadProblem> problems,
+      List<HandlerCatalog.Entry> entries,
+      Optional<LoadResult.LoadedPlugin> plugin,
       boolean reused) {
 
     static Loaded clean(LoadResult.LoadedPlugin plugin, boolean reused) {
-      return new Loaded(Optional.of(plugin.source()), List.of(), plugin.entries(),
-          Optional.of(plugin), reused);
+      return new Loaded(
+          Optional.of(plugin.source()), List.of(), plugin.entries(), Optional.of(plugin), reused);
     }
   }
 
@@ -194,8 +220,11 @@ public final class PluginLoader {
       return failed(null, id, "cannot list the plugin folder (" + e + "): check its permissions");
     }
     if (jarPaths.isEmpty()) {
-      return failed(null, id, "the plugin folder holds no jars: put the plugin's jar in it (and "
-          + "its libraries in lib/), or remove the folder");
+      return failed(
+          null,
+          id,
+          "the plugin folder holds no jars: put the plugin's jar in it (and "
+              + "its libraries in lib/), or remove the folder");
     }
 
     // Digests first: identical bytes mean the plugin as loaded before can be kept as it is.
@@ -205,8 +234,14 @@ public final class PluginLoader {
       try {
         jars.add(new PluginSource.Jar(jar, sha256(jar)));
       } catch (IOException e) {
-        unreadable.put(jar, "cannot read " + label(plugin, jar) + " (" + e + "): check that it "
-            + "is a readable file");
+        unreadable.put(
+            jar,
+            "cannot read "
+                + label(plugin, jar)
+                + " ("
+                + e
+                + "): check that it "
+                + "is a readable file");
       }
     }
     PluginSource source = jars.isEmpty() ? null : new PluginSource(plugin, jars);
@@ -236,14 +271,19 @@ public final class PluginLoader {
       discover(loader, id, reasons, entries);
     }
     if (reasons.isEmpty() && entries.isEmpty()) {
-      reasons.add("no tool handlers found: add " + SERVICES_FILE + " to the jar, listing your "
-          + "handler classes by fully qualified name, one per line");
+      reasons.add(
+          "no tool handlers found: add "
+              + SERVICES_FILE
+              + " to the jar, listing your "
+              + "handler classes by fully qualified name, one per line");
     }
     if (!reasons.isEmpty()) {
       close(loader, id);
       return failed(source, id, reasons);
     }
-    log.debug("plugin loaded plugin={} handlers={}", id,
+    log.debug(
+        "plugin loaded plugin={} handlers={}",
+        id,
         entries.stream().map(HandlerCatalog.Entry::key).collect(Collectors.joining(",")));
     return Loaded.clean(new LoadResult.LoadedPlugin(source, loader, entries), false);
   }
@@ -258,8 +298,11 @@ public final class PluginLoader {
   }
 
   private static Loaded failed(PluginSource source, String id, List<String> reasons) {
-    return new Loaded(Optional.ofNullable(source),
-        reasons.stream().map(r -> new LoadProblem(id, r)).toList(), List.of(), Optional.empty(),
+    return new Loaded(
+        Optional.ofNullable(source),
+        reasons.stream().map(r -> new LoadProblem(id, r)).toList(),
+        List.of(),
+        Optional.empty(),
         false);
   }
 
@@ -305,20 +348,38 @@ public final class PluginLoader {
           .map(ZipEntry::getName)
           .filter(n -> n.startsWith(API_PATH) && n.endsWith(".class"))
           .findFirst()
-          .map(n -> "bundles its own copy of the plugin API (" + n + " in " + label + "): "
-              + "depend on phrony-plugin-api with <scope>provided</scope> so that it is not "
-              + "packaged; the host provides it");
+          .map(
+              n ->
+                  "bundles its own copy of the plugin API ("
+                      + n
+                      + " in "
+                      + label
+                      + "): "
+                      + "depend on phrony-plugin-api with <scope>provided</scope> so that it is not "
+                      + "packaged; the host provides it");
     } catch (ZipException e) {
-      return Optional.of(label + " is not a valid jar (" + e.getMessage() + "): rebuild it, "
-          + "or remove it from the plugins directory");
+      return Optional.of(
+          label
+              + " is not a valid jar ("
+              + e.getMessage()
+              + "): rebuild it, "
+              + "or remove it from the plugins directory");
     } catch (IOException e) {
-      return Optional.of("cannot read " + label + " as a jar (" + e + "): rebuild it, or remove "
-          + "it from the plugins directory");
+      return Optional.of(
+          "cannot read "
+              + label
+              + " as a jar ("
+              + e
+              + "): rebuild it, or remove "
+              + "it from the plugins directory");
     }
   }
 
   /** Runs the plugin's ServiceLoader, turning every failure into a reason. */
-  private static void discover(PluginClassLoader loader, String id, List<String> reasons,
+  private static void discover(
+      PluginClassLoader loader,
+      String id,
+      List<String> reasons,
       List<HandlerCatalog.Entry> entries) {
     Spliterator<ServiceLoader.Provider<ToolHandler>> providers =
         ServiceLoader.load(ToolHandler.class, loader).stream().spliterator();
@@ -346,8 +407,8 @@ public final class PluginLoader {
   }
 
   /** Why a class listed in the services file could not be loaded. */
-  private static String classLoadReason(Throwable e, PluginClassLoader loader,
-      Set<String> accounted) {
+  private static String classLoadReason(
+      Throwable e, PluginClassLoader loader, Set<String> accounted) {
     String prefix = "cannot load a handler listed in " + SERVICES_FILE + ": ";
     if (e instanceof ServiceConfigurationError sce) {
       String detail = stripService(sce.getMessage());
@@ -361,14 +422,19 @@ public final class PluginLoader {
       } else {
         hint = Optional.ofNullable(hint(sce)).orElse("check the classes it lists");
       }
-      return prefix + detail + (sce.getCause() == null ? "" : " (" + describe(sce.getCause()) + ")")
-          + ": " + hint;
+      return prefix
+          + detail
+          + (sce.getCause() == null ? "" : " (" + describe(sce.getCause()) + ")")
+          + ": "
+          + hint;
     }
     // A raw LinkageError from defining the class does not say which class; find it.
     Optional<String> culprit = firstUnloadable(loader, accounted);
     culprit.ifPresent(accounted::add);
     return culprit.map(c -> "handler " + c + " cannot be loaded: ").orElse(prefix)
-        + describe(e) + ": " + Optional.ofNullable(hint(e)).orElse(MISSING_CLASS_HINT);
+        + describe(e)
+        + ": "
+        + Optional.ofNullable(hint(e)).orElse(MISSING_CLASS_HINT);
   }
 
   /** The first listed class, not yet accounted for, whose loading fails with a LinkageError. */
@@ -393,8 +459,8 @@ public final class PluginLoader {
     Set<String> names = new LinkedHashSet<>();
     try {
       for (URL url : Collections.list(loader.findResources(SERVICES_FILE))) {
-        try (BufferedReader r = new BufferedReader(
-            new InputStreamReader(url.openStream(), StandardCharsets.UTF_8))) {
+        try (BufferedReader r =
+            new BufferedReader(new InputStreamReader(url.openStream(), StandardCharsets.UTF_8))) {
           r.lines()
               .map(l -> l.indexOf('#') >= 0 ? l.substring(0, l.indexOf('#')) : l)
               .map(String::strip)
@@ -409,16 +475,24 @@ public final class PluginLoader {
   }
 
   /** Instantiates, describes and validates one handler. */
-  private static Optional<HandlerCatalog.Entry> entry(ServiceLoader.Provider<ToolHandler> provider,
-      PluginClassLoader loader, String id, List<String> reasons) {
+  private static Optional<HandlerCatalog.Entry> entry(
+      ServiceLoader.Provider<ToolHandler> provider,
+      PluginClassLoader loader,
+      String id,
+      List<String> reasons) {
     String cls = provider.type().getName();
     ToolHandler handler;
     try {
       handler = provider.get();
     } catch (ServiceConfigurationError | LinkageError | RuntimeException e) {
-      reasons.add("handler " + cls + " could not be created: " + describe(e) + ": "
-          + Optional.ofNullable(hint(e))
-              .orElse("its public no-argument constructor must not throw"));
+      reasons.add(
+          "handler "
+              + cls
+              + " could not be created: "
+              + describe(e)
+              + ": "
+              + Optional.ofNullable(hint(e))
+                  .orElse("its public no-argument constructor must not throw"));
       return Optional.empty();
     }
 
@@ -429,13 +503,21 @@ public final class PluginLoader {
       reasons.add("invalid descriptor from handler " + cls + ": " + e.getMessage());
       return Optional.empty();
     } catch (LinkageError | RuntimeException e) {
-      reasons.add("descriptor() of handler " + cls + " threw " + describe(e) + ": "
-          + Optional.ofNullable(hint(e)).orElse("it must return a descriptor without failing"));
+      reasons.add(
+          "descriptor() of handler "
+              + cls
+              + " threw "
+              + describe(e)
+              + ": "
+              + Optional.ofNullable(hint(e)).orElse("it must return a descriptor without failing"));
       return Optional.empty();
     }
     if (d == null) {
-      reasons.add("invalid descriptor from handler " + cls + ": descriptor() returned null; "
-          + "return ToolDescriptor.builder(\"tool\")...build()");
+      reasons.add(
+          "invalid descriptor from handler "
+              + cls
+              + ": descriptor() returned null; "
+              + "return ToolDescriptor.builder(\"tool\")...build()");
       return Optional.empty();
     }
 
@@ -446,19 +528,34 @@ public final class PluginLoader {
       hash = DescriptorHash.of(d);
       argsCheck = SchemaCheck.of(d.inputSchema()); // compiled once, here
     } catch (IllegalArgumentException e) {
-      violations.add(e.getMessage() + ": pass JSON Schema (2020-12 unless $schema names another"
-          + " dialect) to inputSchema(...)");
+      violations.add(
+          e.getMessage()
+              + ": pass JSON Schema (2020-12 unless $schema names another"
+              + " dialect) to inputSchema(...)");
     }
     if (!violations.isEmpty()) {
       // The key it would have served, so a call for it can be told why it is missing.
-      reasons.add("invalid descriptor from handler " + cls + ": " + String.join("; ", violations)
-          + (d.tool() == null || d.tool().isEmpty() ? "" : " (it would serve " + d.key() + ")"));
+      reasons.add(
+          "invalid descriptor from handler "
+              + cls
+              + ": "
+              + String.join("; ", violations)
+              + (d.tool() == null || d.tool().isEmpty()
+                  ? ""
+                  : " (it would serve " + d.key() + ")"));
       return Optional.empty();
     }
     if (d.maxConcurrency() == 0) {
       // The runtime reads 0 as 1; say so everywhere instead of advertising a surprise.
-      d = new ToolDescriptor(d.tool(), d.version(), d.contractVersion(), 1, d.sideEffectClass(),
-          d.description(), d.inputSchema());
+      d =
+          new ToolDescriptor(
+              d.tool(),
+              d.version(),
+              d.contractVersion(),
+              1,
+              d.sideEffectClass(),
+              d.description(),
+              d.inputSchema());
     }
     return Optional.of(new HandlerCatalog.Entry(d, handler, loader, id, hash, argsCheck));
   }
@@ -467,27 +564,39 @@ public final class PluginLoader {
    * Keeps entries whose key no other entry has; for the others, reports each with whoever else
    * offers the key.
    */
-  private static List<HandlerCatalog.Entry> refuseDuplicateKeys(List<HandlerCatalog.Entry> entries,
-      List<LoadProblem> problems) {
+  private static List<HandlerCatalog.Entry> refuseDuplicateKeys(
+      List<HandlerCatalog.Entry> entries, List<LoadProblem> problems) {
     Map<String, List<HandlerCatalog.Entry>> byKey = new LinkedHashMap<>();
     entries.forEach(e -> byKey.computeIfAbsent(e.key(), k -> new ArrayList<>()).add(e));
     List<HandlerCatalog.Entry> served = new ArrayList<>();
-    byKey.forEach((key, offers) -> {
-      if (offers.size() == 1) {
-        served.add(offers.getFirst());
-        return;
-      }
-      for (HandlerCatalog.Entry e : offers) {
-        String others = offers.stream().filter(o -> o != e)
-            .map(o -> o.handler().getClass().getName() + " in "
-                + (o.plugin().equals(e.plugin()) ? "this plugin" : o.plugin()))
-            .collect(Collectors.joining(", "));
-        problems.add(new LoadProblem(e.plugin(), key + " (handler "
-            + e.handler().getClass().getName() + ") is also offered by " + others
-            + ": the key is refused for all of them; remove one, or give it another tool name "
-            + "or version"));
-      }
-    });
+    byKey.forEach(
+        (key, offers) -> {
+          if (offers.size() == 1) {
+            served.add(offers.getFirst());
+            return;
+          }
+          for (HandlerCatalog.Entry e : offers) {
+            String others =
+                offers.stream()
+                    .filter(o -> o != e)
+                    .map(
+                        o ->
+                            o.handler().getClass().getName()
+                                + " in "
+                                + (o.plugin().equals(e.plugin()) ? "this plugin" : o.plugin()))
+                    .collect(Collectors.joining(", "));
+            problems.add(
+                new LoadProblem(
+                    e.plugin(),
+                    key
+                        + " (handler "
+                        + e.handler().getClass().getName()
+                        + ") is also offered by "
+                        + others
+                        + ": the key is refused for all of them; remove one, or give it another tool name "
+                        + "or version"));
+          }
+        });
     return served;
   }
 
@@ -497,8 +606,10 @@ public final class PluginLoader {
     Throwable c = t;
     for (int depth = 0; c != null && depth < 6; depth++) {
       if (!(c instanceof ServiceConfigurationError) && !(c instanceof InvocationTargetException)) {
-        parts.add(c.getMessage() == null ? c.getClass().getName()
-            : c.getClass().getName() + ": " + c.getMessage());
+        parts.add(
+            c.getMessage() == null
+                ? c.getClass().getName()
+                : c.getClass().getName() + ": " + c.getMessage());
       }
       c = c.getCause() == c ? null : c.getCause();
     }
@@ -524,8 +635,10 @@ public final class PluginLoader {
 
   private static String stripService(String message) {
     String prefix = ToolHandler.class.getName() + ": ";
-    String m = message != null && message.startsWith(prefix) ? message.substring(prefix.length())
-        : String.valueOf(message);
+    String m =
+        message != null && message.startsWith(prefix)
+            ? message.substring(prefix.length())
+            : String.valueOf(message);
     return m.startsWith("Provider ") ? "class " + m.substring("Provider ".length()) : m;
   }
 

@@ -5,9 +5,9 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * One plugin found in the plugins directory: a jar, or a folder of jars, and what its jars hash
- * to. Recorded for every plugin whose files could be read, loaded or not, because the image
- * digest describes what is deployed.
+ * One plugin found in the plugins directory: a jar, or a folder of jars, and what its jars hash to.
+ * Recorded for every plugin whose files could be read, loaded or not, because the image digest
+ * describes what is deployed.
  *
  * @param path the plugin's jar or folder
  * @param jars its jars, in classpath order (for a folder: its own jars, then {@code lib/*.jar})

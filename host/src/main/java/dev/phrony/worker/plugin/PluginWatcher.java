@@ -34,15 +34,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Watches a plugins directory while the worker serves and calls back once a change has settled,
- * so the worker can reload its plugins live.
+ * Watches a plugins directory while the worker serves and calls back once a change has settled, so
+ * the worker can reload its plugins live.
  *
  * <p>Two things trigger a check: events from a {@link WatchService} on the directory and its
  * sub-folders (depth &lt;= 2, new ones registered as they appear), and a periodic rescan on the
  * {@link Scheduler}, the fallback for filesystems that send no events (network mounts, some
  * container volumes). A check takes a snapshot of every regular file (depth &lt;= 3, hidden names
- * skipped at every level) with its size and modification time. A snapshot unlike the last one
- * seen (re)starts a settle timer; once the folder has been quiet for {@code settle}, and no new or
+ * skipped at every level) with its size and modification time. A snapshot unlike the last one seen
+ * (re)starts a settle timer; once the folder has been quiet for {@code settle}, and no new or
  * changed jar is still half-written, the snapshot becomes the loaded state and {@code onChange}
  * runs. The state at {@link #start} counts as already loaded, and going back to the loaded state
  * before the timer ends runs nothing.
@@ -58,8 +58,10 @@ public final class PluginWatcher implements AutoCloseable {
   public static final Duration DEFAULT_RESCAN = Duration.ofSeconds(5);
 
   static final String THREAD_NAME = "phrony-plugin-watch";
+
   /** dir/plugin/lib/x.jar is the deepest file a plugin has. */
   private static final int FILE_DEPTH = 3;
+
   /** A new snapshot after registering new folders catches files made before they were watched. */
   private static final int MAX_WALKS = 4;
 
@@ -69,13 +71,17 @@ public final class PluginWatcher implements AutoCloseable {
   private record Problem(Path path, String reason) {}
 
   /** One walk: the files (null when the folder itself could not be read), folders, problems. */
-  private record Walk(SortedMap<Path, Stamp> files, Map<Path, Object> dirs,
-      Set<Problem> problems) {}
+  private record Walk(
+      SortedMap<Path, Stamp> files, Map<Path, Object> dirs, Set<Problem> problems) {}
 
   /** A registered folder; the file key tells a folder recreated under the same name apart. */
   private record Watched(Object fileKey, WatchKey key) {}
 
-  private enum State { NEW, RUNNING, CLOSED }
+  private enum State {
+    NEW,
+    RUNNING,
+    CLOSED
+  }
 
   private final Path dir;
   private final Scheduler scheduler;
@@ -89,8 +95,10 @@ public final class PluginWatcher implements AutoCloseable {
   private SortedMap<Path, Stamp> loaded;
   private SortedMap<Path, Stamp> seen;
   private boolean settlePending;
+
   /** Tells a settle check that was replaced (but had already started) to do nothing. */
   private long settleGen;
+
   private Scheduler.Handle settleHandle = Scheduler.NONE;
   private Scheduler.Handle rescanHandle = Scheduler.NONE;
   private Set<Problem> reported = Set.of();
@@ -106,14 +114,19 @@ public final class PluginWatcher implements AutoCloseable {
    * @param rescan how often the folder is scanned even without events
    * @param onChange what runs after a settled change
    */
-  public PluginWatcher(Path dir, Scheduler scheduler, Duration settle, Duration rescan,
-      Runnable onChange) {
+  public PluginWatcher(
+      Path dir, Scheduler scheduler, Duration settle, Duration rescan, Runnable onChange) {
     this(dir, scheduler, settle, rescan, onChange, true);
   }
 
   /** {@code watchEvents} false: no WatchService, only the rescan (for tests). */
-  PluginWatcher(Path dir, Scheduler scheduler, Duration settle, Duration rescan,
-      Runnable onChange, boolean watchEvents) {
+  PluginWatcher(
+      Path dir,
+      Scheduler scheduler,
+      Duration settle,
+      Duration rescan,
+      Runnable onChange,
+      boolean watchEvents) {
     this.dir = Objects.requireNonNull(dir, "dir");
     this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
     this.settle = Objects.requireNonNull(settle, "settle");
@@ -129,16 +142,16 @@ public final class PluginWatcher implements AutoCloseable {
   }
 
   /**
-   * Takes the initial snapshot (the state already loaded), starts watching for events and
-   * schedules the rescan.
+   * Takes the initial snapshot (the state already loaded), starts watching for events and schedules
+   * the rescan.
    *
    * @throws IllegalStateException when already started or closed
    */
   public void start() {
     synchronized (lock) {
       if (state != State.NEW) {
-        throw new IllegalStateException("plugin watcher already " + state.name().toLowerCase(
-            Locale.ROOT));
+        throw new IllegalStateException(
+            "plugin watcher already " + state.name().toLowerCase(Locale.ROOT));
       }
       state = State.RUNNING;
       watchService = watchEvents ? newWatchService() : null;
@@ -150,8 +163,13 @@ public final class PluginWatcher implements AutoCloseable {
         thread = Thread.ofPlatform().name(THREAD_NAME).daemon().start(() -> takeEvents(ws));
       }
       rescanHandle = scheduler.schedule(this::rescanTick, rescan);
-      log.debug("plugin watch started dir={} files={} events={} settle_ms={} rescan_ms={}", dir,
-          loaded.size(), watchService != null, settle.toMillis(), rescan.toMillis());
+      log.debug(
+          "plugin watch started dir={} files={} events={} settle_ms={} rescan_ms={}",
+          dir,
+          loaded.size(),
+          watchService != null,
+          settle.toMillis(),
+          rescan.toMillis());
     }
   }
 
@@ -214,7 +232,10 @@ public final class PluginWatcher implements AutoCloseable {
     try {
       return dir.getFileSystem().newWatchService();
     } catch (IOException | UnsupportedOperationException e) {
-      log.info("plugin watch without file events dir={} reason=\"{}\" rescan_ms={}", dir, e,
+      log.info(
+          "plugin watch without file events dir={} reason=\"{}\" rescan_ms={}",
+          dir,
+          e,
           rescan.toMillis());
       return null;
     }
@@ -303,9 +324,9 @@ public final class PluginWatcher implements AutoCloseable {
   }
 
   /**
-   * The new or changed jars that do not open as a zip: still being copied. Jars unchanged since
-   * the loaded state are not checked, so a broken plugin already reported by the loader does not
-   * hold back every later change.
+   * The new or changed jars that do not open as a zip: still being copied. Jars unchanged since the
+   * loaded state are not checked, so a broken plugin already reported by the loader does not hold
+   * back every later change.
    */
   private List<Path> unreadableJars(SortedMap<Path, Stamp> s) {
     List<Path> out = new ArrayList<>();
@@ -325,8 +346,8 @@ public final class PluginWatcher implements AutoCloseable {
   }
 
   /** The plugins (immediate children) whose files differ between two snapshots. */
-  private static Set<String> changedPlugins(SortedMap<Path, Stamp> before,
-      SortedMap<Path, Stamp> after) {
+  private static Set<String> changedPlugins(
+      SortedMap<Path, Stamp> before, SortedMap<Path, Stamp> after) {
     Set<String> names = new TreeSet<>();
     Set<Path> all = new HashSet<>(before.keySet());
     all.addAll(after.keySet());
@@ -344,8 +365,8 @@ public final class PluginWatcher implements AutoCloseable {
 
   /**
    * A snapshot of the folder, under the lock; null when the folder itself cannot be read. Watches
-   * the folders it finds that are not watched yet, then looks again, so a file made in a new
-   * folder before the folder was watched is not missed.
+   * the folders it finds that are not watched yet, then looks again, so a file made in a new folder
+   * before the folder was watched is not missed.
    */
   private SortedMap<Path, Stamp> snapshot() {
     for (int i = 1; ; i++) {
@@ -380,7 +401,10 @@ public final class PluginWatcher implements AutoCloseable {
     boolean[] rootFailed = {false};
     try {
       // Links followed, as the loader follows them (e.g. a Kubernetes ConfigMap's files).
-      Files.walkFileTree(dir, EnumSet.of(FileVisitOption.FOLLOW_LINKS), FILE_DEPTH,
+      Files.walkFileTree(
+          dir,
+          EnumSet.of(FileVisitOption.FOLLOW_LINKS),
+          FILE_DEPTH,
           new SimpleFileVisitor<>() {
             @Override
             public FileVisitResult preVisitDirectory(Path d, BasicFileAttributes attrs) {
@@ -447,8 +471,13 @@ public final class PluginWatcher implements AutoCloseable {
         continue;
       }
       try {
-        WatchKey key = d.getKey().register(watchService, StandardWatchEventKinds.ENTRY_CREATE,
-            StandardWatchEventKinds.ENTRY_DELETE, StandardWatchEventKinds.ENTRY_MODIFY);
+        WatchKey key =
+            d.getKey()
+                .register(
+                    watchService,
+                    StandardWatchEventKinds.ENTRY_CREATE,
+                    StandardWatchEventKinds.ENTRY_DELETE,
+                    StandardWatchEventKinds.ENTRY_MODIFY);
         watched.put(d.getKey(), new Watched(d.getValue(), key));
         registerFailed.remove(d.getKey());
         added = true;
@@ -456,7 +485,10 @@ public final class PluginWatcher implements AutoCloseable {
         return false;
       } catch (IOException e) {
         if (registerFailed.add(d.getKey())) { // e.g. the inotify watch limit: the rescan covers it
-          log.warn("plugin watch cannot watch path={} reason=\"{}\" rescan_ms={}", d.getKey(), e,
+          log.warn(
+              "plugin watch cannot watch path={} reason=\"{}\" rescan_ms={}",
+              d.getKey(),
+              e,
               rescan.toMillis());
         }
       }

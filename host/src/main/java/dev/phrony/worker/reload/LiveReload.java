@@ -8,8 +8,7 @@ import java.util.concurrent.CompletableFuture;
 /**
  * A plugins folder served live: its {@link PluginReloader}, and the {@link PluginWatcher} (on
  * timers of its own) that asks the reloader for a reload when the folder changes. {@code run} and
- * {@code dev} serve their folder so; SIGHUP and {@code POST /plugins/reload} ask the same
- * reloader.
+ * {@code dev} serve their folder so; SIGHUP and {@code POST /plugins/reload} ask the same reloader.
  */
 public final class LiveReload implements AutoCloseable {
   private final PluginReloader reloader;
@@ -20,8 +19,13 @@ public final class LiveReload implements AutoCloseable {
   public LiveReload(PluginReloader reloader, Path dir) {
     this.reloader = reloader;
     this.timers = new ExecutorScheduler("phrony-plugin-watch-timer");
-    this.watcher = new PluginWatcher(dir, timers, PluginWatcher.DEFAULT_SETTLE,
-        PluginWatcher.DEFAULT_RESCAN, () -> reloader.reload("folder changed"));
+    this.watcher =
+        new PluginWatcher(
+            dir,
+            timers,
+            PluginWatcher.DEFAULT_SETTLE,
+            PluginWatcher.DEFAULT_RESCAN,
+            () -> reloader.reload("folder changed"));
   }
 
   public PluginReloader reloader() {
@@ -39,8 +43,8 @@ public final class LiveReload implements AutoCloseable {
   }
 
   /**
-   * Refuses every reload from now on, for a worker that is leaving: a watcher still starting,
-   * or a change it sees later, finds the reloader closed (its end comes with {@link #close}).
+   * Refuses every reload from now on, for a worker that is leaving: a watcher still starting, or a
+   * change it sees later, finds the reloader closed (its end comes with {@link #close}).
    */
   public void refuse() {
     reloader.close();

@@ -25,12 +25,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Live plugin reload: loads the plugins folder again (a plugin whose jars did not change keeps
- * its classloader and handler instances, see {@link PluginLoader#reload}), applies the
- * operator's handler settings, and has the {@link WorkClient} serve the result as a new plugin
- * generation (or, when nothing advertised changed, on the running one). Classloaders the new set
- * no longer uses are closed once no call runs their code. Reloads run one at a time, on a thread
- * of their own; the folder watcher, SIGHUP and {@code POST /plugins/reload} all end up here.
+ * Live plugin reload: loads the plugins folder again (a plugin whose jars did not change keeps its
+ * classloader and handler instances, see {@link PluginLoader#reload}), applies the operator's
+ * handler settings, and has the {@link WorkClient} serve the result as a new plugin generation (or,
+ * when nothing advertised changed, on the running one). Classloaders the new set no longer uses are
+ * closed once no call runs their code. Reloads run one at a time, on a thread of their own; the
+ * folder watcher, SIGHUP and {@code POST /plugins/reload} all end up here.
  */
 public final class PluginReloader implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PluginReloader.class);
@@ -66,15 +66,19 @@ public final class PluginReloader implements AutoCloseable {
    * @param problems every problem the load found (as {@code list-handlers} reports them)
    * @param message one line for a person
    */
-  public record Outcome(Result result, int generation, CatalogChange change,
-      List<LoadProblem> problems, String message) {}
+  public record Outcome(
+      Result result,
+      int generation,
+      CatalogChange change,
+      List<LoadProblem> problems,
+      String message) {}
 
   /**
-   * What is served now: the load, the handler settings applied to it, its generation, and when
-   * it was loaded.
+   * What is served now: the load, the handler settings applied to it, its generation, and when it
+   * was loaded.
    */
-  public record Served(LoadResult loaded, HandlerOverrides.Applied applied, int generation,
-      Instant loadedAt) {}
+  public record Served(
+      LoadResult loaded, HandlerOverrides.Applied applied, int generation, Instant loadedAt) {}
 
   /** How long a reload waits for its generation to register before it reports anyway. */
   static final Duration REGISTER_WAIT = Duration.ofSeconds(10);
@@ -87,8 +91,9 @@ public final class PluginReloader implements AutoCloseable {
   private final Consumer<Outcome> listener;
   private final InstantSource clock;
   private final PluginLoader loader = new PluginLoader();
-  private final ExecutorService thread = Executors.newSingleThreadExecutor(
-      Thread.ofPlatform().name("phrony-plugin-reload").daemon().factory());
+  private final ExecutorService thread =
+      Executors.newSingleThreadExecutor(
+          Thread.ofPlatform().name("phrony-plugin-reload").daemon().factory());
   private volatile Served served;
 
   /**
@@ -96,9 +101,16 @@ public final class PluginReloader implements AutoCloseable {
    * @param keepGeneration keeps the number of a generation in the state dir before it registers
    * @param listener told of every reload's outcome (metrics, the dev console)
    */
-  public PluginReloader(Path dir, boolean strict, List<HandlerOverrides.Rule> rules,
-      LoadResult first, HandlerOverrides.Applied applied, WorkClient client,
-      IntConsumer keepGeneration, Consumer<Outcome> listener, InstantSource clock) {
+  public PluginReloader(
+      Path dir,
+      boolean strict,
+      List<HandlerOverrides.Rule> rules,
+      LoadResult first,
+      HandlerOverrides.Applied applied,
+      WorkClient client,
+      IntConsumer keepGeneration,
+      Consumer<Outcome> listener,
+      InstantSource clock) {
     this.dir = dir;
     this.strict = strict;
     this.rules = List.copyOf(rules);
@@ -124,8 +136,13 @@ public final class PluginReloader implements AutoCloseable {
       return CompletableFuture.supplyAsync(() -> reloadNow(trigger), thread);
     } catch (java.util.concurrent.RejectedExecutionException e) { // closed: the worker stops
       Served now = served;
-      return CompletableFuture.completedFuture(new Outcome(Result.REFUSED, now.generation(),
-          none(), List.of(), "plugins not reloaded (" + trigger + "): the worker is stopping"));
+      return CompletableFuture.completedFuture(
+          new Outcome(
+              Result.REFUSED,
+              now.generation(),
+              none(),
+              List.of(),
+              "plugins not reloaded (" + trigger + "): the worker is stopping"));
     }
   }
 
@@ -135,53 +152,94 @@ public final class PluginReloader implements AutoCloseable {
     try {
       next = loader.reload(dir, now.loaded());
     } catch (PluginDirectoryException e) {
-      return done(new Outcome(Result.FAILED, now.generation(), none(), List.of(),
-          "plugins not reloaded (" + trigger + "): " + e.getMessage()));
+      return done(
+          new Outcome(
+              Result.FAILED,
+              now.generation(),
+              none(),
+              List.of(),
+              "plugins not reloaded (" + trigger + "): " + e.getMessage()));
     }
     next.problems().forEach(p -> log.warn("plugin {} not loaded: {}", p.plugin(), p.reason()));
     HandlerOverrides.Applied applied = HandlerOverrides.apply(rules, next.catalog());
     CatalogChange change = CatalogChange.between(now.applied().served(), applied.served());
     if (strict && next.hasProblems()) {
       discard(next, now.loaded());
-      return done(new Outcome(Result.REFUSED, now.generation(), none(), next.problems(),
-          "plugins not reloaded (" + trigger + "): --strict and " + next.problems().size()
-              + " plugin problem(s); generation " + now.generation() + " serves on (see"
-              + " 'list-handlers')"));
+      return done(
+          new Outcome(
+              Result.REFUSED,
+              now.generation(),
+              none(),
+              next.problems(),
+              "plugins not reloaded ("
+                  + trigger
+                  + "): --strict and "
+                  + next.problems().size()
+                  + " plugin problem(s); generation "
+                  + now.generation()
+                  + " serves on (see"
+                  + " 'list-handlers')"));
     }
     if (applied.served().size() == 0) {
       discard(next, now.loaded());
-      return done(new Outcome(Result.REFUSED, now.generation(), none(), next.problems(),
-          "plugins not reloaded (" + trigger + "): no handler would be left to serve;"
-              + " generation " + now.generation() + " serves on"));
+      return done(
+          new Outcome(
+              Result.REFUSED,
+              now.generation(),
+              none(),
+              next.problems(),
+              "plugins not reloaded ("
+                  + trigger
+                  + "): no handler would be left to serve;"
+                  + " generation "
+                  + now.generation()
+                  + " serves on"));
     }
     if (change.none()) {
       discard(next, now.loaded()); // the running load stays what later reloads start from
-      return done(new Outcome(Result.UNCHANGED, now.generation(), change, next.problems(),
-          "plugins unchanged (" + trigger + ")"));
+      return done(
+          new Outcome(
+              Result.UNCHANGED,
+              now.generation(),
+              change,
+              next.problems(),
+              "plugins unchanged (" + trigger + ")"));
     }
     int generation = now.generation() + (change.advertisementChanged() ? 1 : 0);
     if (change.advertisementChanged()) {
       keepGeneration.accept(generation); // a restart from here on comes back as this one
     }
-    WorkClient.Handover handover = client.serve(applied.served(), generation,
-        next.imageDigest());
+    WorkClient.Handover handover = client.serve(applied.served(), generation, next.imageDigest());
     served = new Served(next, applied, generation, clock.instant());
     List<ClassLoader> replaced = now.loaded().unusedBy(next);
-    handover.retired().thenCompose(v -> client.whenUnused(Set.copyOf(replaced))).thenRun(() -> {
-      LoadResult.close(replaced);
-      log.info("closed {} plugin classloader(s) no call uses any more", replaced.size());
-    });
+    handover
+        .retired()
+        .thenCompose(v -> client.whenUnused(Set.copyOf(replaced)))
+        .thenRun(
+            () -> {
+              LoadResult.close(replaced);
+              log.info("closed {} plugin classloader(s) no call uses any more", replaced.size());
+            });
     boolean registered = awaitRegistered(handover);
-    return done(new Outcome(Result.RELOADED, generation, change, next.problems(),
-        "plugins_reloaded " + change.summary() + " generation=" + generation
-            + (change.advertisementChanged() ? "" : " (same advertisement: nothing sent)")
-            + " trigger=" + trigger
-            + (registered ? "" : " (not registered yet: the runtime does not answer)")));
+    return done(
+        new Outcome(
+            Result.RELOADED,
+            generation,
+            change,
+            next.problems(),
+            "plugins_reloaded "
+                + change.summary()
+                + " generation="
+                + generation
+                + (change.advertisementChanged() ? "" : " (same advertisement: nothing sent)")
+                + " trigger="
+                + trigger
+                + (registered ? "" : " (not registered yet: the runtime does not answer)")));
   }
 
   /**
-   * Waits, boundedly, until the new set is served (a new generation registered): a reload's
-   * outcome then means its keys take calls. The old generation serves on meanwhile.
+   * Waits, boundedly, until the new set is served (a new generation registered): a reload's outcome
+   * then means its keys take calls. The old generation serves on meanwhile.
    */
   private static boolean awaitRegistered(WorkClient.Handover handover) {
     try {

@@ -14,9 +14,9 @@ import java.util.stream.Stream;
 
 /**
  * A new plugin project, complete and building: its POM on {@code phrony-plugin-parent}, a typed
- * handler with records for its arguments and result, the input schema as a resource, the
- * services file, a test through the harness, and a README. {@code mvn package} builds it into
- * {@code target/plugin/NAME/}, which {@code dev --plugins target/plugin} serves as it is.
+ * handler with records for its arguments and result, the input schema as a resource, the services
+ * file, a test through the harness, and a README. {@code mvn package} builds it into {@code
+ * target/plugin/NAME/}, which {@code dev --plugins target/plugin} serves as it is.
  *
  * @param name the project's folder and artifact id ({@code greeting})
  * @param tool the tool it serves ({@code greet.say-hello})
@@ -24,31 +24,35 @@ import java.util.stream.Stream;
  * @param javaPackage the handler's package
  * @param kitVersion the version of the plugin kit (this host's)
  */
-public record PluginProject(String name, String tool, String version, String javaPackage,
-    String kitVersion) {
+public record PluginProject(
+    String name, String tool, String version, String javaPackage, String kitVersion) {
 
   private static final Pattern NAME = Pattern.compile("[a-z][a-z0-9-]*");
   private static final Pattern TOOL = Pattern.compile("[A-Za-z0-9._-]+");
   private static final Pattern VERSION = Pattern.compile("[A-Za-z0-9._+-]+");
-  private static final Pattern PACKAGE =
-      Pattern.compile("[a-z_][a-z0-9_]*(\\.[a-z_][a-z0-9_]*)*");
+  private static final Pattern PACKAGE = Pattern.compile("[a-z_][a-z0-9_]*(\\.[a-z_][a-z0-9_]*)*");
 
   /**
    * @throws IllegalArgumentException naming the value that cannot be used and what can
    */
   public PluginProject {
     check(NAME, name, "NAME", "lower-case letters, digits and '-', starting with a letter");
-    check(TOOL, tool, "--tool", "letters, digits, '.', '_' and '-' (the routing key is"
-        + " tool@version)");
+    check(
+        TOOL,
+        tool,
+        "--tool",
+        "letters, digits, '.', '_' and '-' (the routing key is" + " tool@version)");
     check(VERSION, version, "--version", "letters, digits, '.', '_', '+' and '-'");
-    check(PACKAGE, javaPackage, "--package", "a Java package in lower case, e.g."
-        + " com.example.greeting");
+    check(
+        PACKAGE,
+        javaPackage,
+        "--package",
+        "a Java package in lower case, e.g." + " com.example.greeting");
   }
 
   private static void check(Pattern p, String value, String what, String allowed) {
     if (value == null || !p.matcher(value).matches()) {
-      throw new IllegalArgumentException(what + " '" + value + "' cannot be used: use "
-          + allowed);
+      throw new IllegalArgumentException(what + " '" + value + "' cannot be used: use " + allowed);
     }
   }
 
@@ -84,13 +88,13 @@ public record PluginProject(String name, String tool, String version, String jav
   public List<Path> writeTo(Path dir) throws IOException {
     if (Files.exists(dir)) {
       if (!Files.isDirectory(dir)) {
-        throw new IllegalArgumentException(dir + " exists and is not a folder: choose another"
-            + " --dir or NAME");
+        throw new IllegalArgumentException(
+            dir + " exists and is not a folder: choose another" + " --dir or NAME");
       }
       try (Stream<Path> s = Files.list(dir)) {
         if (s.findAny().isPresent()) {
-          throw new IllegalArgumentException(dir + " is not empty: choose another --dir or"
-              + " NAME, or remove it");
+          throw new IllegalArgumentException(
+              dir + " is not empty: choose another --dir or" + " NAME, or remove it");
         }
       }
     }
@@ -113,7 +117,8 @@ public record PluginProject(String name, String tool, String version, String jav
     files.put("README.md", readme());
     files.put("src/main/java/" + pkgPath + "/" + cls + ".java", handler());
     files.put("src/main/resources/" + pkgPath + "/" + schemaResource(), schema());
-    files.put("src/main/resources/META-INF/services/dev.phrony.worker.api.ToolHandler",
+    files.put(
+        "src/main/resources/META-INF/services/dev.phrony.worker.api.ToolHandler",
         javaPackage + "." + cls + "\n");
     files.put("src/test/java/" + pkgPath + "/" + cls + "Test.java", test());
     files.put(".gitignore", "target/\n");
@@ -144,7 +149,8 @@ public record PluginProject(String name, String tool, String version, String jav
           <!-- A library the handler needs goes here with the default (compile) scope:
                package copies it into target/plugin/%1$s/lib/. -->
         </project>
-        """.formatted(name, kitVersion, javaPackage, version, tool);
+        """
+        .formatted(name, kitVersion, javaPackage, version, tool);
   }
 
   private String handler() {
@@ -186,7 +192,8 @@ public record PluginProject(String name, String tool, String version, String jav
             return new Greeting("Hello, " + args.name().strip() + "!");
           }
         }
-        """.formatted(javaPackage, tool, version, className(), schemaResource());
+        """
+        .formatted(javaPackage, tool, version, className(), schemaResource());
   }
 
   private static String schema() {
@@ -236,7 +243,8 @@ public record PluginProject(String name, String tool, String version, String jav
             }
           }
         }
-        """.formatted(javaPackage, className());
+        """
+        .formatted(javaPackage, className());
   }
 
   private String readme() {
@@ -266,7 +274,8 @@ public record PluginProject(String name, String tool, String version, String jav
           `src/main/resources/%4$s/%6$s`
         - The services file that lists it: `src/main/resources/META-INF/services/dev.phrony.worker.api.ToolHandler`
         - Its test, through the worker's own call pipeline: `src/test/java/%4$s/%5$sTest.java`
-        """.formatted(name, tool, version, javaPackage.replace('.', '/'), className(),
-        schemaResource());
+        """
+        .formatted(
+            name, tool, version, javaPackage.replace('.', '/'), className(), schemaResource());
   }
 }

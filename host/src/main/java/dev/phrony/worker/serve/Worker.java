@@ -44,8 +44,10 @@ public final class Worker implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Worker.class);
 
   private final WorkerConfig config;
+
   /** What was opened, the latest first: closed in that order. */
   private final Deque<AutoCloseable> opened = new ArrayDeque<>();
+
   private WorkerPlugins plugins;
   private WorkerIdentity identity;
   private StateDir stateDir;
@@ -67,15 +69,17 @@ public final class Worker implements AutoCloseable {
    * @throws UserErrorException a setting that cannot be used (the state dir, TLS files, the HTTP
    *     address), the message naming where it was set
    */
-  public static Worker open(WorkerConfig config,
-      Function<PluginReloader, OpsHttpServer.Plugins> pluginRoutes)
+  public static Worker open(
+      WorkerConfig config, Function<PluginReloader, OpsHttpServer.Plugins> pluginRoutes)
       throws IOException, NotStartingException {
-    WorkerPlugins plugins = WorkerPlugins.load(config.plugins(), config.strict(),
-        config.handlers());
+    WorkerPlugins plugins =
+        WorkerPlugins.load(config.plugins(), config.strict(), config.handlers());
     if (plugins.applied().served().size() == 0) {
-      throw new NotStartingException("no handlers to serve in " + config.plugins()
-          + (plugins.loaded().catalog().size() > 0 ? " (every one is disabled)" : "")
-          + " (see 'list-handlers')");
+      throw new NotStartingException(
+          "no handlers to serve in "
+              + config.plugins()
+              + (plugins.loaded().catalog().size() > 0 ? " (every one is disabled)" : "")
+              + " (see 'list-handlers')");
     }
     Worker worker = new Worker(config);
     try {
@@ -87,26 +91,42 @@ public final class Worker implements AutoCloseable {
     }
   }
 
-  private void assemble(WorkerPlugins plugins,
-      Function<PluginReloader, OpsHttpServer.Plugins> pluginRoutes) throws IOException {
+  private void assemble(
+      WorkerPlugins plugins, Function<PluginReloader, OpsHttpServer.Plugins> pluginRoutes)
+      throws IOException {
     this.plugins = plugins;
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     opened.push(registry::close);
     stateDir = keep(openStateDir());
-    outbox = keep(DurableOutbox.open(stateDir, new DurableOutbox.Options(config.durability(),
-        config.orphanRetention(), InstantSource.system())));
+    outbox =
+        keep(
+            DurableOutbox.open(
+                stateDir,
+                new DurableOutbox.Options(
+                    config.durability(), config.orphanRetention(), InstantSource.system())));
     MicrometerMetrics metrics = keep(new MicrometerMetrics(registry));
-    WorkOptions workOptions = workOptions().withGeneration(stateDir.generation())
-        .withLeaveRoutingOnDrain(true);
+    WorkOptions workOptions =
+        workOptions().withGeneration(stateDir.generation()).withLeaveRoutingOnDrain(true);
     identity = workOptions.identity();
     client = keep(newClient(workOptions, metrics));
     metrics.bindRegistered(client::registered);
     metrics.bindOutbox(outbox);
     metrics.bindRunaway(client.dispatcher()::runningApart);
     metrics.bindPlugins(client::generation, client::streamsOpen);
-    live = keep(new LiveReload(new PluginReloader(config.plugins(), config.strict(),
-        config.handlers(), plugins.loaded(), plugins.applied(), client, stateDir::generation,
-        o -> metrics.pluginReload(o.result().label()), InstantSource.system()), config.plugins()));
+    live =
+        keep(
+            new LiveReload(
+                new PluginReloader(
+                    config.plugins(),
+                    config.strict(),
+                    config.handlers(),
+                    plugins.loaded(),
+                    plugins.applied(),
+                    client,
+                    stateDir::generation,
+                    o -> metrics.pluginReload(o.result().label()),
+                    InstantSource.system()),
+                config.plugins()));
     http = startHttp(registry, pluginRoutes.apply(live.reloader()));
     if (http != null) {
       keep(http);
@@ -123,9 +143,14 @@ public final class Worker implements AutoCloseable {
    * prunes the outbox on its timer, until {@link #drain} or {@link #close}. Returns at once.
    */
   public void start() {
-    log.info("worker {} serving {} handlers from {}; state in {} (durability {}); runtime {}"
-        + " ({})", identity.workerId(), plugins.applied().served().size(),
-        config.plugins(), stateDir.path(), config.durability().flagName(), config.runtime(),
+    log.info(
+        "worker {} serving {} handlers from {}; state in {} (durability {}); runtime {}" + " ({})",
+        identity.workerId(),
+        plugins.applied().served().size(),
+        config.plugins(),
+        stateDir.path(),
+        config.durability().flagName(),
+        config.runtime(),
         config.transport().tls() ? "TLS" : "plaintext");
     if (http != null) {
       log.info("http endpoint on http://{}/ (/metrics, /healthz, /readyz)", hostPort(http));
@@ -177,19 +202,25 @@ public final class Worker implements AutoCloseable {
     return (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
   }
 
-  private OpsHttpServer startHttp(PrometheusMeterRegistry registry,
-      OpsHttpServer.Plugins routes) throws IOException {
+  private OpsHttpServer startHttp(PrometheusMeterRegistry registry, OpsHttpServer.Plugins routes)
+      throws IOException {
     if (config.http().isEmpty()) {
       return null;
     }
     var address = config.http().get();
     try {
-      return OpsHttpServer.start(address.socketAddress(), registry::scrape, client::readiness,
-          routes);
+      return OpsHttpServer.start(
+          address.socketAddress(), registry::scrape, client::readiness, routes);
     } catch (BindException e) {
-      throw new UserErrorException(config.origin("http") + " " + address + ": cannot listen ("
-          + e.getMessage() + "): choose another HOST:PORT, or turn the endpoint off with"
-          + " --http none", e);
+      throw new UserErrorException(
+          config.origin("http")
+              + " "
+              + address
+              + ": cannot listen ("
+              + e.getMessage()
+              + "): choose another HOST:PORT, or turn the endpoint off with"
+              + " --http none",
+          e);
     }
   }
 
@@ -197,10 +228,15 @@ public final class Worker implements AutoCloseable {
     try {
       return new WorkClient(workOptions, plugins.applied().served(), outbox, metrics);
     } catch (IllegalArgumentException | UncheckedIOException e) {
-      String files = String.join(", ", config.origin("tls-ca"), config.origin("tls-cert"),
-          config.origin("tls-key"));
-      throw new UserErrorException("TLS settings (" + files + ") cannot be used: "
-          + (e.getCause() != null ? e.getCause().getMessage() : e.getMessage()), e);
+      String files =
+          String.join(
+              ", ", config.origin("tls-ca"), config.origin("tls-cert"), config.origin("tls-key"));
+      throw new UserErrorException(
+          "TLS settings ("
+              + files
+              + ") cannot be used: "
+              + (e.getCause() != null ? e.getCause().getMessage() : e.getMessage()),
+          e);
     }
   }
 
@@ -216,10 +252,17 @@ public final class Worker implements AutoCloseable {
 
   private WorkOptions workOptions() {
     // The settings already hold $WORKER_ID and friends (flag > env > file): no env here.
-    WorkerIdentity identity = WorkerIdentity.resolve(config.workerId(), Map.of(),
-        () -> stateDir.workerId(WorkerIdentity::generateId), plugins.loaded().imageDigest());
-    identity = new WorkerIdentity(identity.workerId(), config.workloadIdentity().orElse(""),
-        config.imageDigest().orElse(identity.imageDigest()));
+    WorkerIdentity identity =
+        WorkerIdentity.resolve(
+            config.workerId(),
+            Map.of(),
+            () -> stateDir.workerId(WorkerIdentity::generateId),
+            plugins.loaded().imageDigest());
+    identity =
+        new WorkerIdentity(
+            identity.workerId(),
+            config.workloadIdentity().orElse(""),
+            config.imageDigest().orElse(identity.imageDigest()));
     return WorkOptions.defaults(config.runtime(), identity)
         .withDrainTimeout(config.drainTimeout())
         .withKeepAlive(config.keepalive())

@@ -30,18 +30,29 @@ public record WorkerPlugins(LoadResult loaded, HandlerOverrides.Applied applied)
     LoadResult loaded = new PluginLoader().load(dir);
     loaded.problems().forEach(p -> log.warn("plugin {} not loaded: {}", p.plugin(), p.reason()));
     if (strict && loaded.hasProblems()) {
-      throw new NotStartingException("--strict: " + loaded.problems().size()
-          + " plugin problem(s), not starting (see 'list-handlers')");
+      throw new NotStartingException(
+          "--strict: "
+              + loaded.problems().size()
+              + " plugin problem(s), not starting (see 'list-handlers')");
     }
     HandlerOverrides.Applied applied = HandlerOverrides.apply(rules, loaded.catalog());
     applied.warnings().forEach(log::warn);
-    applied.effective().forEach((key, e) -> {
-      if (e.overridden()) {
-        log.info("handler {}: max-concurrency {} ({}), enabled {} ({}), deadline {} ({})", key,
-            e.maxConcurrency(), e.maxConcurrencySource(), e.enabled(), e.enabledSource(),
-            e.deadline().map(DurationParser::format).orElse("none"), e.deadlineSource());
-      }
-    });
+    applied
+        .effective()
+        .forEach(
+            (key, e) -> {
+              if (e.overridden()) {
+                log.info(
+                    "handler {}: max-concurrency {} ({}), enabled {} ({}), deadline {} ({})",
+                    key,
+                    e.maxConcurrency(),
+                    e.maxConcurrencySource(),
+                    e.enabled(),
+                    e.enabledSource(),
+                    e.deadline().map(DurationParser::format).orElse("none"),
+                    e.deadlineSource());
+              }
+            });
     return new WorkerPlugins(loaded, applied);
   }
 }

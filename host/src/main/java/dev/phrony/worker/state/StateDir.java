@@ -37,28 +37,31 @@ import org.slf4j.LoggerFactory;
  * <p>Layout: {@code lock}, {@code worker-id}, {@code outbox/} (the durable outbox's files) and
  * {@code corrupt/} (damaged files moved aside). Everything created inside is owner-only.
  *
- * <p>POSIX record locks belong to the process, and closing <em>any</em> descriptor of the lock
- * file drops them. So this class remembers which dirs this JVM holds and never opens their lock
- * file a second time; nothing else in the process may open it either.
+ * <p>POSIX record locks belong to the process, and closing <em>any</em> descriptor of the lock file
+ * drops them. So this class remembers which dirs this JVM holds and never opens their lock file a
+ * second time; nothing else in the process may open it either.
  */
 public final class StateDir implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(StateDir.class);
 
   public static final String LOCK_FILE = "lock";
   public static final String WORKER_ID_FILE = "worker-id";
+
   /** The plugin generation registered last (its worker id is {@code <worker-id>.g<n>} past 1). */
   public static final String GENERATION_FILE = "plugin-generation";
+
   /** Says what the dir is, so the worker knows its own dir from one it must not take over. */
   public static final String MARKER_FILE = "README.phrony-worker";
 
   static final Set<PosixFilePermission> DIR_PERMS = PosixFilePermissions.fromString("rwx------");
   static final Set<PosixFilePermission> FILE_PERMS = PosixFilePermissions.fromString("rw-------");
+
   /** One printable token: all a one-line file needs; the runtime only requires non-empty. */
   private static final Pattern WORKER_ID = Pattern.compile("[^\\s\\p{Cntrl}]{1,255}");
 
   /**
-   * Dirs locked by this JVM (real paths). Process-wide by nature: the OS lock is per process, and
-   * a second channel on the lock file would silently release it when closed.
+   * Dirs locked by this JVM (real paths). Process-wide by nature: the OS lock is per process, and a
+   * second channel on the lock file would silently release it when closed.
    */
   private static final ConcurrentHashMap<Path, StateDir> HELD = new ConcurrentHashMap<>();
 
@@ -89,21 +92,29 @@ public final class StateDir implements AutoCloseable {
     long self = ProcessHandle.current().pid();
     StateDir[] created = new StateDir[1];
     IOException[] failure = new IOException[1];
-    HELD.computeIfAbsent(key, k -> {
-      try {
-        created[0] = lock(abs, k, self);
-        return created[0];
-      } catch (IOException e) {
-        failure[0] = e;
-        return null;
-      }
-    });
+    HELD.computeIfAbsent(
+        key,
+        k -> {
+          try {
+            created[0] = lock(abs, k, self);
+            return created[0];
+          } catch (IOException e) {
+            failure[0] = e;
+            return null;
+          }
+        });
     if (failure[0] != null) {
       throw failure[0];
     }
     if (created[0] == null) {
-      throw new StateDirLockedException(abs, OptionalLong.of(self), "state dir " + abs
-          + " is already open in this process (pid " + self + "); open it once and share it");
+      throw new StateDirLockedException(
+          abs,
+          OptionalLong.of(self),
+          "state dir "
+              + abs
+              + " is already open in this process (pid "
+              + self
+              + "); open it once and share it");
     }
     log.info("state dir {} locked by pid {}", abs, self);
     return created[0];
@@ -111,16 +122,22 @@ public final class StateDir implements AutoCloseable {
 
   private static StateDir lock(Path abs, Path key, long self) throws IOException {
     Path lockFile = abs.resolve(LOCK_FILE);
-    FileChannel ch = FileChannel.open(lockFile, openOptions(StandardOpenOption.CREATE,
-        StandardOpenOption.READ, StandardOpenOption.WRITE), fileAttributes(lockFile));
+    FileChannel ch =
+        FileChannel.open(
+            lockFile,
+            openOptions(
+                StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE),
+            fileAttributes(lockFile));
     FileLock lock;
     try {
       lock = ch.tryLock();
     } catch (OverlappingFileLockException e) {
       // Locked through another channel of this JVM that is not ours; closing ch would release
       // that lock, so keep ch open (a small leak on an error path beats breaking the holder).
-      throw new StateDirLockedException(abs, OptionalLong.of(self), "state dir " + abs
-          + " is already locked in this process (pid " + self + ")");
+      throw new StateDirLockedException(
+          abs,
+          OptionalLong.of(self),
+          "state dir " + abs + " is already locked in this process (pid " + self + ")");
     } catch (IOException | RuntimeException e) {
       ch.close();
       throw e;
@@ -128,9 +145,15 @@ public final class StateDir implements AutoCloseable {
     if (lock == null) {
       OptionalLong pid = readPid(ch);
       ch.close(); // the holder is another process: our close does not touch its lock
-      throw new StateDirLockedException(abs, pid, "state dir " + abs + " is locked by another "
-          + "phrony-worker (pid " + (pid.isPresent() ? pid.getAsLong() : "unknown")
-          + "); stop that worker or use another --state-dir");
+      throw new StateDirLockedException(
+          abs,
+          pid,
+          "state dir "
+              + abs
+              + " is locked by another "
+              + "phrony-worker (pid "
+              + (pid.isPresent() ? pid.getAsLong() : "unknown")
+              + "); stop that worker or use another --state-dir");
     }
     try {
       ch.truncate(0);
@@ -169,10 +192,10 @@ public final class StateDir implements AutoCloseable {
       if (HELD.containsKey(key)) {
         return OptionalLong.of(ProcessHandle.current().pid());
       }
-      OptionalLong pid = parsePid(Files.readString(abs.resolve(LOCK_FILE),
-          StandardCharsets.US_ASCII));
-      if (pid.isPresent() && ProcessHandle.of(pid.getAsLong()).map(ProcessHandle::isAlive)
-          .orElse(false)) {
+      OptionalLong pid =
+          parsePid(Files.readString(abs.resolve(LOCK_FILE), StandardCharsets.US_ASCII));
+      if (pid.isPresent()
+          && ProcessHandle.of(pid.getAsLong()).map(ProcessHandle::isAlive).orElse(false)) {
         return pid;
       }
       return OptionalLong.empty();
@@ -225,8 +248,8 @@ public final class StateDir implements AutoCloseable {
 
   /**
    * The plugin generation the worker registered last, so that a restart registers under that
-   * generation's id again (replacing at once what the runtime may still hold of it) and
-   * advertises its held results as before; 1 when none was kept.
+   * generation's id again (replacing at once what the runtime may still hold of it) and advertises
+   * its held results as before; 1 when none was kept.
    */
   public int generation() {
     checkOpen();
@@ -280,10 +303,10 @@ public final class StateDir implements AutoCloseable {
 
   /**
    * Makes {@code abs} usable as a state dir without taking over anything that is not ours: a
-   * missing one is created rwx------ (its parents as the umask says); an existing state dir is
-   * kept (and made owner-only again, as the worker made it); an empty directory of this user is
-   * adopted with its mode left as it is; anything else is refused untouched. A symbolic link is
-   * followed to decide, and its target is treated the same way.
+   * missing one is created rwx------ (its parents as the umask says); an existing state dir is kept
+   * (and made owner-only again, as the worker made it); an empty directory of this user is adopted
+   * with its mode left as it is; anything else is refused untouched. A symbolic link is followed to
+   * decide, and its target is treated the same way.
    */
   private static void adopt(Path abs) throws IOException {
     if (!Files.exists(abs, LinkOption.NOFOLLOW_LINKS)) {
@@ -292,8 +315,11 @@ public final class StateDir implements AutoCloseable {
       return;
     }
     if (!Files.isDirectory(abs)) {
-      throw new StateDirRefusedException("state dir " + abs + " exists and is not a directory:"
-          + " point it at a new or empty directory");
+      throw new StateDirRefusedException(
+          "state dir "
+              + abs
+              + " exists and is not a directory:"
+              + " point it at a new or empty directory");
     }
     Path real = abs.toRealPath();
     List<String> entries;
@@ -305,10 +331,17 @@ public final class StateDir implements AutoCloseable {
     OptionalLong self = currentUid();
     boolean mine = owner.isEmpty() || self.isEmpty() || owner.getAsLong() == self.getAsLong();
     if (!mine) {
-      throw new StateDirRefusedException("state dir " + abs + (real.equals(abs) ? ""
-          : " (" + real + ")") + " belongs to uid " + owner.getAsLong() + ", not this user (uid "
-          + self.getAsLong() + "): run the worker as its owner, or point the state dir at a new"
-          + " directory, e.g. " + abs.resolve("phrony-worker"));
+      throw new StateDirRefusedException(
+          "state dir "
+              + abs
+              + (real.equals(abs) ? "" : " (" + real + ")")
+              + " belongs to uid "
+              + owner.getAsLong()
+              + ", not this user (uid "
+              + self.getAsLong()
+              + "): run the worker as its owner, or point the state dir at a new"
+              + " directory, e.g. "
+              + abs.resolve("phrony-worker"));
     }
     if (ours) {
       restrictPermissions(real, DIR_PERMS); // a dir the worker made; an old one may be open
@@ -316,18 +349,26 @@ public final class StateDir implements AutoCloseable {
       return;
     }
     if (!entries.isEmpty()) {
-      throw new StateDirRefusedException("state dir " + abs + (real.equals(abs) ? ""
-          : " (" + real + ")") + " is not a phrony-worker state dir: it holds "
-          + describe(entries) + ". Nothing was changed; point the state dir at a new or empty"
-          + " directory of its own, e.g. " + abs.resolve("phrony-worker"));
+      throw new StateDirRefusedException(
+          "state dir "
+              + abs
+              + (real.equals(abs) ? "" : " (" + real + ")")
+              + " is not a phrony-worker state dir: it holds "
+              + describe(entries)
+              + ". Nothing was changed; point the state dir at a new or empty"
+              + " directory of its own, e.g. "
+              + abs.resolve("phrony-worker"));
     }
     // An empty dir of this user: used as it is. Its mode is the operator's; the files the
     // worker writes inside are owner-only whatever it is.
     Set<PosixFilePermission> mode = permissions(real);
     if (mode != null && !mode.equals(DIR_PERMS)) {
-      log.warn("state dir {} is {}, not rwx------; it was not created by the worker, so its mode"
-          + " is left as it is (the files in it are owner-only; chmod 700 it to hide their"
-          + " names)", abs, PosixFilePermissions.toString(mode));
+      log.warn(
+          "state dir {} is {}, not rwx------; it was not created by the worker, so its mode"
+              + " is left as it is (the files in it are owner-only; chmod 700 it to hide their"
+              + " names)",
+          abs,
+          PosixFilePermissions.toString(mode));
     }
     markAsStateDir(real);
   }
@@ -335,24 +376,31 @@ public final class StateDir implements AutoCloseable {
   /** Names the worker writes in its state dir (and an unpublished {@code .tmp} of one). */
   private static boolean isOwnEntry(String name) {
     String n = name.endsWith(".tmp") ? name.substring(0, name.length() - 4) : name;
-    return n.equals(LOCK_FILE) || n.equals(WORKER_ID_FILE) || n.equals(GENERATION_FILE)
+    return n.equals(LOCK_FILE)
+        || n.equals(WORKER_ID_FILE)
+        || n.equals(GENERATION_FILE)
         || n.equals(MARKER_FILE)
-        || n.equals("outbox") || n.equals("corrupt");
+        || n.equals("outbox")
+        || n.equals("corrupt");
   }
 
   private static String describe(List<String> entries) {
-    List<String> shown = entries.stream().limit(5).map(e -> "'" + Printable.of(e) + "'")
-        .toList();
-    return entries.size() + (entries.size() == 1 ? " entry (" : " entries (")
-        + String.join(", ", shown) + (entries.size() > shown.size() ? ", ..." : "") + ")";
+    List<String> shown = entries.stream().limit(5).map(e -> "'" + Printable.of(e) + "'").toList();
+    return entries.size()
+        + (entries.size() == 1 ? " entry (" : " entries (")
+        + String.join(", ", shown)
+        + (entries.size() > shown.size() ? ", ..." : "")
+        + ")";
   }
 
   private static void markAsStateDir(Path dir) throws IOException {
     Path marker = dir.resolve(MARKER_FILE);
     if (!Files.exists(marker, LinkOption.NOFOLLOW_LINKS)) {
-      writeAtomically(marker, ("phrony-worker state dir: the lock, the worker id and the durable"
-          + " outbox. Keep it; do not share it between workers.\n")
-          .getBytes(StandardCharsets.UTF_8));
+      writeAtomically(
+          marker,
+          ("phrony-worker state dir: the lock, the worker id and the durable"
+                  + " outbox. Keep it; do not share it between workers.\n")
+              .getBytes(StandardCharsets.UTF_8));
     }
   }
 
@@ -385,8 +433,10 @@ public final class StateDir implements AutoCloseable {
    */
   public static void ensureOwnerOnlyDir(Path dir) throws IOException {
     if (Files.isSymbolicLink(dir)) {
-      throw new IOException(dir + " is a symbolic link: the state dir's folders must be real"
-          + " directories (remove the link)");
+      throw new IOException(
+          dir
+              + " is a symbolic link: the state dir's folders must be real"
+              + " directories (remove the link)");
     }
     if (Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
       restrictPermissions(dir, DIR_PERMS);
@@ -409,12 +459,14 @@ public final class StateDir implements AutoCloseable {
 
   /** Attributes for a new owner-only file, where the file system supports POSIX permissions. */
   public static FileAttribute<?>[] fileAttributes(Path file) {
-    return isPosix(file) ? new FileAttribute<?>[] {PosixFilePermissions.asFileAttribute(FILE_PERMS)}
+    return isPosix(file)
+        ? new FileAttribute<?>[] {PosixFilePermissions.asFileAttribute(FILE_PERMS)}
         : new FileAttribute<?>[0];
   }
 
   private static FileAttribute<?>[] dirAttributes(Path dir) {
-    return isPosix(dir) ? new FileAttribute<?>[] {PosixFilePermissions.asFileAttribute(DIR_PERMS)}
+    return isPosix(dir)
+        ? new FileAttribute<?>[] {PosixFilePermissions.asFileAttribute(DIR_PERMS)}
         : new FileAttribute<?>[0];
   }
 
@@ -441,8 +493,11 @@ public final class StateDir implements AutoCloseable {
   public static void writeAtomically(Path file, byte[] bytes) throws IOException {
     Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
     Files.deleteIfExists(tmp);
-    try (FileChannel ch = FileChannel.open(tmp, openOptions(StandardOpenOption.CREATE_NEW,
-        StandardOpenOption.WRITE), fileAttributes(tmp))) {
+    try (FileChannel ch =
+        FileChannel.open(
+            tmp,
+            openOptions(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
+            fileAttributes(tmp))) {
       ByteBuffer buf = ByteBuffer.wrap(bytes);
       while (buf.hasRemaining()) {
         ch.write(buf);
@@ -453,7 +508,9 @@ public final class StateDir implements AutoCloseable {
     forceDirectory(file.toAbsolutePath().getParent());
   }
 
-  /** Forces a directory's entries (new and renamed names) to the device; a no-op where unsupported. */
+  /**
+   * Forces a directory's entries (new and renamed names) to the device; a no-op where unsupported.
+   */
   public static void forceDirectory(Path dir) throws IOException {
     try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
       ch.force(true);

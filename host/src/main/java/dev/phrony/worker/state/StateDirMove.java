@@ -16,9 +16,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Moves a whole state dir from where an older default put it (inside the build output) to where
- * it belongs: atomically where one file system holds both, else copied and then removed. Refused
- * while a worker holds it.
+ * Moves a whole state dir from where an older default put it (inside the build output) to where it
+ * belongs: atomically where one file system holds both, else copied and then removed. Refused while
+ * a worker holds it.
  */
 public final class StateDirMove {
   private static final Logger log = LoggerFactory.getLogger(StateDirMove.class);
@@ -28,15 +28,23 @@ public final class StateDirMove {
   /** Moves the state dir at the old default to {@code to}; nothing is lost or overwritten. */
   public static void move(Path from, Path to) {
     if (Files.exists(to)) {
-      log.warn("a state dir at the old default {} is left alone: {} is used now, and already"
-          + " exists; move what the old one holds by hand if you still need it", from, to);
+      log.warn(
+          "a state dir at the old default {} is left alone: {} is used now, and already"
+              + " exists; move what the old one holds by hand if you still need it",
+          from,
+          to);
       return;
     }
     OptionalLong holder = StateDir.holderPid(from);
     if (holder.isPresent()) {
-      throw new UserErrorException("state dir " + from + " (the old default, inside the build"
-          + " output) is in use by process " + holder.getAsLong()
-          + ": stop it first, so that its state can move to " + to);
+      throw new UserErrorException(
+          "state dir "
+              + from
+              + " (the old default, inside the build"
+              + " output) is in use by process "
+              + holder.getAsLong()
+              + ": stop it first, so that its state can move to "
+              + to);
     }
     try {
       Files.createDirectories(to.getParent());
@@ -47,11 +55,21 @@ public final class StateDirMove {
         deleteTree(from);
       }
     } catch (IOException e) {
-      throw new UncheckedIOException("could not move the state dir from " + from + " to " + to
-          + " (nothing was removed from " + from + ")", e);
+      throw new UncheckedIOException(
+          "could not move the state dir from "
+              + from
+              + " to "
+              + to
+              + " (nothing was removed from "
+              + from
+              + ")",
+          e);
     }
-    log.warn("moved the state dir from {} to {}: the old default was inside the build output,"
-        + " where a clean build would delete the results it holds", from, to);
+    log.warn(
+        "moved the state dir from {} to {}: the old default was inside the build output,"
+            + " where a clean build would delete the results it holds",
+        from,
+        to);
   }
 
   private static void copyTree(Path from, Path to) throws IOException {

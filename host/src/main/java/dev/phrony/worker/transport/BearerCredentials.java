@@ -9,8 +9,8 @@ import java.util.concurrent.Executor;
 
 /**
  * Adds {@code authorization: Bearer <token>} to each Work stream, and refuses to send it over a
- * connection without TLS unless that was allowed explicitly ({@code --allow-insecure-token}, for
- * a plaintext hop to a local sidecar).
+ * connection without TLS unless that was allowed explicitly ({@code --allow-insecure-token}, for a
+ * plaintext hop to a local sidecar).
  */
 final class BearerCredentials extends CallCredentials {
   static final Metadata.Key<String> AUTHORIZATION =
@@ -27,20 +27,24 @@ final class BearerCredentials extends CallCredentials {
   @Override
   public void applyRequestMetadata(RequestInfo info, Executor executor, MetadataApplier applier) {
     if (info.getSecurityLevel() != SecurityLevel.PRIVACY_AND_INTEGRITY && !allowInsecure) {
-      applier.fail(Status.UNAUTHENTICATED.withDescription("not sending the bearer token over a"
-          + " connection without TLS (use --tls, or --allow-insecure-token)"));
+      applier.fail(
+          Status.UNAUTHENTICATED.withDescription(
+              "not sending the bearer token over a"
+                  + " connection without TLS (use --tls, or --allow-insecure-token)"));
       return;
     }
-    executor.execute(() -> {
-      try {
-        Metadata headers = new Metadata();
-        headers.put(AUTHORIZATION, "Bearer " + token.value());
-        applier.apply(headers);
-      } catch (IOException | RuntimeException e) {
-        applier.fail(Status.UNAUTHENTICATED.withDescription("cannot read "
-            + token.describe() + ": " + e.getMessage()));
-      }
-    });
+    executor.execute(
+        () -> {
+          try {
+            Metadata headers = new Metadata();
+            headers.put(AUTHORIZATION, "Bearer " + token.value());
+            applier.apply(headers);
+          } catch (IOException | RuntimeException e) {
+            applier.fail(
+                Status.UNAUTHENTICATED.withDescription(
+                    "cannot read " + token.describe() + ": " + e.getMessage()));
+          }
+        });
   }
 
   @Override

@@ -8,9 +8,9 @@ import java.util.Objects;
 
 /**
  * The bearer token sent as {@code authorization: Bearer <token>} on each Work stream, for a
- * TLS-terminating proxy or mesh in front of the runtime. A file token is read again for every
- * new stream, so a rotated token (a projected service-account token, a renewed secret) is picked
- * up at the next reconnect. The token never appears in {@link #toString()}, logs or messages.
+ * TLS-terminating proxy or mesh in front of the runtime. A file token is read again for every new
+ * stream, so a rotated token (a projected service-account token, a renewed secret) is picked up at
+ * the next reconnect. The token never appears in {@link #toString()}, logs or messages.
  */
 public sealed interface BearerToken {
 
@@ -38,8 +38,12 @@ public sealed interface BearerToken {
     for (int i = 0; i < t.length(); i++) {
       char c = t.charAt(i);
       if (c < 0x21 || c > 0x7e) {
-        throw new IllegalArgumentException(what + " has a space, control or non-ASCII character"
-            + " at position " + (i + 1) + "; a bearer token is one printable ASCII word");
+        throw new IllegalArgumentException(
+            what
+                + " has a space, control or non-ASCII character"
+                + " at position "
+                + (i + 1)
+                + "; a bearer token is one printable ASCII word");
       }
     }
     return t;

@@ -11,8 +11,8 @@ import java.util.Optional;
 
 /**
  * How the worker reaches the runtime: plaintext (the runtime's own default), or TLS trusting the
- * system's CAs or a private one, optionally with a client certificate (mutual TLS); and an
- * optional bearer token on the Work stream. Immutable; validated when built.
+ * system's CAs or a private one, optionally with a client certificate (mutual TLS); and an optional
+ * bearer token on the Work stream. Immutable; validated when built.
  *
  * @param tls whether to use TLS
  * @param trustedCa PEM file of the CA(s) to trust instead of the system's
@@ -21,8 +21,13 @@ import java.util.Optional;
  * @param token bearer token for the Work stream
  * @param allowInsecureToken send the token without TLS too (refused otherwise)
  */
-public record Transport(boolean tls, Optional<Path> trustedCa, Optional<Path> clientCert,
-    Optional<Path> clientKey, Optional<BearerToken> token, boolean allowInsecureToken) {
+public record Transport(
+    boolean tls,
+    Optional<Path> trustedCa,
+    Optional<Path> clientCert,
+    Optional<Path> clientKey,
+    Optional<BearerToken> token,
+    boolean allowInsecureToken) {
 
   public Transport {
     Objects.requireNonNull(trustedCa, "trustedCa");
@@ -33,8 +38,10 @@ public record Transport(boolean tls, Optional<Path> trustedCa, Optional<Path> cl
       throw new IllegalArgumentException("a CA, client certificate or key needs TLS");
     }
     if (clientCert.isPresent() != clientKey.isPresent()) {
-      throw new IllegalArgumentException(clientCert.isPresent()
-          ? "a client certificate needs its private key" : "a client key needs its certificate");
+      throw new IllegalArgumentException(
+          clientCert.isPresent()
+              ? "a client certificate needs its private key"
+              : "a client key needs its certificate");
     }
     if (token.isPresent() && !tls && !allowInsecureToken) {
       throw new IllegalArgumentException("a bearer token is only sent over TLS");
@@ -43,8 +50,8 @@ public record Transport(boolean tls, Optional<Path> trustedCa, Optional<Path> cl
 
   /** No TLS, no token. */
   public static Transport plaintext() {
-    return new Transport(false, Optional.empty(), Optional.empty(), Optional.empty(),
-        Optional.empty(), false);
+    return new Transport(
+        false, Optional.empty(), Optional.empty(), Optional.empty(), Optional.empty(), false);
   }
 
   /** The channel's credentials; reads the PEM files. */

@@ -4,9 +4,9 @@ import java.time.Duration;
 import java.util.function.LongUnaryOperator;
 
 /**
- * Reconnect delays: exponential with full jitter (a uniform draw in {@code [0, min(cap,
- * initial * 2^n))}), so a fleet of workers that lost one runtime does not reconnect in step.
- * Not thread-safe; owned by the reconnect loop.
+ * Reconnect delays: exponential with full jitter (a uniform draw in {@code [0, min(cap, initial *
+ * 2^n))}), so a fleet of workers that lost one runtime does not reconnect in step. Not thread-safe;
+ * owned by the reconnect loop.
  */
 final class Backoff {
   private final long initialMs;

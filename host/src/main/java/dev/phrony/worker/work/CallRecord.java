@@ -10,9 +10,9 @@ import java.time.Instant;
 
 /**
  * One call's record, from its invoke to its {@code result_ack}: the only place its state lives
- * while the worker serves it. Every field is read and written only in the dispatcher's
- * serialized context, so there is no lock and no second opinion about where a call stands. The
- * handler sees {@link #context}, which has no way back to this object.
+ * while the worker serves it. Every field is read and written only in the dispatcher's serialized
+ * context, so there is no lock and no second opinion about where a call stands. The handler sees
+ * {@link #context}, which has no way back to this object.
  *
  * <pre>
  *  WAITING --slot--+                  +--intent durable--+
@@ -34,7 +34,9 @@ final class CallRecord {
     WAITING,
     /** Its intent is being made durable; the handler may not start before it is. */
     INTENT,
-    /** Its arguments are checked and its handler runs (on a thread of its own, or started inline). */
+    /**
+     * Its arguments are checked and its handler runs (on a thread of its own, or started inline).
+     */
     RUNNING,
     /** Its outcome is decided and being held (made durable first where the outbox does). */
     HOLDING,
@@ -48,46 +50,68 @@ final class CallRecord {
 
   final String callId;
   final String sessionId;
+
   /** {@code tool@version}. */
   final String key;
+
   /** Its tool's slots; null for a held result of a tool no longer served. */
   final ToolSlots slots;
+
   /** The invoke that made this record (a waiting call starts from it). */
   final Invoke invoke;
 
   State state;
+
   /** The stream its answer goes to (rule 3), or went out on; null once that stream ended. */
   CallSink owner;
+
   /** Its slot; null while waiting and for a resent held result (no slot is taken for those). */
   ToolSlots.Permit permit;
+
   /** The slot wait's end ({@link Dispatcher#SLOT_GRACE}) while waiting. */
   Scheduler.Handle grace = Scheduler.NONE;
 
   // ---- from its admission on ----
   CallContext context;
+
   /** When the invoke was admitted (the clock of the dispatcher's scheduler). */
   Instant admittedAt;
+
   boolean needsIntent;
   Scheduler.Handle deadline = Scheduler.NONE;
+
   /** The handler it was started on (its key's, then), and that handler if it never blocks. */
   HandlerCatalog.Entry entry;
+
   AsyncToolHandler async;
+
   /** The handler's own thread, to interrupt; null for a handler started inline. */
   Thread thread;
+
   /** From the handler's start to its "finished" event (its thread ended or its stage done). */
   boolean handlerAlive;
+
   /** The outcome was decided while the handler still ran: it finishes apart, unheard. */
   boolean abandoned;
+
   boolean intentPending;
   boolean intentWritten;
   boolean holdPending;
+
   /** The deadline passed while the intent was being written. */
   boolean deadlinePassed;
+
   /** The outcome being held, once decided. */
   HeldResult held;
 
-  private CallRecord(String callId, String sessionId, String key, ToolSlots slots, Invoke invoke,
-      CallSink owner, State state) {
+  private CallRecord(
+      String callId,
+      String sessionId,
+      String key,
+      ToolSlots slots,
+      Invoke invoke,
+      CallSink owner,
+      State state) {
     this.callId = callId;
     this.sessionId = sessionId;
     this.key = key;
@@ -99,14 +123,15 @@ final class CallRecord {
 
   /** A call just invoked, before it has a slot. */
   static CallRecord invoked(Invoke invoke, ToolSlots slots, CallSink owner) {
-    return new CallRecord(invoke.callId(), invoke.sessionId(), slots.key, slots, invoke, owner,
-        State.WAITING);
+    return new CallRecord(
+        invoke.callId(), invoke.sessionId(), slots.key, slots, invoke, owner, State.WAITING);
   }
 
   /** A held result the runtime asked for again, sent on {@code owner}. */
   static CallRecord resent(HeldResult held, ToolSlots slots, Invoke invoke, CallSink owner) {
-    CallRecord c = new CallRecord(held.callId(), held.sessionId(), held.toolKey(), slots, invoke,
-        owner, State.SENT);
+    CallRecord c =
+        new CallRecord(
+            held.callId(), held.sessionId(), held.toolKey(), slots, invoke, owner, State.SENT);
     c.held = held;
     return c;
   }
@@ -129,15 +154,17 @@ final class CallRecord {
   }
 
   /**
-   * The classloader whose code this call runs or is still to run: its handler's while that
-   * runs, its key's while it waits to start; null once no plugin code of it is left to run.
+   * The classloader whose code this call runs or is still to run: its handler's while that runs,
+   * its key's while it waits to start; null once no plugin code of it is left to run.
    */
   ClassLoader loaderInUse() {
     if (handlerAlive) {
       return entry.classLoader();
     }
-    boolean toStart = entry == null && slots != null
-        && (state == State.WAITING || state == State.INTENT || state == State.RUNNING);
+    boolean toStart =
+        entry == null
+            && slots != null
+            && (state == State.WAITING || state == State.INTENT || state == State.RUNNING);
     return toStart ? slots.entry.classLoader() : null;
   }
 

@@ -3,8 +3,8 @@ package dev.phrony.worker.work;
 import dev.phrony.worker.outbox.HeldResult;
 
 /**
- * Where a call's answer goes: the stream that delivered its invoke (protocol.md rule 3). The
- * {@link Dispatcher} talks to a session only through this, so it is testable without gRPC.
+ * Where a call's answer goes: the stream that delivered its invoke (protocol.md rule 3). The {@link
+ * Dispatcher} talks to a session only through this, so it is testable without gRPC.
  */
 interface CallSink {
 
@@ -30,8 +30,7 @@ interface CallSink {
 
   /**
    * The owner has made its transition for a cancel of {@code callId} read on this stream (the
-   * stream blocked answers for it from the moment it read the cancel, see
-   * {@link StreamCancels}).
+   * stream blocked answers for it from the moment it read the cancel, see {@link StreamCancels}).
    */
   default void cancelTaken(String callId) {}
 }

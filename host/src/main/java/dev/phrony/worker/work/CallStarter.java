@@ -16,17 +16,17 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Starts a call's handler, inline on the stream's event loop (an {@link AsyncToolHandler} that
- * keeps its promise not to block) or on a virtual thread of its own, and posts one "finished"
- * event per start to the dispatcher's context. Watches inline starts that hold the loop. Part of
- * the {@link Dispatcher}: {@link #start} runs in its context; nothing here decides what is sent.
+ * keeps its promise not to block) or on a virtual thread of its own, and posts one "finished" event
+ * per start to the dispatcher's context. Watches inline starts that hold the loop. Part of the
+ * {@link Dispatcher}: {@link #start} runs in its context; nothing here decides what is sent.
  */
 final class CallStarter {
   private static final Logger log = LoggerFactory.getLogger(CallStarter.class);
 
   /** How a start ended: an outcome, a refusal of the arguments, or neither (it never ran). */
   interface Finished {
-    void finished(CallRecord call, CallOutcome outcome, CallPipeline.Refusal refusal,
-        long ranNanos);
+    void finished(
+        CallRecord call, CallOutcome outcome, CallPipeline.Refusal refusal, long ranNanos);
   }
 
   /** An asynchronous handler's start that holds the I/O thread: whose, how long, where. */
@@ -44,11 +44,16 @@ final class CallStarter {
   // ---- written around an inline start, read by the heartbeat's timer ----
   /** The call whose handleAsync runs on the I/O thread now (null: none), since when, where. */
   private volatile CallRecord startingInline;
+
   private volatile long startingInlineSinceMs;
   private volatile Thread ioThread;
 
-  CallStarter(CallPipeline pipeline, InstantSource clock, BooleanSupplier onIoThread,
-      Consumer<Runnable> post, Finished finished) {
+  CallStarter(
+      CallPipeline pipeline,
+      InstantSource clock,
+      BooleanSupplier onIoThread,
+      Consumer<Runnable> post,
+      Finished finished) {
     this.pipeline = pipeline;
     this.clock = clock;
     this.onIoThread = onIoThread;
@@ -79,8 +84,8 @@ final class CallStarter {
    */
   private void runInline(CallRecord call) {
     try (var ctx = LogContext.call(call.callId, call.sessionId, call.key)) {
-      CallPipeline.Refusal refusal = pipeline.checkArgs(call.context.rawArgs(),
-          call.entry.argsCheck());
+      CallPipeline.Refusal refusal =
+          pipeline.checkArgs(call.context.rawArgs(), call.entry.argsCheck());
       if (refusal != null) {
         finished.finished(call, null, refusal, 0);
         return;
@@ -90,18 +95,26 @@ final class CallStarter {
       ioThread = Thread.currentThread();
       startingInlineSinceMs = startedMs;
       startingInline = call;
-      CompletableFuture<CallOutcome> outcome = pipeline.start(call.async,
-          call.entry.classLoader(), call.context);
+      CompletableFuture<CallOutcome> outcome =
+          pipeline.start(call.async, call.entry.classLoader(), call.context);
       startingInline = null;
       long heldMs = clock.millis() - startedMs;
       if (call.slots.started(heldMs)) {
-        log.warn("handler {} kept the Work stream's thread over {} ms in handleAsync {} times in"
-            + " a row (this time {} ms): its calls now run on threads of their own. An"
-            + " AsyncToolHandler must not block; implement ToolHandler if it does", call.key,
-            AsyncToolHandler.BLOCKING_LIMIT_MS, ToolSlots.SLOW_STARTS_TO_MOVE, heldMs);
+        log.warn(
+            "handler {} kept the Work stream's thread over {} ms in handleAsync {} times in"
+                + " a row (this time {} ms): its calls now run on threads of their own. An"
+                + " AsyncToolHandler must not block; implement ToolHandler if it does",
+            call.key,
+            AsyncToolHandler.BLOCKING_LIMIT_MS,
+            ToolSlots.SLOW_STARTS_TO_MOVE,
+            heldMs);
       } else if (heldMs > AsyncToolHandler.BLOCKING_LIMIT_MS) {
-        log.info("handler {} kept the Work stream's thread {} ms in handleAsync (at most {} ms"
-            + " is expected)", call.key, heldMs, AsyncToolHandler.BLOCKING_LIMIT_MS);
+        log.info(
+            "handler {} kept the Work stream's thread {} ms in handleAsync (at most {} ms"
+                + " is expected)",
+            call.key,
+            heldMs,
+            AsyncToolHandler.BLOCKING_LIMIT_MS);
       }
       if (outcome.isDone()) {
         finished.finished(call, outcome.join(), null, Math.max(1, System.nanoTime() - t0));
@@ -113,15 +126,17 @@ final class CallStarter {
 
   /** Posts {@code call}'s "finished" event to the context once its handler's stage is done. */
   private void finishWhenDone(CallRecord call, CompletableFuture<CallOutcome> outcome, long t0) {
-    outcome.thenAccept(o -> post.accept(
-        () -> finished.finished(call, o, null, Math.max(1, System.nanoTime() - t0))));
+    outcome.thenAccept(
+        o ->
+            post.accept(
+                () -> finished.finished(call, o, null, Math.max(1, System.nanoTime() - t0))));
   }
 
   /** On the call's own thread: the pipeline, then one "finished" event for the owner. */
   private void runHandler(CallRecord call) {
     try (var ctx = LogContext.call(call.callId, call.sessionId, call.key)) {
-      CallPipeline.Refusal refusal = pipeline.checkArgs(call.context.rawArgs(),
-          call.entry.argsCheck());
+      CallPipeline.Refusal refusal =
+          pipeline.checkArgs(call.context.rawArgs(), call.entry.argsCheck());
       if (refusal != null) {
         post.accept(() -> finished.finished(call, null, refusal, 0));
         return;
@@ -133,21 +148,21 @@ final class CallStarter {
       log.debug("handler started");
       long t0 = System.nanoTime();
       if (call.async != null) { // moved off the I/O thread: started here, finished later
-        finishWhenDone(call, pipeline.start(call.async, call.entry.classLoader(),
-            call.context), t0);
+        finishWhenDone(
+            call, pipeline.start(call.async, call.entry.classLoader(), call.context), t0);
         return;
       }
-      CallOutcome outcome = pipeline.run(call.entry.handler(), call.entry.classLoader(),
-          call.context);
+      CallOutcome outcome =
+          pipeline.run(call.entry.handler(), call.entry.classLoader(), call.context);
       long ran = System.nanoTime() - t0;
       post.accept(() -> finished.finished(call, outcome, null, ran));
     }
   }
 
   /**
-   * From the heartbeat's timer, whose beats such a start holds back: a handleAsync that has
-   * kept the stream's I/O thread over {@code thresholdMs} is logged with where it is (no message
-   * is read or sent until it returns, so the lease may run out), and returned.
+   * From the heartbeat's timer, whose beats such a start holds back: a handleAsync that has kept
+   * the stream's I/O thread over {@code thresholdMs} is logged with where it is (no message is read
+   * or sent until it returns, so the lease may run out), and returned.
    */
   Optional<StalledStart> reportStalledStart(long thresholdMs) {
     CallRecord call = startingInline;
@@ -156,13 +171,17 @@ final class CallStarter {
     if (call == null || heldMs < thresholdMs || thread == null) {
       return Optional.empty();
     }
-    StalledStart stall = new StalledStart(call.callId, call.key, heldMs,
-        List.of(thread.getStackTrace()));
+    StalledStart stall =
+        new StalledStart(call.callId, call.key, heldMs, List.of(thread.getStackTrace()));
     Exception where = new Exception("where the I/O thread is: " + thread.getName());
     where.setStackTrace(stall.where().toArray(StackTraceElement[]::new));
     try (var ctx = LogContext.call(call.callId, call.sessionId, call.key)) {
-      log.warn("handler {} has kept the Work stream's thread {} ms in handleAsync: no message is"
-          + " read or sent, heartbeats included, until it returns", stall.key(), heldMs, where);
+      log.warn(
+          "handler {} has kept the Work stream's thread {} ms in handleAsync: no message is"
+              + " read or sent, heartbeats included, until it returns",
+          stall.key(),
+          heldMs,
+          where);
     }
     return Optional.of(stall);
   }

@@ -27,10 +27,10 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.Executor;
-import java.util.function.BooleanSupplier;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executor;
+import java.util.function.BooleanSupplier;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,11 +44,10 @@ import org.slf4j.LoggerFactory;
  * and no state split between threads. Handler threads and the outbox writer only post what came of
  * their work; they never decide whether to send.
  *
- * <p>Each call is one {@link CallRecord} in the {@link CallTable}, from its invoke to its ack.
- * The parts that share the context: this class admits invokes, decides and holds outcomes,
- * cancels and drains; {@link SlotWaits} queues invokes that found no slot; {@link CallStarter}
- * starts handlers; {@link OrphanPolicy} judges held results across streams (protocol.md rules 3
- * and 9).
+ * <p>Each call is one {@link CallRecord} in the {@link CallTable}, from its invoke to its ack. The
+ * parts that share the context: this class admits invokes, decides and holds outcomes, cancels and
+ * drains; {@link SlotWaits} queues invokes that found no slot; {@link CallStarter} starts handlers;
+ * {@link OrphanPolicy} judges held results across streams (protocol.md rules 3 and 9).
  *
  * <p>Outlives streams: a call started on one stream may finish after a reconnect; its result is
  * then held for the runtime to ask for again. Slots are counted as the runtime counts them
@@ -61,6 +60,7 @@ public final class Dispatcher {
 
   /** Nack codes (rule 6) and error codes this host produces. */
   static final String UNKNOWN_TOOL = "unknown_tool";
+
   static final String CAPACITY_EXHAUSTED = "capacity_exhausted";
   static final String INVALID_ARGS = CallPipeline.INVALID_ARGS;
   static final String DRAINING = "draining";
@@ -68,8 +68,8 @@ public final class Dispatcher {
   static final String INTENT_NOT_DURABLE = "intent_not_durable";
 
   /**
-   * How long an invoke that found every slot taken waits for the cancel that made room for it
-   * (see {@link SlotWaits}) before it is nacked {@code capacity_exhausted}.
+   * How long an invoke that found every slot taken waits for the cancel that made room for it (see
+   * {@link SlotWaits}) before it is nacked {@code capacity_exhausted}.
    */
   static final Duration SLOT_GRACE = Duration.ofSeconds(1);
 
@@ -81,16 +81,22 @@ public final class Dispatcher {
   private final Scheduler scheduler;
   private final InstantSource clock;
   private final SynchronizationContext context;
+
   /** True on the stream's event loop (where a non-blocking handler may start inline). */
   private final BooleanSupplier onIoThread;
+
   /** The stream's event loop, where the context runs; null: where a task is posted (tests). */
   private final Executor loop;
+
   /** The handlers of the first registration (and of any sink that names none). */
   private final HandlerSet initial;
+
   /** Every set a live registration (or its winding-down calls) may use: for the slot gauges. */
   private final List<HandlerSet> sets = new CopyOnWriteArrayList<>();
+
   /** One set of meters per key, whichever generation of handlers serves it. */
   private final Map<String, ToolMetrics> meters = new ConcurrentHashMap<>();
+
   private final WorkerMetrics metrics;
   private final ToolMetrics unknownTool;
   private final WireTimings timings = new WireTimings();
@@ -101,6 +107,7 @@ public final class Dispatcher {
   private final SlotWaits slotWaits;
   private final CallStarter starter;
   private final List<CompletableFuture<Void>> idleWaiters = new ArrayList<>();
+
   /** Futures completed once no call matches their test (a stream's or a plugin's calls done). */
   private final List<Waiter> noneWaiters = new ArrayList<>();
 
@@ -111,8 +118,8 @@ public final class Dispatcher {
   private volatile int apart;
   private volatile boolean draining;
 
-  public Dispatcher(HandlerCatalog catalog, ResultOutbox outbox, CallPipeline pipeline,
-      Scheduler scheduler) {
+  public Dispatcher(
+      HandlerCatalog catalog, ResultOutbox outbox, CallPipeline pipeline, Scheduler scheduler) {
     this(catalog, outbox, pipeline, scheduler, WorkerMetrics.NONE, () -> false, null);
   }
 
@@ -123,37 +130,57 @@ public final class Dispatcher {
    * that thread's executor: every transition runs there (see {@link #post}); null runs each where
    * it is posted.
    */
-  public Dispatcher(HandlerCatalog catalog, ResultOutbox outbox, CallPipeline pipeline,
-      Scheduler scheduler, WorkerMetrics metrics, BooleanSupplier onIoThread, Executor loop) {
+  public Dispatcher(
+      HandlerCatalog catalog,
+      ResultOutbox outbox,
+      CallPipeline pipeline,
+      Scheduler scheduler,
+      WorkerMetrics metrics,
+      BooleanSupplier onIoThread,
+      Executor loop) {
     this.outbox = outbox;
     this.onIoThread = onIoThread;
     this.loop = loop;
     this.pipeline = pipeline;
     this.scheduler = scheduler;
     this.clock = scheduler.clock();
-    this.context = new SynchronizationContext((t, e) -> {
-      log.error("call state transition failed (a bug; the call may be stuck)", e);
-      Thread.UncaughtExceptionHandler process = Thread.getDefaultUncaughtExceptionHandler();
-      if (e instanceof Error && process != null) {
-        process.uncaughtException(t, e); // in the worker: a core thread's Error ends it
-      }
-    });
+    this.context =
+        new SynchronizationContext(
+            (t, e) -> {
+              log.error("call state transition failed (a bug; the call may be stuck)", e);
+              Thread.UncaughtExceptionHandler process = Thread.getDefaultUncaughtExceptionHandler();
+              if (e instanceof Error && process != null) {
+                process.uncaughtException(t, e); // in the worker: a core thread's Error ends it
+              }
+            });
     this.orphans = new OrphanPolicy(outbox, scheduler, this::post, calls);
-    this.slotWaits = new SlotWaits(scheduler, this::post, SLOT_GRACE, new SlotWaits.Ends() {
-      @Override
-      public void slotFree(CallRecord call) {
-        tryStart(call, true);
-      }
+    this.slotWaits =
+        new SlotWaits(
+            scheduler,
+            this::post,
+            SLOT_GRACE,
+            new SlotWaits.Ends() {
+              @Override
+              public void slotFree(CallRecord call) {
+                tryStart(call, true);
+              }
 
-      @Override
-      public void gaveUp(CallRecord call) {
-        calls.remove(call);
-        nack(call.owner, call.invoke, call.slots, InvocationOutcome.NACK_CAPACITY_EXHAUSTED,
-            CAPACITY_EXHAUSTED, call.key + " is running its maximum of " + call.slots.max
-                + " calls on this worker");
-        checkIdle();
-      }
-    });
+              @Override
+              public void gaveUp(CallRecord call) {
+                calls.remove(call);
+                nack(
+                    call.owner,
+                    call.invoke,
+                    call.slots,
+                    InvocationOutcome.NACK_CAPACITY_EXHAUSTED,
+                    CAPACITY_EXHAUSTED,
+                    call.key
+                        + " is running its maximum of "
+                        + call.slots.max
+                        + " calls on this worker");
+                checkIdle();
+              }
+            });
     this.starter = new CallStarter(pipeline, clock, onIoThread, this::post, this::finished);
     this.metrics = metrics;
     this.initial = handlerSet(catalog);
@@ -161,15 +188,20 @@ public final class Dispatcher {
   }
 
   /**
-   * The handlers of a new registration, each key with slots of its own (the runtime counts them
-   * per registration); its meters are the key's, shared with every other generation.
+   * The handlers of a new registration, each key with slots of its own (the runtime counts them per
+   * registration); its meters are the key's, shared with every other generation.
    */
   HandlerSet handlerSet(HandlerCatalog catalog) {
-    HandlerSet set = new HandlerSet(catalog, e -> {
-      int max = slotsOf(e);
-      return new ToolSlots(e, max, s -> meters.computeIfAbsent(s.key,
-          k -> metrics.tool(k, max, () -> busy(k))));
-    });
+    HandlerSet set =
+        new HandlerSet(
+            catalog,
+            e -> {
+              int max = slotsOf(e);
+              return new ToolSlots(
+                  e,
+                  max,
+                  s -> meters.computeIfAbsent(s.key, k -> metrics.tool(k, max, () -> busy(k))));
+            });
     set.all().forEach(s -> s.onFreed(() -> context.execute(() -> slotWaits.slotFreed(s))));
     sets.add(set);
     return set;
@@ -220,18 +252,20 @@ public final class Dispatcher {
 
   void onCancel(String callId, CallSink sink) {
     long posted = System.nanoTime();
-    post(() -> {
-      timings.record(WireTimings.Interval.ON_CANCEL_TO_OWNER, System.nanoTime() - posted);
-      cancelled(callId, sink);
-      sink.cancelTaken(callId); // from now on the call's state keeps anything from being sent
-    });
+    post(
+        () -> {
+          timings.record(WireTimings.Interval.ON_CANCEL_TO_OWNER, System.nanoTime() - posted);
+          cancelled(callId, sink);
+          sink.cancelTaken(callId); // from now on the call's state keeps anything from being sent
+        });
   }
 
   void onResultAck(String callId) {
-    post(() -> {
-      orphans.acked(callId);
-      checkIdle();
-    });
+    post(
+        () -> {
+          orphans.acked(callId);
+          checkIdle();
+        });
   }
 
   /** {@code sink} is registered: results of older streams are judged against its window. */
@@ -241,63 +275,71 @@ public final class Dispatcher {
 
   /** The stream {@code sink} ended: its calls run on apart and its slots are gone. */
   void onStreamEnded(CallSink sink, Status status) {
-    post(() -> {
-      for (CallRecord c : calls.all()) {
-        if (c.owner != sink) {
-          continue;
-        }
-        if (c.state == CallRecord.State.WAITING) {
-          slotWaits.stop(c); // the runtime made it indeterminate with its stream
-          calls.remove(c);
-        } else if (c.running() || c.state == CallRecord.State.CANCELLED) {
-          c.owner = null;
-          c.releaseSlot();
-        }
-      }
-      orphans.streamEnded(sink, status);
-      checkIdle();
-    });
+    post(
+        () -> {
+          for (CallRecord c : calls.all()) {
+            if (c.owner != sink) {
+              continue;
+            }
+            if (c.state == CallRecord.State.WAITING) {
+              slotWaits.stop(c); // the runtime made it indeterminate with its stream
+              calls.remove(c);
+            } else if (c.running() || c.state == CallRecord.State.CANCELLED) {
+              c.owner = null;
+              c.releaseSlot();
+            }
+          }
+          orphans.streamEnded(sink, status);
+          checkIdle();
+        });
   }
 
   /** Stops taking work: every later invoke is nacked {@code draining}. */
   void startDraining() {
-    post(() -> {
-      draining = true;
-      for (CallRecord c : calls.all()) {
-        if (c.state == CallRecord.State.WAITING && slotWaits.stop(c)) {
-          calls.remove(c);
-          nackDraining(c.owner, c.invoke, c.slots);
-        }
-      }
-      checkIdle();
-    });
+    post(
+        () -> {
+          draining = true;
+          for (CallRecord c : calls.all()) {
+            if (c.state == CallRecord.State.WAITING && slotWaits.stop(c)) {
+              calls.remove(c);
+              nackDraining(c.owner, c.invoke, c.slots);
+            }
+          }
+          checkIdle();
+        });
   }
 
   /**
-   * Completes once no call is running or being held and no result sent on an open stream
-   * waits for its ack (checked while draining).
+   * Completes once no call is running or being held and no result sent on an open stream waits for
+   * its ack (checked while draining).
    */
   CompletableFuture<Void> whenIdle() {
     CompletableFuture<Void> f = new CompletableFuture<>();
-    post(() -> {
-      idleWaiters.add(f);
-      checkIdle();
-    });
+    post(
+        () -> {
+          idleWaiters.add(f);
+          checkIdle();
+        });
     return f;
   }
 
   /** Cancels every call still running (end of a drain): nothing more is sent for them. */
   void cancelAll() {
-    post(() -> calls.all().forEach(c -> {
-      if (c.running()) {
-        cancel(c, "the drain timeout passed");
-      }
-    }));
+    post(
+        () ->
+            calls
+                .all()
+                .forEach(
+                    c -> {
+                      if (c.running()) {
+                        cancel(c, "the drain timeout passed");
+                      }
+                    }));
   }
 
   /**
-   * Calls the runtime should be told about at register: running ones and held results, except
-   * those of a stream that is still open (an older generation's): listed, they would move to the
+   * Calls the runtime should be told about at register: running ones and held results, except those
+   * of a stream that is still open (an older generation's): listed, they would move to the
    * registering id, and their answers on their own stream would then be refused.
    */
   Set<String> inFlightIds() {
@@ -329,58 +371,65 @@ public final class Dispatcher {
 
   /**
    * Completes once nothing of {@code sink}'s calls is left on it: none waits, runs or is being
-   * held, and every result sent on it was acked. Then the stream may close without making any
-   * call indeterminate.
+   * held, and every result sent on it was acked. Then the stream may close without making any call
+   * indeterminate.
    */
   CompletableFuture<Void> whenIdleOn(CallSink sink) {
-    return whenNone(c -> c.owner == sink && (c.state == CallRecord.State.WAITING || c.running()
-        || c.state == CallRecord.State.SENT));
+    return whenNone(
+        c ->
+            c.owner == sink
+                && (c.state == CallRecord.State.WAITING
+                    || c.running()
+                    || c.state == CallRecord.State.SENT));
   }
 
   /** Completes once no call runs, or is still to run, code of {@code loaders}. */
   CompletableFuture<Void> whenUnused(Set<ClassLoader> loaders) {
-    return whenNone(c -> {
-      ClassLoader l = c.loaderInUse();
-      return l != null && loaders.contains(l);
-    });
+    return whenNone(
+        c -> {
+          ClassLoader l = c.loaderInUse();
+          return l != null && loaders.contains(l);
+        });
   }
 
   private CompletableFuture<Void> whenNone(Predicate<CallRecord> test) {
     CompletableFuture<Void> f = new CompletableFuture<>();
-    post(() -> {
-      noneWaiters.add(new Waiter(test, f));
-      checkIdle();
-    });
+    post(
+        () -> {
+          noneWaiters.add(new Waiter(test, f));
+          checkIdle();
+        });
     return f;
   }
 
   /**
-   * Cancels {@code sink}'s calls that still run or wait (an old generation's stream outlived
-   * the drain timeout after its handover): as at the end of a drain, nothing more is sent for
-   * them, and what they still produce is kept as orphaned.
+   * Cancels {@code sink}'s calls that still run or wait (an old generation's stream outlived the
+   * drain timeout after its handover): as at the end of a drain, nothing more is sent for them, and
+   * what they still produce is kept as orphaned.
    */
   void cancelOn(CallSink sink, String why) {
-    post(() -> {
-      for (CallRecord c : calls.all()) {
-        if (c.owner != sink) {
-          continue;
-        }
-        if (c.state == CallRecord.State.WAITING && slotWaits.stop(c)) {
-          calls.remove(c);
-          nackDraining(c.owner, c.invoke, c.slots);
-        } else if (c.running()) {
-          cancel(c, why);
-        }
-      }
-      checkIdle();
-    });
+    post(
+        () -> {
+          for (CallRecord c : calls.all()) {
+            if (c.owner != sink) {
+              continue;
+            }
+            if (c.state == CallRecord.State.WAITING && slotWaits.stop(c)) {
+              calls.remove(c);
+              nackDraining(c.owner, c.invoke, c.slots);
+            } else if (c.running()) {
+              cancel(c, why);
+            }
+          }
+          checkIdle();
+        });
   }
 
   // ---- views, from any thread ----
 
   /**
-   * From the heartbeat's timer, whose beats such a start holds back: a handleAsync that has
-   * kept the stream's I/O thread over a second is logged with where it is, and returned.
+   * From the heartbeat's timer, whose beats such a start holds back: a handleAsync that has kept
+   * the stream's I/O thread over a second is logged with where it is, and returned.
    */
   Optional<CallStarter.StalledStart> reportStalledStart() {
     return starter.reportStalledStart(STALLED_START_MS);
@@ -445,9 +494,16 @@ public final class Dispatcher {
     }
     if (outbox.wasInterrupted(callId)) {
       // A previous attempt may have acted before the worker stopped: never run it twice.
-      nack(sink, invoke, slots, InvocationOutcome.NACK_PREVIOUS_ATTEMPT_INTERRUPTED,
-          PREVIOUS_ATTEMPT_INTERRUPTED, "a previous attempt of this call was interrupted and may"
-              + " have acted; see 'phrony-worker outbox show " + callId + "'");
+      nack(
+          sink,
+          invoke,
+          slots,
+          InvocationOutcome.NACK_PREVIOUS_ATTEMPT_INTERRUPTED,
+          PREVIOUS_ATTEMPT_INTERRUPTED,
+          "a previous attempt of this call was interrupted and may"
+              + " have acted; see 'phrony-worker outbox show "
+              + callId
+              + "'");
       return;
     }
     if (draining) {
@@ -455,7 +511,12 @@ public final class Dispatcher {
       return;
     }
     if (slots == null) {
-      nack(sink, invoke, null, InvocationOutcome.NACK_UNKNOWN_TOOL, UNKNOWN_TOOL,
+      nack(
+          sink,
+          invoke,
+          null,
+          InvocationOutcome.NACK_UNKNOWN_TOOL,
+          UNKNOWN_TOOL,
           "this worker serves no handler for " + invoke.tool() + "@" + invoke.version());
       return;
     }
@@ -489,9 +550,18 @@ public final class Dispatcher {
     Invoke invoke = call.invoke;
     long deadline = deadlineOf(invoke, slots);
     call.permit = permit;
-    call.context = new CallContext(call.callId, invoke.sessionId(), invoke.agentVersionId(),
-        invoke.turn(), invoke.tool(), invoke.version(), invoke.sideEffectClass(),
-        deadline, invoke.argsBuffer(), pipeline.codec());
+    call.context =
+        new CallContext(
+            call.callId,
+            invoke.sessionId(),
+            invoke.agentVersionId(),
+            invoke.turn(),
+            invoke.tool(),
+            invoke.version(),
+            invoke.sideEffectClass(),
+            deadline,
+            invoke.argsBuffer(),
+            pipeline.codec());
     call.admittedAt = now();
     call.needsIntent = outbox.needsIntent(slots.sideEffectClass);
     call.state = CallRecord.State.RUNNING; // counted as running from here on
@@ -500,12 +570,11 @@ public final class Dispatcher {
     if (deadline > 0) {
       long leftMs = deadline - clock.millis();
       if (leftMs <= 0) { // passed already: the handler is not started at all
-        decide(call, CallPipeline.deadlineExceeded(0), InvocationOutcome.DEADLINE_EXCEEDED,
-            false);
+        decide(call, CallPipeline.deadlineExceeded(0), InvocationOutcome.DEADLINE_EXCEEDED, false);
         return;
       }
-      call.deadline = scheduler.schedule(() -> post(() -> deadlinePassed(call)),
-          Duration.ofMillis(leftMs));
+      call.deadline =
+          scheduler.schedule(() -> post(() -> deadlinePassed(call)), Duration.ofMillis(leftMs));
     }
     if (call.needsIntent) {
       recordIntent(call);
@@ -515,8 +584,8 @@ public final class Dispatcher {
   }
 
   /**
-   * When the call must end, epoch ms (0: never): the session's deadline, or the handler's
-   * bound from now (an operator's {@code deadline} setting), whichever comes first.
+   * When the call must end, epoch ms (0: never): the session's deadline, or the handler's bound
+   * from now (an operator's {@code deadline} setting), whichever comes first.
    */
   private long deadlineOf(Invoke invoke, ToolSlots slots) {
     long session = invoke.deadlineUnixMs();
@@ -530,8 +599,13 @@ public final class Dispatcher {
   /** Rule 5: an invoke for a call still running attaches to it; the handler runs once. */
   private void invokedAgain(CallRecord call, Invoke invoke, CallSink sink) {
     if (call.state == CallRecord.State.CANCELLED && call.held == null) {
-      nack(sink, invoke, call.slots, InvocationOutcome.NACK_PREVIOUS_ATTEMPT_INTERRUPTED,
-          PREVIOUS_ATTEMPT_INTERRUPTED, "this call was cancelled while its handler ran, which may"
+      nack(
+          sink,
+          invoke,
+          call.slots,
+          InvocationOutcome.NACK_PREVIOUS_ATTEMPT_INTERRUPTED,
+          PREVIOUS_ATTEMPT_INTERRUPTED,
+          "this call was cancelled while its handler ran, which may"
               + " have acted; it is not run a second time");
       return;
     }
@@ -551,8 +625,14 @@ public final class Dispatcher {
     call.intentPending = true;
     CompletableFuture<Void> written;
     try {
-      written = outbox.recordIntentAsync(new IntentRecord(call.callId, call.sessionId,
-          call.key, call.slots.sideEffectClass, call.admittedAt));
+      written =
+          outbox.recordIntentAsync(
+              new IntentRecord(
+                  call.callId,
+                  call.sessionId,
+                  call.key,
+                  call.slots.sideEffectClass,
+                  call.admittedAt));
     } catch (RuntimeException e) {
       written = CompletableFuture.failedFuture(e);
     }
@@ -574,14 +654,23 @@ public final class Dispatcher {
       try (var ctx = context(call)) {
         log.error("intent could not be made durable ({}); not running the call", cause.toString());
       }
-      decide(call, CallOutcome.error(INTENT_NOT_DURABLE, "the worker could not record its intent"
-          + " durably, so it did not run the call: " + DiskErrors.reason(cause)),
-          InvocationOutcome.TOOL_ERROR, false);
+      decide(
+          call,
+          CallOutcome.error(
+              INTENT_NOT_DURABLE,
+              "the worker could not record its intent"
+                  + " durably, so it did not run the call: "
+                  + DiskErrors.reason(cause)),
+          InvocationOutcome.TOOL_ERROR,
+          false);
       return;
     }
     if (call.deadlinePassed) {
-      decide(call, CallPipeline.deadlineExceeded(elapsedMs(call)),
-          InvocationOutcome.DEADLINE_EXCEEDED, false);
+      decide(
+          call,
+          CallPipeline.deadlineExceeded(elapsedMs(call)),
+          InvocationOutcome.DEADLINE_EXCEEDED,
+          false);
       return;
     }
     starter.start(call);
@@ -590,14 +679,14 @@ public final class Dispatcher {
   // ---- outcome (all in the context) ----
 
   /** The "finished" event of a start ({@link CallStarter}): the handler's outcome, or why none. */
-  private void finished(CallRecord call, CallOutcome outcome, CallPipeline.Refusal refusal,
-      long ranNanos) {
+  private void finished(
+      CallRecord call, CallOutcome outcome, CallPipeline.Refusal refusal, long ranNanos) {
     handlerDone(call, outcome, refusal, ranNanos);
     checkIdle(); // its plugin's code is no longer in use by it
   }
 
-  private void handlerDone(CallRecord call, CallOutcome outcome, CallPipeline.Refusal refusal,
-      long ranNanos) {
+  private void handlerDone(
+      CallRecord call, CallOutcome outcome, CallPipeline.Refusal refusal, long ranNanos) {
     call.handlerAlive = false;
     if (ranNanos > 0) {
       call.slots.metrics.handlerTime(Duration.ofNanos(ranNanos));
@@ -605,8 +694,10 @@ public final class Dispatcher {
     if (call.abandoned) {
       apart--;
       try (var ctx = context(call)) {
-        log.info("handler of a {} call finished after {} ms; its outcome is dropped",
-            call.state == CallRecord.State.CANCELLED ? "cancelled" : "timed-out", elapsedMs(call));
+        log.info(
+            "handler of a {} call finished after {} ms; its outcome is dropped",
+            call.state == CallRecord.State.CANCELLED ? "cancelled" : "timed-out",
+            elapsedMs(call));
       }
       forgetIfSettled(call);
       return;
@@ -627,16 +718,23 @@ public final class Dispatcher {
       return;
     }
     if (refusal != null) {
-      decide(call, CallOutcome.error(refusal.code(), refusal.message()),
-          InvocationOutcome.TOOL_ERROR, false);
+      decide(
+          call,
+          CallOutcome.error(refusal.code(), refusal.message()),
+          InvocationOutcome.TOOL_ERROR,
+          false);
       return;
     }
     if (outcome == null) { // cancelled before it started: the cancel decided already
       forgetIfSettled(call);
       return;
     }
-    decide(call, outcome, outcome instanceof CallOutcome.Payload ? InvocationOutcome.RESULT
-        : InvocationOutcome.TOOL_ERROR);
+    decide(
+        call,
+        outcome,
+        outcome instanceof CallOutcome.Payload
+            ? InvocationOutcome.RESULT
+            : InvocationOutcome.TOOL_ERROR);
   }
 
   /** The outcome of a handler that ran: hold it (durably if the outbox does), then send it. */
@@ -645,16 +743,17 @@ public final class Dispatcher {
   }
 
   /**
-   * The outcome stands: hold it, then send it. One the handler never produced (it did not run)
-   * is held in memory only: a second run after a crash could not repeat an effect, and it must
-   * not wait for a disk that refuses writes.
+   * The outcome stands: hold it, then send it. One the handler never produced (it did not run) is
+   * held in memory only: a second run after a crash could not repeat an effect, and it must not
+   * wait for a disk that refuses writes.
    */
-  private void decide(CallRecord call, CallOutcome outcome, InvocationOutcome counted,
-      boolean handlerRan) {
+  private void decide(
+      CallRecord call, CallOutcome outcome, InvocationOutcome counted, boolean handlerRan) {
     call.deadline.cancel();
     call.slots.metrics.count(counted);
-    HeldResult held = new HeldResult(call.callId, call.sessionId, call.key,
-        call.slots.sideEffectClass, now(), outcome);
+    HeldResult held =
+        new HeldResult(
+            call.callId, call.sessionId, call.key, call.slots.sideEffectClass, now(), outcome);
     call.state = CallRecord.State.HOLDING;
     call.held = held;
     call.holdPending = true;
@@ -764,11 +863,13 @@ public final class Dispatcher {
       case RUNNING -> {
         call.abandoned = true;
         apart++;
-        decide(call, CallPipeline.deadlineExceeded(elapsedMs(call)),
+        decide(
+            call,
+            CallPipeline.deadlineExceeded(elapsedMs(call)),
             InvocationOutcome.DEADLINE_EXCEEDED);
         interrupt(call); // last: cancelling its stage may run the handler's own code
       }
-      default -> { } // decided already
+      default -> {} // decided already
     }
   }
 
@@ -789,15 +890,16 @@ public final class Dispatcher {
 
   private void checkIdle() {
     if (!noneWaiters.isEmpty()) {
-      noneWaiters.removeIf(w -> {
-        for (CallRecord c : calls.view()) {
-          if (w.test().test(c)) {
-            return false;
-          }
-        }
-        w.done().complete(null);
-        return true;
-      });
+      noneWaiters.removeIf(
+          w -> {
+            for (CallRecord c : calls.view()) {
+              if (w.test().test(c)) {
+                return false;
+              }
+            }
+            w.done().complete(null);
+            return true;
+          });
     }
     if (!draining || idleWaiters.isEmpty() || active > 0 || calls.awaitingAckOnOpenStream()) {
       return;
@@ -806,15 +908,25 @@ public final class Dispatcher {
     idleWaiters.clear();
   }
 
-  private void nack(CallSink sink, Invoke invoke, ToolSlots slots, InvocationOutcome outcome,
-      String code, String message) {
+  private void nack(
+      CallSink sink,
+      Invoke invoke,
+      ToolSlots slots,
+      InvocationOutcome outcome,
+      String code,
+      String message) {
     (slots == null ? unknownTool : slots.metrics).count(outcome);
     debug(invoke, "nack {}: {}", code, message);
     sink.sendNack(invoke.callId(), code, message);
   }
 
   private void nackDraining(CallSink sink, Invoke invoke, ToolSlots slots) {
-    nack(sink, invoke, slots, InvocationOutcome.NACK_DRAINING, DRAINING,
+    nack(
+        sink,
+        invoke,
+        slots,
+        InvocationOutcome.NACK_DRAINING,
+        DRAINING,
         "worker is draining for shutdown; retry on another worker");
   }
 
@@ -837,8 +949,9 @@ public final class Dispatcher {
   /** A per-call DEBUG line from the context, with the call's logging context. */
   private static void debug(Invoke invoke, String format, Object... args) {
     if (log.isDebugEnabled()) {
-      try (var ctx = LogContext.call(invoke.callId(), invoke.sessionId(),
-          invoke.tool() + "@" + invoke.version())) {
+      try (var ctx =
+          LogContext.call(
+              invoke.callId(), invoke.sessionId(), invoke.tool() + "@" + invoke.version())) {
         log.debug(format, args);
       }
     }

@@ -5,9 +5,9 @@ import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 
 /**
- * Go's {@code %q} strings, read back: the runtime quotes call ids in its status texts that way,
- * and only an exact unquote tells {@code "s:1:12"} from {@code "s:1:1"}. (The inverse, for tests
- * that write such texts, is the testkit's {@code Wire.quote}.)
+ * Go's {@code %q} strings, read back: the runtime quotes call ids in its status texts that way, and
+ * only an exact unquote tells {@code "s:1:12"} from {@code "s:1:1"}. (The inverse, for tests that
+ * write such texts, is the testkit's {@code Wire.quote}.)
  */
 final class GoQuoted {
   private GoQuoted() {}

@@ -9,12 +9,13 @@ import java.util.stream.Collectors;
 
 /**
  * The handlers one registration advertises, each with its own slots: the runtime counts a key's
- * calls per registration, so a new plugin generation on a second stream starts from zero while
- * the old one winds down. A stream serves exactly its set ({@link CallSink#handlers}).
+ * calls per registration, so a new plugin generation on a second stream starts from zero while the
+ * old one winds down. A stream serves exactly its set ({@link CallSink#handlers}).
  */
 final class HandlerSet {
   private volatile HandlerCatalog catalog;
   private final Map<String, ToolSlots> byKey;
+
   /** The same slots by tool, then version: an invoke finds its own without building its key. */
   private final Map<String, Map<String, ToolSlots>> byTool;
 
@@ -24,9 +25,14 @@ final class HandlerSet {
     Map<String, ToolSlots> t = new HashMap<>();
     catalog.entries().forEach(e -> t.put(e.key(), slotsOf.apply(e)));
     this.byKey = Map.copyOf(t);
-    this.byTool = Map.copyOf(byKey.values().stream().collect(Collectors.groupingBy(
-        s -> s.entry.descriptor().tool(),
-        Collectors.toUnmodifiableMap(s -> s.entry.descriptor().version(), s -> s))));
+    this.byTool =
+        Map.copyOf(
+            byKey.values().stream()
+                .collect(
+                    Collectors.groupingBy(
+                        s -> s.entry.descriptor().tool(),
+                        Collectors.toUnmodifiableMap(
+                            s -> s.entry.descriptor().version(), s -> s))));
   }
 
   /** What this set advertises (and, after a rebind, runs). */
@@ -49,15 +55,16 @@ final class HandlerSet {
   }
 
   /**
-   * In the context: later calls of each key this set advertises exactly as {@code next} does
-   * start on {@code next}'s handler; other keys are left as they are (an older generation winding
-   * down serves its own advertisement, and the new code where that is the same).
+   * In the context: later calls of each key this set advertises exactly as {@code next} does start
+   * on {@code next}'s handler; other keys are left as they are (an older generation winding down
+   * serves its own advertisement, and the new code where that is the same).
    */
   void rebind(HandlerCatalog next) {
     int rebound = 0;
     for (HandlerCatalog.Entry e : next.entries()) {
       ToolSlots s = byKey.get(e.key());
-      if (s != null && s.entry.descriptorHash().equals(e.descriptorHash())
+      if (s != null
+          && s.entry.descriptorHash().equals(e.descriptorHash())
           && s.max == Dispatcher.slotsOf(e)) {
         s.rebind(e);
         rebound++;

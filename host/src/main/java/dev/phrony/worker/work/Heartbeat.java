@@ -6,15 +6,15 @@ import java.time.Instant;
 import java.time.InstantSource;
 
 /**
- * Heartbeats and the watchdog of one stream (protocol.md rule 1), on the injected
- * {@link Scheduler}, so tests move a fake clock instead of sleeping.
+ * Heartbeats and the watchdog of one stream (protocol.md rule 1), on the injected {@link
+ * Scheduler}, so tests move a fake clock instead of sleeping.
  *
- * <p>Heartbeats go every TTL/2 (never under 1 s; TTL 30 s when the runtime sends 0) from
- * {@code registered} on. If no {@code heartbeat_ack} (or, before registration, no
- * {@code registered}) arrives for a whole TTL, {@code expired} runs once. The watchdog is one
- * timer for the time the last sign of life leaves; when it fires early (a sign came since) it
- * re-arms for what is left. {@link #stop} cancels both timers. Called from the stream's I/O
- * thread and the scheduler's, so the methods are synchronized.
+ * <p>Heartbeats go every TTL/2 (never under 1 s; TTL 30 s when the runtime sends 0) from {@code
+ * registered} on. If no {@code heartbeat_ack} (or, before registration, no {@code registered})
+ * arrives for a whole TTL, {@code expired} runs once. The watchdog is one timer for the time the
+ * last sign of life leaves; when it fires early (a sign came since) it re-arms for what is left.
+ * {@link #stop} cancels both timers. Called from the stream's I/O thread and the scheduler's, so
+ * the methods are synchronized.
  */
 final class Heartbeat {
   static final Duration DEFAULT_TTL = Duration.ofSeconds(30);
@@ -96,8 +96,8 @@ final class Heartbeat {
   }
 
   private void armWatchdog() {
-    watchdog = scheduler.schedule(this::watch, Duration.between(clock.instant(),
-        lastSign.plus(ttl)));
+    watchdog =
+        scheduler.schedule(this::watch, Duration.between(clock.instant(), lastSign.plus(ttl)));
   }
 
   private void watch() {
@@ -116,7 +116,8 @@ final class Heartbeat {
 
   /** Round trip of the last heartbeat, if it was acked. */
   synchronized Duration lastRoundTrip() {
-    return lastSent == null || lastSign.isBefore(lastSent) ? Duration.ZERO
+    return lastSent == null || lastSign.isBefore(lastSent)
+        ? Duration.ZERO
         : Duration.between(lastSent, lastSign);
   }
 
@@ -126,8 +127,8 @@ final class Heartbeat {
   }
 
   /**
-   * The latest the runtime's lease can run to: it renews a lease when it reads a heartbeat,
-   * before its ack reaches us, so our last sign of life plus a TTL is never early.
+   * The latest the runtime's lease can run to: it renews a lease when it reads a heartbeat, before
+   * its ack reaches us, so our last sign of life plus a TTL is never early.
    */
   synchronized Instant leaseLapses() {
     return lastSign.plus(ttl);

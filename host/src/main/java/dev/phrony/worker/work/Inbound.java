@@ -18,24 +18,39 @@ import java.nio.ByteBuffer;
 import java.util.Arrays;
 
 /**
- * A message from the runtime on the Work stream, as the worker reads it. Invokes and result
- * acks, two of each call's inbound messages, are read off the wire straight into records by
- * {@link #MARSHALLER}: no builders, and the arguments alias the message's bytes. Every other
- * message, and any invoke or ack not encoded the plain way (a repeated body, a field of another
- * wire type, trailing data), is read by the generated parser, so what is accepted, and as what,
- * is always the generated code's; the records only save its copies.
+ * A message from the runtime on the Work stream, as the worker reads it. Invokes and result acks,
+ * two of each call's inbound messages, are read off the wire straight into records by {@link
+ * #MARSHALLER}: no builders, and the arguments alias the message's bytes. Every other message, and
+ * any invoke or ack not encoded the plain way (a repeated body, a field of another wire type,
+ * trailing data), is read by the generated parser, so what is accepted, and as what, is always the
+ * generated code's; the records only save its copies.
  */
 sealed interface Inbound {
 
   /** {@code WorkInvoke}, field for field (protocol.md: field numbers are law). */
-  record Invoke(String callId, String sessionId, String agentVersionId, int turn, String tool,
-      String version, ByteString args, String sideEffectClass, long deadlineUnixMs)
+  record Invoke(
+      String callId,
+      String sessionId,
+      String agentVersionId,
+      int turn,
+      String tool,
+      String version,
+      ByteString args,
+      String sideEffectClass,
+      long deadlineUnixMs)
       implements Inbound {
 
     /** The same invoke from the generated message. */
     static Invoke of(WorkInvoke i) {
-      return new Invoke(i.getCallId(), i.getSessionId(), i.getAgentVersionId(), i.getTurn(),
-          i.getTool(), i.getVersion(), i.getArgs(), i.getSideEffectClass(),
+      return new Invoke(
+          i.getCallId(),
+          i.getSessionId(),
+          i.getAgentVersionId(),
+          i.getTurn(),
+          i.getTool(),
+          i.getVersion(),
+          i.getArgs(),
+          i.getSideEffectClass(),
           i.getDeadlineUnixMs());
     }
 
@@ -45,9 +60,16 @@ sealed interface Inbound {
     }
 
     WorkInvoke toProto() {
-      return WorkInvoke.newBuilder().setCallId(callId).setSessionId(sessionId)
-          .setAgentVersionId(agentVersionId).setTurn(turn).setTool(tool).setVersion(version)
-          .setArgs(args).setSideEffectClass(sideEffectClass).setDeadlineUnixMs(deadlineUnixMs)
+      return WorkInvoke.newBuilder()
+          .setCallId(callId)
+          .setSessionId(sessionId)
+          .setAgentVersionId(agentVersionId)
+          .setTurn(turn)
+          .setTool(tool)
+          .setVersion(version)
+          .setArgs(args)
+          .setSideEffectClass(sideEffectClass)
+          .setDeadlineUnixMs(deadlineUnixMs)
           .build();
     }
   }
@@ -71,15 +93,17 @@ sealed interface Inbound {
   static WorkServerMsg toProto(Inbound m) {
     return switch (m) {
       case Invoke i -> WorkServerMsg.newBuilder().setInvoke(i.toProto()).build();
-      case ResultAck a -> WorkServerMsg.newBuilder()
-          .setResultAck(WorkResultAck.newBuilder().setCallId(a.callId())).build();
+      case ResultAck a ->
+          WorkServerMsg.newBuilder()
+              .setResultAck(WorkResultAck.newBuilder().setCallId(a.callId()))
+              .build();
       case Other o -> o.msg();
     };
   }
 
   /**
-   * Reads {@code WorkServerMsg} as an {@link Inbound}; each marshaller keeps its own
-   * {@linkplain Plain last strings seen}, so two workers in one JVM share no state.
+   * Reads {@code WorkServerMsg} as an {@link Inbound}; each marshaller keeps its own {@linkplain
+   * Plain last strings seen}, so two workers in one JVM share no state.
    */
   static MethodDescriptor.Marshaller<Inbound> marshaller() {
     Plain plain = new Plain();
@@ -97,7 +121,9 @@ sealed interface Inbound {
           return read != null ? read : of(WorkServerMsg.parseFrom(bytes));
         } catch (IOException e) {
           // As gRPC's own protobuf marshaller reports a message that does not parse.
-          throw Status.INTERNAL.withDescription("Invalid protobuf byte sequence").withCause(e)
+          throw Status.INTERNAL
+              .withDescription("Invalid protobuf byte sequence")
+              .withCause(e)
               .asRuntimeException();
         }
       }
@@ -139,8 +165,8 @@ sealed interface Inbound {
     private final Seen[] seen = new Seen[4];
 
     /**
-     * The invoke or ack {@code bytes} hold as their one field, or null for anything else
-     * (including what does not parse: the generated parser then says why).
+     * The invoke or ack {@code bytes} hold as their one field, or null for anything else (including
+     * what does not parse: the generated parser then says why).
      */
     Inbound read(byte[] bytes) {
       CodedInputStream in = CodedInputStream.newInstance(bytes);
@@ -188,14 +214,14 @@ sealed interface Inbound {
           }
         }
       }
-      return new Invoke(callId, sessionId, agentVersionId, turn, tool, version, args,
-          sideEffectClass, deadline);
+      return new Invoke(
+          callId, sessionId, agentVersionId, turn, tool, version, args, sideEffectClass, deadline);
     }
 
     /**
-     * A string field whose value mostly repeats from one invoke to the next (tool, version,
-     * side effect class, agent version): the last value of each is kept, and bytes equal to it
-     * give its string again instead of a new one decoded.
+     * A string field whose value mostly repeats from one invoke to the next (tool, version, side
+     * effect class, agent version): the last value of each is kept, and bytes equal to it give its
+     * string again instead of a new one decoded.
      */
     private record Seen(byte[] utf8, String text) {}
 
@@ -203,16 +229,16 @@ sealed interface Inbound {
     private static final int TOOL = 1;
     private static final int VERSION = 2;
     private static final int SIDE_EFFECT_CLASS = 3;
-    private String repeated(CodedInputStream in, byte[] bytes, int field)
-        throws IOException {
+
+    private String repeated(CodedInputStream in, byte[] bytes, int field) throws IOException {
       int length = in.readRawVarint32();
       if (length < 0 || length > in.getBytesUntilLimit()) {
         throw new InvalidProtocolBufferException("truncated string field");
       }
       int at = in.getTotalBytesRead(); // the reader started at 0 of bytes
       Seen last = seen[field];
-      if (last != null && Arrays.equals(bytes, at, at + length, last.utf8(), 0,
-          last.utf8().length)) {
+      if (last != null
+          && Arrays.equals(bytes, at, at + length, last.utf8(), 0, last.utf8().length)) {
         in.skipRawBytes(length);
         return last.text();
       }

@@ -11,15 +11,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Which held results the runtime still expects, and which are orphaned (protocol.md rules 3 and
- * 9): kept for an operator, never resent unless the runtime invokes that call id again.
+ * Which held results the runtime still expects, and which are orphaned (protocol.md rules 3 and 9):
+ * kept for an operator, never resent unless the runtime invokes that call id again.
  *
  * <ul>
- *   <li>A result sent on a stream waits for its {@code result_ack} there; when that stream
- *       ends first, the result stays held and is advertised in the next {@code in_flight}.
+ *   <li>A result sent on a stream waits for its {@code result_ack} there; when that stream ends
+ *       first, the result stays held and is advertised in the next {@code in_flight}.
  *   <li>Results advertised at a register that the runtime neither acks nor re-invokes within a
- *       lease TTL are orphaned; so is a result that completes after that window, its stream
- *       gone.
+ *       lease TTL are orphaned; so is a result that completes after that window, its stream gone.
  *   <li>A stream ended {@code NOT_FOUND} naming a call id orphans exactly that call.
  *   <li>A cancel of a call whose result is already out orphans it: the runtime forgot it.
  * </ul>
@@ -71,8 +70,10 @@ final class OrphanPolicy {
     }
     advertised = Set.of();
     if (n > 0) {
-      log.warn("{} results from earlier streams were not acked within a lease TTL; kept as"
-          + " orphaned (their outcome is indeterminate to the runtime)", n);
+      log.warn(
+          "{} results from earlier streams were not acked within a lease TTL; kept as"
+              + " orphaned (their outcome is indeterminate to the runtime)",
+          n);
     }
   }
 
@@ -94,10 +95,13 @@ final class OrphanPolicy {
     call.owner = null;
     if (windowStream != null && windowClosed && windowStream.live()) {
       orphan(call.callId);
-      log.info("call {} finished after its stream ended and the runtime did not invoke it again;"
-          + " its result is kept as orphaned", call.callId);
+      log.info(
+          "call {} finished after its stream ended and the runtime did not invoke it again;"
+              + " its result is kept as orphaned",
+          call.callId);
     } else {
-      log.debug("call {} finished after its stream ended; result held for the next register",
+      log.debug(
+          "call {} finished after its stream ended; result held for the next register",
           call.callId);
     }
   }
@@ -131,13 +135,17 @@ final class OrphanPolicy {
       advertised = Set.of();
     }
     if (status.getCode() == Status.Code.NOT_FOUND) {
-      unknownCallId(status.getDescription()).ifPresent(callId -> {
-        if (outbox.find(callId).isPresent()) {
-          orphan(callId);
-          log.warn("runtime did not know call {}; its result is kept as orphaned and not sent"
-              + " again", callId);
-        }
-      });
+      unknownCallId(status.getDescription())
+          .ifPresent(
+              callId -> {
+                if (outbox.find(callId).isPresent()) {
+                  orphan(callId);
+                  log.warn(
+                      "runtime did not know call {}; its result is kept as orphaned and not sent"
+                          + " again",
+                      callId);
+                }
+              });
     }
   }
 
@@ -151,9 +159,9 @@ final class OrphanPolicy {
   }
 
   /**
-   * The call id the runtime named in a {@code NOT_FOUND} for a result ({@code unknown call_id
-   * "X"}, or {@code call_id "X" owned by worker ...}): Go's {@code %q}, unquoted exactly, so
-   * {@code "s:1:12"} never matches {@code s:1:1}.
+   * The call id the runtime named in a {@code NOT_FOUND} for a result ({@code unknown call_id "X"},
+   * or {@code call_id "X" owned by worker ...}): Go's {@code %q}, unquoted exactly, so {@code
+   * "s:1:12"} never matches {@code s:1:1}.
    */
   static Optional<String> unknownCallId(String description) {
     if (description == null) {

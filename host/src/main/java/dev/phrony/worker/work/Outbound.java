@@ -13,10 +13,10 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * A message to the runtime on the Work stream, as the worker writes it. A result with a payload,
- * the one message every call sends, is encoded by {@link #MARSHALLER} straight from its call id
- * and bytes into one exact array, which gRPC copies into its frame: no builders, no message
- * objects, no encoder and its buffer (together ~2.5% of the I/O thread's time at c=64). Everything
- * else is the generated message, written by the generated stub's marshaller.
+ * the one message every call sends, is encoded by {@link #MARSHALLER} straight from its call id and
+ * bytes into one exact array, which gRPC copies into its frame: no builders, no message objects, no
+ * encoder and its buffer (together ~2.5% of the I/O thread's time at c=64). Everything else is the
+ * generated message, written by the generated stub's marshaller.
  */
 sealed interface Outbound {
 
@@ -37,29 +37,30 @@ sealed interface Outbound {
   }
 
   /** Writes {@code WorkClientMsg}; {@code parse} (never used by the client) for tests. */
-  MethodDescriptor.Marshaller<Outbound> MARSHALLER = new MethodDescriptor.Marshaller<>() {
-    @Override
-    public InputStream stream(Outbound value) {
-      return switch (value) {
-        case Result r -> new Encoded(encode(r));
-        case Proto p -> GENERATED.stream(p.msg());
-      };
-    }
+  MethodDescriptor.Marshaller<Outbound> MARSHALLER =
+      new MethodDescriptor.Marshaller<>() {
+        @Override
+        public InputStream stream(Outbound value) {
+          return switch (value) {
+            case Result r -> new Encoded(encode(r));
+            case Proto p -> GENERATED.stream(p.msg());
+          };
+        }
 
-    @Override
-    public Outbound parse(InputStream stream) {
-      return new Proto(GENERATED.parse(stream));
-    }
-  };
+        @Override
+        public Outbound parse(InputStream stream) {
+          return new Proto(GENERATED.parse(stream));
+        }
+      };
 
   /** The generated stub's own marshaller, for every message but a result with a payload. */
   MethodDescriptor.Marshaller<WorkClientMsg> GENERATED =
       RuntimeGrpc.getWorkMethod().getRequestMarshaller();
 
   /**
-   * Field 3 (result) of {@code WorkClientMsg} holding fields 1 (call_id) and 2 (payload) of
-   * {@code WorkToolResult}, byte for byte as the generated code writes them (fields in order;
-   * proto3 leaves an empty one out).
+   * Field 3 (result) of {@code WorkClientMsg} holding fields 1 (call_id) and 2 (payload) of {@code
+   * WorkToolResult}, byte for byte as the generated code writes them (fields in order; proto3
+   * leaves an empty one out).
    */
   static byte[] encode(Result r) {
     byte[] callId = r.callId().getBytes(StandardCharsets.UTF_8);

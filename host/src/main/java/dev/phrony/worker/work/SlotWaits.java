@@ -6,11 +6,11 @@ import java.util.function.Consumer;
 
 /**
  * Invokes that found every slot of their tool taken (protocol.md rule 6). The runtime frees a
- * cancelled call's slot, hands it to its next waiting call and only then sends the
- * {@code cancel}: that invoke overtakes the cancel that makes room for it. So such an invoke waits,
- * in order, up to a grace for a slot to come free; then it is refused. Part of the
- * {@link Dispatcher}, in its context: each waiting call is a {@link CallRecord} in state
- * {@code WAITING}, queued in its {@link ToolSlots#waiting}.
+ * cancelled call's slot, hands it to its next waiting call and only then sends the {@code cancel}:
+ * that invoke overtakes the cancel that makes room for it. So such an invoke waits, in order, up to
+ * a grace for a slot to come free; then it is refused. Part of the {@link Dispatcher}, in its
+ * context: each waiting call is a {@link CallRecord} in state {@code WAITING}, queued in its {@link
+ * ToolSlots#waiting}.
  */
 final class SlotWaits {
   /** What the dispatcher does when a wait ends. */

@@ -4,10 +4,9 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The cancels a stream has read whose transition the call's owner has not made yet: filled the
- * moment a cancel's bytes are read, before the message waits anywhere, and asked by the
- * {@link StreamWriter} right before it hands a result or nack to gRPC. So a result is never
- * written after the worker has read a cancel for its call, however long the owner takes to get
- * to that cancel.
+ * moment a cancel's bytes are read, before the message waits anywhere, and asked by the {@link
+ * StreamWriter} right before it hands a result or nack to gRPC. So a result is never written after
+ * the worker has read a cancel for its call, however long the owner takes to get to that cancel.
  *
  * <p>A count per call id, not a set: {@code cancel X, invoke X, cancel X} read in one burst must
  * keep X blocked until the owner has taken in the second cancel too. An id leaves once the owner
@@ -16,8 +15,10 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class StreamCancels {
   private final ConcurrentHashMap<String, Integer> pending = new ConcurrentHashMap<>();
+
   /** When the last {@value #REMEMBERED} cancels were read and answers written. */
   private final Recent cancelsRead = new Recent();
+
   private final Recent answersWritten = new Recent();
   static final int REMEMBERED = 1024;
 
@@ -82,8 +83,8 @@ final class StreamCancels {
   }
 
   /**
-   * True if the writer must not write a result or nack for {@code callId}: a cancel for it was
-   * read and the owner has not taken it in yet.
+   * True if the writer must not write a result or nack for {@code callId}: a cancel for it was read
+   * and the owner has not taken it in yet.
    */
   boolean blocks(String callId) {
     return !pending.isEmpty() && pending.containsKey(callId);

@@ -8,19 +8,18 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The one writer of a stream's outbound side. Any thread may {@link #send}; messages are written
- * in order, only while gRPC says the stream {@code isReady} (the rest wait for
- * {@code onReady}), and never by two threads at once ({@code StreamObserver} is not
- * thread-safe). A drain loop with a work-in-progress counter gives that without a lock on the
- * hot path.
+ * The one writer of a stream's outbound side. Any thread may {@link #send}; messages are written in
+ * order, only while gRPC says the stream {@code isReady} (the rest wait for {@code onReady}), and
+ * never by two threads at once ({@code StreamObserver} is not thread-safe). A drain loop with a
+ * work-in-progress counter gives that without a lock on the hot path.
  *
- * <p>The drain runs on {@code drainer}: for the client, the channel's own event loop, at once
- * when the sender is already on it (an inbound message answered with a nack) and as a task
- * otherwise. Never on a handler's thread: those are virtual and short-lived, and gRPC/Netty
- * serialise each message into buffers from per-thread caches, which a thread that writes once
- * and dies would create and throw away on every call. On the one long-lived I/O thread the
- * caches are reused, no other thread has to be woken to write, and the results that finish
- * while it writes go out in the same drain.
+ * <p>The drain runs on {@code drainer}: for the client, the channel's own event loop, at once when
+ * the sender is already on it (an inbound message answered with a nack) and as a task otherwise.
+ * Never on a handler's thread: those are virtual and short-lived, and gRPC/Netty serialise each
+ * message into buffers from per-thread caches, which a thread that writes once and dies would
+ * create and throw away on every call. On the one long-lived I/O thread the caches are reused, no
+ * other thread has to be woken to write, and the results that finish while it writes go out in the
+ * same drain.
  *
  * <p>The last check is here, next to the write: a result or nack whose call has a cancel read on
  * this stream that the owner has not taken in yet ({@link StreamCancels}) is dropped, not written.
@@ -36,13 +35,15 @@ final class StreamWriter {
   private volatile boolean closed;
 
   /** Queue marker for a half-close (identity compared; never written). */
-  private static final Outbound HALF_CLOSE =
-      new Outbound.Proto(WorkClientMsg.getDefaultInstance());
+  private static final Outbound HALF_CLOSE = new Outbound.Proto(WorkClientMsg.getDefaultInstance());
 
   /** A message and when it was queued (for {@link WireTimings}). */
   private record Queued(Outbound msg, long queuedNanos) {}
 
-  StreamWriter(ClientCallStreamObserver<Outbound> out, Executor drainer, WireTimings timings,
+  StreamWriter(
+      ClientCallStreamObserver<Outbound> out,
+      Executor drainer,
+      WireTimings timings,
       StreamCancels cancels) {
     this.out = out;
     this.drainer = drainer;
@@ -61,9 +62,9 @@ final class StreamWriter {
   }
 
   /**
-   * Removes a queued, not yet written result or nack for {@code callId} (after a cancel the
-   * runtime has forgotten the call, and a result for it would end the stream). Returns true if
-   * one was removed.
+   * Removes a queued, not yet written result or nack for {@code callId} (after a cancel the runtime
+   * has forgotten the call, and a result for it would end the stream). Returns true if one was
+   * removed.
    */
   boolean unsend(String callId) {
     return queue.removeIf(q -> callId.equals(Outbound.resultOrNackCallId(q.msg())));

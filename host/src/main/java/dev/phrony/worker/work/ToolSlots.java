@@ -8,42 +8,53 @@ import java.util.ArrayDeque;
 /**
  * One served {@code tool@version} of one registration ({@link HandlerSet}): its slots as the
  * runtime counts them for that registration (protocol.md rule 6), its advertised maximum and its
- * meters. Each call keeps a reference, so finishing a call needs no lookup. A plugin rebuilt
- * with the same descriptor is {@link #rebind rebound} here: the registration and its counts stay,
- * later calls start on the new handler.
+ * meters. Each call keeps a reference, so finishing a call needs no lookup. A plugin rebuilt with
+ * the same descriptor is {@link #rebind rebound} here: the registration and its counts stay, later
+ * calls start on the new handler.
  *
- * <p>Slots are taken and given back only in the dispatcher's serialized context, as
- * {@link Permit}s; {@code busy} is volatile only so that metrics may read it from elsewhere.
+ * <p>Slots are taken and given back only in the dispatcher's serialized context, as {@link
+ * Permit}s; {@code busy} is volatile only so that metrics may read it from elsewhere.
  */
 final class ToolSlots {
   /** The handler new calls start on; changed only by {@link #rebind}, in the context. */
   HandlerCatalog.Entry entry;
+
   /** {@code tool@version}, made once: it is on every call's log context and held result. */
   final String key;
+
   /** The declared side-effect class (wire name): it decides durability and intents. */
   final String sideEffectClass;
+
   final int max;
   final ToolMetrics metrics;
+
   /** An operator's bound on any call's run time, in ms; 0 for none. */
   final long maxRunTimeMs;
+
   /** The handler, if it never blocks; null for a {@code ToolHandler} that may. */
   AsyncToolHandler async;
+
   private volatile int busy;
+
   /**
-   * True while the handler is asynchronous and has not broken its promise not to block: its
-   * calls then start on the stream's I/O thread. In the dispatcher's context only.
+   * True while the handler is asynchronous and has not broken its promise not to block: its calls
+   * then start on the stream's I/O thread. In the dispatcher's context only.
    */
   private boolean inline;
+
   /**
-   * Invokes that came with every slot taken, oldest first, each waiting for a slot or its grace
-   * to end. The runtime frees a cancelled call's slot, hands it to its next waiting call and
-   * only then sends the {@code cancel}: that invoke overtakes the cancel that makes room for it
-   * ({@link SlotWaits}). In the dispatcher's context only.
+   * Invokes that came with every slot taken, oldest first, each waiting for a slot or its grace to
+   * end. The runtime frees a cancelled call's slot, hands it to its next waiting call and only then
+   * sends the {@code cancel}: that invoke overtakes the cancel that makes room for it ({@link
+   * SlotWaits}). In the dispatcher's context only.
    */
   final ArrayDeque<CallRecord> waiting = new ArrayDeque<>();
-  private Runnable freed = () -> { };
+
+  private Runnable freed = () -> {};
+
   /** Starts in a row that held the I/O thread too long. In the dispatcher's context only. */
   private int slowStarts;
+
   static final int SLOW_STARTS_TO_MOVE = 3;
 
   ToolSlots(HandlerCatalog.Entry entry, int max, MetricsFactory metrics) {
@@ -84,10 +95,10 @@ final class ToolSlots {
 
   /**
    * Takes note that starting a call held the I/O thread {@code heldMs}; returns true when this
-   * moves the handler off it: the {@value #SLOW_STARTS_TO_MOVE}th start in a row over
-   * {@link AsyncToolHandler#BLOCKING_LIMIT_MS}. In a row, so that one slow start (its first
-   * call loading classes, a pause of the whole JVM) does not move a handler that keeps its
-   * promise, and one that blocks on every call holds the thread only so many times.
+   * moves the handler off it: the {@value #SLOW_STARTS_TO_MOVE}th start in a row over {@link
+   * AsyncToolHandler#BLOCKING_LIMIT_MS}. In a row, so that one slow start (its first call loading
+   * classes, a pause of the whole JVM) does not move a handler that keeps its promise, and one that
+   * blocks on every call holds the thread only so many times.
    */
   boolean started(long heldMs) {
     if (heldMs <= AsyncToolHandler.BLOCKING_LIMIT_MS) {
@@ -107,8 +118,8 @@ final class ToolSlots {
   }
 
   /**
-   * A slot whatever the count: for a repeated invoke of a call already running, which the
-   * runtime counts as taking a slot of its own (it freed the old one with the old stream).
+   * A slot whatever the count: for a repeated invoke of a call already running, which the runtime
+   * counts as taking a slot of its own (it freed the old one with the old stream).
    */
   Permit acquire() {
     busy++;
@@ -122,7 +133,9 @@ final class ToolSlots {
     }
   }
 
-  /** Runs in the context whenever a slot is given back while invokes wait (see {@link #waiting}). */
+  /**
+   * Runs in the context whenever a slot is given back while invokes wait (see {@link #waiting}).
+   */
   void onFreed(Runnable r) {
     freed = r;
   }

@@ -4,8 +4,8 @@ import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
 
 /**
- * First in a Work channel's pipeline, next to the socket: notes when bytes are read and when
- * writes are flushed, for {@link WireTimings}. Passes everything on unchanged.
+ * First in a Work channel's pipeline, next to the socket: notes when bytes are read and when writes
+ * are flushed, for {@link WireTimings}. Passes everything on unchanged.
  */
 final class WireTap extends ChannelDuplexHandler {
   private final WireTimings timings;

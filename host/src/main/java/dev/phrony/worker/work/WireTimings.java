@@ -6,10 +6,10 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Where a cancel and a result spend their time between the socket and the call's owner: the
- * window in which a result can still be written for a call the runtime has already cancelled (it
- * then ends the stream {@code NOT_FOUND}). Kept as samples in memory (the last
- * {@value #KEPT} of each interval), read by tests and benchmarks; nothing is logged.
+ * Where a cancel and a result spend their time between the socket and the call's owner: the window
+ * in which a result can still be written for a call the runtime has already cancelled (it then ends
+ * the stream {@code NOT_FOUND}). Kept as samples in memory (the last {@value #KEPT} of each
+ * interval), read by tests and benchmarks; nothing is logged.
  */
 public final class WireTimings {
   /** The intervals measured. */
@@ -26,19 +26,27 @@ public final class WireTimings {
   public record Summary(Interval interval, long count, double p50Ms, double p99Ms, double maxMs) {
     @Override
     public String toString() {
-      return String.format(java.util.Locale.ROOT, "%s: n=%d p50=%.3f ms p99=%.3f ms max=%.3f ms",
-          interval.name().toLowerCase(java.util.Locale.ROOT), count, p50Ms, p99Ms, maxMs);
+      return String.format(
+          java.util.Locale.ROOT,
+          "%s: n=%d p50=%.3f ms p99=%.3f ms max=%.3f ms",
+          interval.name().toLowerCase(java.util.Locale.ROOT),
+          count,
+          p50Ms,
+          p99Ms,
+          maxMs);
     }
   }
 
   static final int KEPT = 1 << 16;
 
   private final Map<Interval, Samples> samples = new EnumMap<>(Interval.class);
+
   /** When the socket's last read began (the I/O thread only). */
   private long lastReadNanos;
 
   /** Queue times of results handed to gRPC since the last flush (the I/O thread only). */
   private long[] unflushed = new long[64];
+
   private int unflushedCount;
 
   private final AtomicLong crossedOnWire = new AtomicLong();
@@ -131,7 +139,10 @@ public final class WireTimings {
       if (copy.length == 0) {
         return new Summary(interval, 0, 0, 0, 0);
       }
-      return new Summary(interval, n, ms(copy[(copy.length - 1) / 2]),
+      return new Summary(
+          interval,
+          n,
+          ms(copy[(copy.length - 1) / 2]),
           ms(copy[(int) Math.min(copy.length - 1, Math.ceil(copy.length * 0.99) - 1)]),
           ms(copy[copy.length - 1]));
     }

@@ -11,11 +11,11 @@ import java.util.Optional;
  * @param target runtime address {@code host:port}
  * @param identity what the worker registers as
  * @param drainTimeout how long a shutdown waits for running calls and their acks
- * @param maxInboundBytes largest {@code invoke} accepted (well above the runtime's 4 MiB, which
- *     it does not apply to what it sends)
+ * @param maxInboundBytes largest {@code invoke} accepted (well above the runtime's 4 MiB, which it
+ *     does not apply to what it sends)
  * @param maxResultBytes largest payload sent; larger ones become {@code result_too_large}
- * @param keepAlive HTTP/2 keepalive ping interval, off when empty (liveness is the heartbeat's
- *     job; grpc-go servers answer pings more often than every 5 minutes with GOAWAY)
+ * @param keepAlive HTTP/2 keepalive ping interval, off when empty (liveness is the heartbeat's job;
+ *     grpc-go servers answer pings more often than every 5 minutes with GOAWAY)
  * @param backoffInitial first reconnect delay bound
  * @param backoffMax reconnect delay cap
  * @param transport plaintext or TLS, and the bearer token
@@ -25,8 +25,8 @@ import java.util.Optional;
  *     ignored the interrupt) above which the worker reports not-ready
  * @param generation the plugin generation to register first (1, or the one the state dir kept):
  *     generation n registers as {@link WorkerIdentity#forGeneration}
- * @param leaveRoutingOnDrain a drain first stops heartbeating and serves what still comes until
- *     the lease lapses (no call refused); off, it refuses new calls at once ({@code nack draining})
+ * @param leaveRoutingOnDrain a drain first stops heartbeating and serves what still comes until the
+ *     lease lapses (no call refused); off, it refuses new calls at once ({@code nack draining})
  */
 public record WorkOptions(
     String target,
@@ -45,9 +45,12 @@ public record WorkOptions(
 
   /** gRPC's default receive limit, which the runtime applies to what workers send. */
   public static final int RUNTIME_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
   /** Room for the envelope (call id, error text) around a payload. */
   public static final int RESULT_HEADROOM_BYTES = 16 * 1024;
-  public static final int DEFAULT_MAX_RESULT_BYTES = RUNTIME_MAX_MESSAGE_BYTES - RESULT_HEADROOM_BYTES;
+
+  public static final int DEFAULT_MAX_RESULT_BYTES =
+      RUNTIME_MAX_MESSAGE_BYTES - RESULT_HEADROOM_BYTES;
   public static final int DEFAULT_MAX_INBOUND_BYTES = 64 * 1024 * 1024;
   public static final Duration DEFAULT_DRAIN_TIMEOUT = Duration.ofSeconds(30);
   public static final Duration MIN_SAFE_KEEPALIVE = Duration.ofMinutes(5);
@@ -61,8 +64,10 @@ public record WorkOptions(
       throw new IllegalArgumentException("drain timeout must not be negative");
     }
     if (maxResultBytes <= 0 || maxResultBytes > DEFAULT_MAX_RESULT_BYTES) {
-      throw new IllegalArgumentException("max result size must be between 1 and "
-          + DEFAULT_MAX_RESULT_BYTES + " bytes (the runtime accepts messages up to 4 MiB)");
+      throw new IllegalArgumentException(
+          "max result size must be between 1 and "
+              + DEFAULT_MAX_RESULT_BYTES
+              + " bytes (the runtime accepts messages up to 4 MiB)");
     }
     if (generation < 1) {
       throw new IllegalArgumentException("plugin generation must be at least 1");
@@ -77,60 +82,189 @@ public record WorkOptions(
 
   /** Options with defaults for everything but the address and identity. */
   public static WorkOptions defaults(String target, WorkerIdentity identity) {
-    return new WorkOptions(target, identity, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_INBOUND_BYTES,
-        DEFAULT_MAX_RESULT_BYTES, Optional.empty(), Duration.ofMillis(250), Duration.ofSeconds(30),
-        Transport.plaintext(), false, DEFAULT_MAX_RUNAWAY, 1, false);
+    return new WorkOptions(
+        target,
+        identity,
+        DEFAULT_DRAIN_TIMEOUT,
+        DEFAULT_MAX_INBOUND_BYTES,
+        DEFAULT_MAX_RESULT_BYTES,
+        Optional.empty(),
+        Duration.ofMillis(250),
+        Duration.ofSeconds(30),
+        Transport.plaintext(),
+        false,
+        DEFAULT_MAX_RUNAWAY,
+        1,
+        false);
   }
 
   public WorkOptions withDrainTimeout(Duration d) {
-    return new WorkOptions(target, identity, d, maxInboundBytes, maxResultBytes, keepAlive,
-        backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway, generation, leaveRoutingOnDrain);
+    return new WorkOptions(
+        target,
+        identity,
+        d,
+        maxInboundBytes,
+        maxResultBytes,
+        keepAlive,
+        backoffInitial,
+        backoffMax,
+        transport,
+        exposeInternalErrors,
+        maxRunaway,
+        generation,
+        leaveRoutingOnDrain);
   }
 
   public WorkOptions withMaxResultBytes(int bytes) {
-    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, bytes, keepAlive,
-        backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway, generation, leaveRoutingOnDrain);
+    return new WorkOptions(
+        target,
+        identity,
+        drainTimeout,
+        maxInboundBytes,
+        bytes,
+        keepAlive,
+        backoffInitial,
+        backoffMax,
+        transport,
+        exposeInternalErrors,
+        maxRunaway,
+        generation,
+        leaveRoutingOnDrain);
   }
 
   public WorkOptions withMaxInboundBytes(int bytes) {
-    return new WorkOptions(target, identity, drainTimeout, bytes, maxResultBytes, keepAlive,
-        backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway, generation, leaveRoutingOnDrain);
+    return new WorkOptions(
+        target,
+        identity,
+        drainTimeout,
+        bytes,
+        maxResultBytes,
+        keepAlive,
+        backoffInitial,
+        backoffMax,
+        transport,
+        exposeInternalErrors,
+        maxRunaway,
+        generation,
+        leaveRoutingOnDrain);
   }
 
   public WorkOptions withKeepAlive(Optional<Duration> interval) {
-    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        interval, backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway, generation, leaveRoutingOnDrain);
+    return new WorkOptions(
+        target,
+        identity,
+        drainTimeout,
+        maxInboundBytes,
+        maxResultBytes,
+        interval,
+        backoffInitial,
+        backoffMax,
+        transport,
+        exposeInternalErrors,
+        maxRunaway,
+        generation,
+        leaveRoutingOnDrain);
   }
 
   public WorkOptions withBackoff(Duration initial, Duration max) {
-    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, initial, max, transport, exposeInternalErrors, maxRunaway, generation, leaveRoutingOnDrain);
+    return new WorkOptions(
+        target,
+        identity,
+        drainTimeout,
+        maxInboundBytes,
+        maxResultBytes,
+        keepAlive,
+        initial,
+        max,
+        transport,
+        exposeInternalErrors,
+        maxRunaway,
+        generation,
+        leaveRoutingOnDrain);
   }
 
   public WorkOptions withTransport(Transport t) {
-    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, backoffInitial, backoffMax, t, exposeInternalErrors, maxRunaway, generation, leaveRoutingOnDrain);
+    return new WorkOptions(
+        target,
+        identity,
+        drainTimeout,
+        maxInboundBytes,
+        maxResultBytes,
+        keepAlive,
+        backoffInitial,
+        backoffMax,
+        t,
+        exposeInternalErrors,
+        maxRunaway,
+        generation,
+        leaveRoutingOnDrain);
   }
 
   public WorkOptions withExposeInternalErrors(boolean expose) {
-    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, backoffInitial, backoffMax, transport, expose, maxRunaway, generation, leaveRoutingOnDrain);
+    return new WorkOptions(
+        target,
+        identity,
+        drainTimeout,
+        maxInboundBytes,
+        maxResultBytes,
+        keepAlive,
+        backoffInitial,
+        backoffMax,
+        transport,
+        expose,
+        maxRunaway,
+        generation,
+        leaveRoutingOnDrain);
   }
 
   public WorkOptions withMaxRunaway(int max) {
-    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, backoffInitial, backoffMax, transport, exposeInternalErrors, max, generation, leaveRoutingOnDrain);
+    return new WorkOptions(
+        target,
+        identity,
+        drainTimeout,
+        maxInboundBytes,
+        maxResultBytes,
+        keepAlive,
+        backoffInitial,
+        backoffMax,
+        transport,
+        exposeInternalErrors,
+        max,
+        generation,
+        leaveRoutingOnDrain);
   }
 
   public WorkOptions withGeneration(int g) {
-    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway, g,
+    return new WorkOptions(
+        target,
+        identity,
+        drainTimeout,
+        maxInboundBytes,
+        maxResultBytes,
+        keepAlive,
+        backoffInitial,
+        backoffMax,
+        transport,
+        exposeInternalErrors,
+        maxRunaway,
+        g,
         leaveRoutingOnDrain);
   }
 
   public WorkOptions withLeaveRoutingOnDrain(boolean leave) {
-    return new WorkOptions(target, identity, drainTimeout, maxInboundBytes, maxResultBytes,
-        keepAlive, backoffInitial, backoffMax, transport, exposeInternalErrors, maxRunaway,
-        generation, leave);
+    return new WorkOptions(
+        target,
+        identity,
+        drainTimeout,
+        maxInboundBytes,
+        maxResultBytes,
+        keepAlive,
+        backoffInitial,
+        backoffMax,
+        transport,
+        exposeInternalErrors,
+        maxRunaway,
+        generation,
+        leave);
   }
 }

@@ -28,10 +28,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One Work stream, from {@code register} to its end; it only speaks the wire. Inbound messages
- * arrive on the channel's I/O thread and go, a few per task ({@link InboundSlices}), to the
- * {@link Dispatcher}, which owns every call; outbound messages go through the one
- * {@link StreamWriter}. Never outlives its stream: the {@link WorkClient} makes a new session
- * per connection.
+ * arrive on the channel's I/O thread and go, a few per task ({@link InboundSlices}), to the {@link
+ * Dispatcher}, which owns every call; outbound messages go through the one {@link StreamWriter}.
+ * Never outlives its stream: the {@link WorkClient} makes a new session per connection.
  */
 final class WorkSession implements CallSink, ClientResponseObserver<Outbound, Inbound> {
   private static final Logger log = LoggerFactory.getLogger(WorkSession.class);
@@ -39,14 +38,16 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   /** Inbound messages requested at a time (one at a time caps a stream near 15k msgs/s). */
   static final int INBOUND_BATCH = 256;
 
-  private static final Outbound HEARTBEAT = new Outbound.Proto(WorkClientMsg.newBuilder()
-      .setHeartbeat(WorkHeartbeat.getDefaultInstance()).build());
+  private static final Outbound HEARTBEAT =
+      new Outbound.Proto(
+          WorkClientMsg.newBuilder().setHeartbeat(WorkHeartbeat.getDefaultInstance()).build());
+
   /** How long a stream we end is given to close from the runtime's side before it is cut. */
   static final Duration CLOSE_GRACE = Duration.ofSeconds(2);
 
   /** How a stream ended: the status, why in words and as a class, and how far it got. */
-  record End(Status status, String reason, ReconnectReason cause, boolean registered,
-      boolean healthy) {}
+  record End(
+      Status status, String reason, ReconnectReason cause, boolean registered, boolean healthy) {}
 
   private final long id;
   private final HandlerSet handlers;
@@ -79,8 +80,15 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
    * @param writes where the stream's writes are drained (the channel's I/O thread)
    * @param loop the channel's I/O thread as a queue of tasks, where inbound slices run
    */
-  WorkSession(long id, HandlerSet handlers, Dispatcher dispatcher, WorkerIdentity identity,
-      Scheduler scheduler, Set<String> inFlight, WorkerMetrics metrics, Executor writes,
+  WorkSession(
+      long id,
+      HandlerSet handlers,
+      Dispatcher dispatcher,
+      WorkerIdentity identity,
+      Scheduler scheduler,
+      Set<String> inFlight,
+      WorkerMetrics metrics,
+      Executor writes,
       Executor loop) {
     this.id = id;
     this.writes = writes;
@@ -92,12 +100,20 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     this.identity = identity;
     this.advertised = Set.copyOf(inFlight);
     this.scheduler = scheduler;
-    this.heartbeat = new Heartbeat(scheduler, () -> {
-      dispatcher.reportStalledStart(); // a stalled I/O thread would not send this beat
-      writer.send(HEARTBEAT);
-    },
-        () -> abort(ReconnectReason.HEARTBEAT_TIMEOUT, "no heartbeat_ack (or registered) for a"
-            + " whole lease TTL of " + heartbeat().ttl().toMillis() + " ms"));
+    this.heartbeat =
+        new Heartbeat(
+            scheduler,
+            () -> {
+              dispatcher.reportStalledStart(); // a stalled I/O thread would not send this beat
+              writer.send(HEARTBEAT);
+            },
+            () ->
+                abort(
+                    ReconnectReason.HEARTBEAT_TIMEOUT,
+                    "no heartbeat_ack (or registered) for a"
+                        + " whole lease TTL of "
+                        + heartbeat().ttl().toMillis()
+                        + " ms"));
     this.metrics = metrics;
   }
 
@@ -135,23 +151,28 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
    * starts the watchdog: {@code registered} must come within a default TTL.
    */
   void register() {
-    WorkRegister.Builder reg = WorkRegister.newBuilder()
-        .setWorkerId(identity.workerId())
-        .setWorkloadIdentity(identity.workloadIdentity())
-        .setImageDigest(identity.imageDigest());
+    WorkRegister.Builder reg =
+        WorkRegister.newBuilder()
+            .setWorkerId(identity.workerId())
+            .setWorkloadIdentity(identity.workloadIdentity())
+            .setImageDigest(identity.imageDigest());
     for (HandlerCatalog.Entry e : catalog.entries()) {
-      reg.addHandlers(WorkHandlerAdvertisement.newBuilder()
-          .setTool(e.descriptor().tool())
-          .setVersion(e.descriptor().version())
-          .setContractVersion(e.descriptor().contractVersion())
-          .setMaxConcurrency(Dispatcher.slotsOf(e))
-          .setDescriptorHash(e.descriptorHash()));
+      reg.addHandlers(
+          WorkHandlerAdvertisement.newBuilder()
+              .setTool(e.descriptor().tool())
+              .setVersion(e.descriptor().version())
+              .setContractVersion(e.descriptor().contractVersion())
+              .setMaxConcurrency(Dispatcher.slotsOf(e))
+              .setDescriptorHash(e.descriptorHash()));
     }
     advertised.forEach(c -> reg.addInFlight(WorkInFlightCall.newBuilder().setCallId(c)));
     writer.send(new Outbound.Proto(WorkClientMsg.newBuilder().setRegister(reg).build()));
     heartbeat.start();
-    log.debug("stream {}: register sent with {} handlers and {} in flight", id,
-        catalog.size(), advertised.size());
+    log.debug(
+        "stream {}: register sent with {} handlers and {} in flight",
+        id,
+        catalog.size(),
+        advertised.size());
   }
 
   /**
@@ -164,10 +185,12 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     if (msg instanceof Inbound.Other o && o.msg().hasCancel()) {
       cancels.read(o.msg().getCancel().getCallId());
       long readAt = timings.lastReadNanos();
-      inbound.add(() -> {
-        timings.record(WireTimings.Interval.CANCEL_READ_TO_ON_CANCEL, System.nanoTime() - readAt);
-        handle(msg);
-      });
+      inbound.add(
+          () -> {
+            timings.record(
+                WireTimings.Interval.CANCEL_READ_TO_ON_CANCEL, System.nanoTime() - readAt);
+            handle(msg);
+          });
     } else {
       inbound.add(() -> handle(msg));
     }
@@ -201,10 +224,13 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
         registered = true;
         dispatcher.onRegistered(this, advertised, heartbeat.ttl());
         registration.complete(null);
-        log.info("registered as {}: {} handlers, lease TTL {} ms", identity.workerId(),
-            catalog.size(), heartbeat.ttl().toMillis());
+        log.info(
+            "registered as {}: {} handlers, lease TTL {} ms",
+            identity.workerId(),
+            catalog.size(),
+            heartbeat.ttl().toMillis());
       }
-      case INVOKE, RESULT_ACK -> { } // Inbound reads these as records: they never come as Other
+      case INVOKE, RESULT_ACK -> {} // Inbound reads these as records: they never come as Other
       case CANCEL -> dispatcher.onCancel(msg.getCancel().getCallId(), this);
       case HEARTBEAT_ACK -> {
         heartbeat.onAck();
@@ -222,9 +248,12 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
 
   private void failed(Throwable t) {
     Status status = Status.fromThrowable(t);
-    String reason = abortReason != null ? abortReason
-        : "stream failed: " + status.getCode()
-            + (status.getDescription() == null ? "" : " " + status.getDescription());
+    String reason =
+        abortReason != null
+            ? abortReason
+            : "stream failed: "
+                + status.getCode()
+                + (status.getDescription() == null ? "" : " " + status.getDescription());
     end(status, reason, abortCause != null ? abortCause : causeOf(status));
   }
 
@@ -234,27 +263,35 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   }
 
   private void completed() {
-    end(Status.OK, abortReason != null ? abortReason : "runtime closed the stream",
+    end(
+        Status.OK,
+        abortReason != null ? abortReason : "runtime closed the stream",
         abortCause != null ? abortCause : ReconnectReason.RUNTIME_CLOSED);
   }
 
   /**
    * The runtime ended the stream for an answer to a call it no longer knew: says whether that
-   * answer was written before the worker read a cancel for it (they crossed on the wire, which
-   * no worker can prevent: the runtime forgets a call before it sends the cancel), and counts it.
+   * answer was written before the worker read a cancel for it (they crossed on the wire, which no
+   * worker can prevent: the runtime forgets a call before it sends the cancel), and counts it.
    */
   private void explainUnknownCall(String callId) {
     StreamCancels.Crossing c = cancels.crossing(callId);
     timings.unknownCall(c.crossed());
     if (c.writtenNanos() != null && c.cancelReadNanos() != null) {
-      log.warn("stream {}: the runtime did not know call {}: its answer was written {} us {} its"
-          + " cancel was read{}", id, callId,
+      log.warn(
+          "stream {}: the runtime did not know call {}: its answer was written {} us {} its"
+              + " cancel was read{}",
+          id,
+          callId,
           Math.abs(c.cancelReadNanos() - c.writtenNanos()) / 1_000,
           c.crossed() ? "before" : "after",
           c.crossed() ? " (they crossed on the wire)" : " (a bug: please report it)");
     } else {
-      log.warn("stream {}: the runtime did not know call {} ({}; no cancel for it was read)", id,
-          callId, c.writtenNanos() == null ? "no answer of ours is known" : "its answer was sent");
+      log.warn(
+          "stream {}: the runtime did not know call {} ({}; no cancel for it was read)",
+          id,
+          callId,
+          c.writtenNanos() == null ? "no answer of ours is known" : "its answer was sent");
     }
   }
 
@@ -286,11 +323,11 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   }
 
   /**
-   * Ends the stream from our side, so that the runtime has dropped our registration before we
-   * open the next one (rule 2: a registration made while the runtime still holds the old stream
-   * is removed with it). The stream is half-closed and the runtime closes it once it has
-   * unregistered us; one that has not closed within {@link #CLOSE_GRACE} (a runtime that does
-   * not answer) is cut. {@link #ended()} completes either way.
+   * Ends the stream from our side, so that the runtime has dropped our registration before we open
+   * the next one (rule 2: a registration made while the runtime still holds the old stream is
+   * removed with it). The stream is half-closed and the runtime closes it once it has unregistered
+   * us; one that has not closed within {@link #CLOSE_GRACE} (a runtime that does not answer) is
+   * cut. {@link #ended()} completes either way.
    */
   void abort(ReconnectReason cause, String reason) {
     abortCause = cause;
@@ -307,8 +344,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   }
 
   /**
-   * Ends the stream from our side at once: gRPC cancels it (stopping, a connection going away,
-   * a runtime that did not close it in time).
+   * Ends the stream from our side at once: gRPC cancels it (stopping, a connection going away, a
+   * runtime that did not close it in time).
    */
   void cut(ReconnectReason cause, String reason) {
     if (abortReason == null) {
@@ -327,8 +364,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
 
   /**
    * Takes this registration out of routing without closing it: no more heartbeats, so the runtime
-   * skips it once its lease lapses ({@link #leaseLapses}), while it still takes the results of
-   * the calls it sent here (protocol.md part 2, "Registration and lease").
+   * skips it once its lease lapses ({@link #leaseLapses}), while it still takes the results of the
+   * calls it sent here (protocol.md part 2, "Registration and lease").
    */
   void leaveRouting() {
     heartbeat.stop();
@@ -368,20 +405,32 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
 
   @Override
   public boolean sendResult(HeldResult result) {
-    return writer.send(switch (result.outcome()) {
-      // No copy: a held payload is never modified (the outbox keeps this same array).
-      case CallOutcome.Payload p -> new Outbound.Result(result.callId(), p.bytes());
-      case CallOutcome.Error e -> new Outbound.Proto(WorkClientMsg.newBuilder()
-          .setResult(WorkToolResult.newBuilder().setCallId(result.callId())
-              .setError(WorkToolError.newBuilder().setCode(e.code()).setMessage(e.message())))
-          .build());
-    });
+    return writer.send(
+        switch (result.outcome()) {
+          // No copy: a held payload is never modified (the outbox keeps this same array).
+          case CallOutcome.Payload p -> new Outbound.Result(result.callId(), p.bytes());
+          case CallOutcome.Error e ->
+              new Outbound.Proto(
+                  WorkClientMsg.newBuilder()
+                      .setResult(
+                          WorkToolResult.newBuilder()
+                              .setCallId(result.callId())
+                              .setError(
+                                  WorkToolError.newBuilder()
+                                      .setCode(e.code())
+                                      .setMessage(e.message())))
+                      .build());
+        });
   }
 
   @Override
   public void sendNack(String callId, String code, String message) {
-    writer.send(new Outbound.Proto(WorkClientMsg.newBuilder().setNack(WorkToolNack.newBuilder()
-        .setCallId(callId).setCode(code).setMessage(message)).build()));
+    writer.send(
+        new Outbound.Proto(
+            WorkClientMsg.newBuilder()
+                .setNack(
+                    WorkToolNack.newBuilder().setCallId(callId).setCode(code).setMessage(message))
+                .build()));
   }
 
   @Override

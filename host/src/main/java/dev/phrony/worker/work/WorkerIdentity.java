@@ -25,19 +25,27 @@ public record WorkerIdentity(String workerId, String workloadIdentity, String im
 
   /** Env names the reference worker reads. */
   public static final String ENV_WORKER_ID = "WORKER_ID";
+
   public static final String ENV_WORKLOAD_IDENTITY = "WORKER_WORKLOAD_IDENTITY";
   public static final String ENV_IMAGE_DIGEST = "WORKER_IMAGE_DIGEST";
 
   /**
-   * The identity from flags, then the reference worker's environment variables, then defaults:
-   * a generated id (kept for the life of the process) and the plugin set's image digest.
+   * The identity from flags, then the reference worker's environment variables, then defaults: a
+   * generated id (kept for the life of the process) and the plugin set's image digest.
    */
-  public static WorkerIdentity resolve(Optional<String> flagWorkerId, Map<String, String> env,
-      Supplier<String> defaultWorkerId, String defaultImageDigest) {
-    String id = flagWorkerId.filter(s -> !s.isBlank())
-        .or(() -> nonBlank(env.get(ENV_WORKER_ID)))
-        .orElseGet(defaultWorkerId);
-    return new WorkerIdentity(id, env.getOrDefault(ENV_WORKLOAD_IDENTITY, ""),
+  public static WorkerIdentity resolve(
+      Optional<String> flagWorkerId,
+      Map<String, String> env,
+      Supplier<String> defaultWorkerId,
+      String defaultImageDigest) {
+    String id =
+        flagWorkerId
+            .filter(s -> !s.isBlank())
+            .or(() -> nonBlank(env.get(ENV_WORKER_ID)))
+            .orElseGet(defaultWorkerId);
+    return new WorkerIdentity(
+        id,
+        env.getOrDefault(ENV_WORKLOAD_IDENTITY, ""),
         nonBlank(env.get(ENV_IMAGE_DIGEST)).orElse(defaultImageDigest));
   }
 
@@ -72,7 +80,7 @@ public record WorkerIdentity(String workerId, String workloadIdentity, String im
    * (which winds down on its own stream), so it needs an id of its own.
    */
   public WorkerIdentity forGeneration(int n, String imageDigest) {
-    return new WorkerIdentity(n <= 1 ? workerId : workerId + ".g" + n, workloadIdentity,
-        imageDigest);
+    return new WorkerIdentity(
+        n <= 1 ? workerId : workerId + ".g" + n, workloadIdentity, imageDigest);
   }
 }

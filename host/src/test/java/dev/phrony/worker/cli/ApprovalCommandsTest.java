@@ -35,8 +35,7 @@ class ApprovalCommandsTest {
   static DevServer dev;
   static ControlClient client;
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   @BeforeAll
   static void start() {
@@ -59,18 +58,21 @@ class ApprovalCommandsTest {
 
   /** Submits an echo call in {@code session} and waits until it is held. */
   static Held hold(String session, String args) {
-    CompletableFuture<CallReply> reply = CompletableFuture.supplyAsync(() -> client.call(
-        CallRequest.of("echo@1.0.0", args, session, null)));
+    CompletableFuture<CallReply> reply =
+        CompletableFuture.supplyAsync(
+            () -> client.call(CallRequest.of("echo@1.0.0", args, session, null)));
     String[] id = new String[1];
-    Await.until("held", () -> {
-      for (JsonNode a : client.approvals().path("approvals")) {
-        if (a.path("session_id").asText().equals(session)) {
-          id[0] = a.path("approval_id").asText();
-          return true;
-        }
-      }
-      return false;
-    });
+    Await.until(
+        "held",
+        () -> {
+          for (JsonNode a : client.approvals().path("approvals")) {
+            if (a.path("session_id").asText().equals(session)) {
+              id[0] = a.path("approval_id").asText();
+              return true;
+            }
+          }
+          return false;
+        });
     return new Held(id[0], reply);
   }
 
@@ -86,18 +88,22 @@ class ApprovalCommandsTest {
     try {
       CliRun table = cli("approvals");
       assertThat(table.exit()).as(table.err()).isZero();
-      assertThat(table.out()).containsPattern("APPROVAL +CALL +TOOL +ARGS +EXPIRES\n")
+      assertThat(table.out())
+          .containsPattern("APPROVAL +CALL +TOOL +ARGS +EXPIRES\n")
           .containsPattern(held.id() + " +s-list:av-local:1:0 +echo@1.0.0 +7B +never\n")
-          .contains("answer with: bin/phrony-worker approve ID [--args JSON] [--comment TEXT]"
-              + " | bin/phrony-worker deny ID [--comment TEXT]\n");
+          .contains(
+              "answer with: bin/phrony-worker approve ID [--args JSON] [--comment TEXT]"
+                  + " | bin/phrony-worker deny ID [--comment TEXT]\n");
 
       CliRun json = cli("approvals", "--format", "json");
       assertThat(json.exit()).isZero();
       JsonNode a = json.json().path("approvals");
-      assertThat(a).anySatisfy(x -> {
-        assertThat(x.path("approval_id").asText()).isEqualTo(held.id());
-        assertThat(x.path("args").toString()).isEqualTo("{\"n\":1}");
-      });
+      assertThat(a)
+          .anySatisfy(
+              x -> {
+                assertThat(x.path("approval_id").asText()).isEqualTo(held.id());
+                assertThat(x.path("args").toString()).isEqualTo("{\"n\":1}");
+              });
       assertThat(json.json().path("require_approval").toString()).isEqualTo("[\"echo@*\"]");
     } finally {
       client.answer(held.id(), false, null, null);
@@ -109,8 +115,11 @@ class ApprovalCommandsTest {
     Held asIs = hold("s-approve", "{\"n\":1}");
     CliRun r = cli("approve", asIs.id(), "--comment", "fine");
     assertThat(r.exit()).as(r.err()).isZero();
-    assertThat(r.out()).isEqualTo("approved " + asIs.id()
-        + ": call s-approve:av-local:1:0 (echo@1.0.0) goes to a worker\n");
+    assertThat(r.out())
+        .isEqualTo(
+            "approved "
+                + asIs.id()
+                + ": call s-approve:av-local:1:0 (echo@1.0.0) goes to a worker\n");
     assertThat(asIs.await().payload()).isEqualTo("{\n  \"n\": 1\n}");
 
     Held edited = hold("s-approve", "{\"n\":1}");
@@ -133,15 +142,22 @@ class ApprovalCommandsTest {
     CliRun r = cli("deny", held.id(), "--comment", "not now");
 
     assertThat(r.exit()).as(r.err()).isZero();
-    assertThat(r.out()).isEqualTo("denied " + held.id() + ": call s-deny:av-local:1:0"
-        + " (echo@1.0.0) ends with approval_denied; no worker sees it\n");
+    assertThat(r.out())
+        .isEqualTo(
+            "denied "
+                + held.id()
+                + ": call s-deny:av-local:1:0"
+                + " (echo@1.0.0) ends with approval_denied; no worker sees it\n");
     assertThat(held.await().errorLine())
         .isEqualTo("approval_denied: denied by the reviewer: not now; the call was not run");
 
     CliRun again = cli("approve", held.id());
     assertThat(again.exit()).isEqualTo(1);
-    assertThat(again.err()).startsWith("phrony-worker approve: no approval " + held.id()
-        + " is waiting (it was answered, expired, or never existed); waiting: ");
+    assertThat(again.err())
+        .startsWith(
+            "phrony-worker approve: no approval "
+                + held.id()
+                + " is waiting (it was answered, expired, or never existed); waiting: ");
   }
 
   @Test
@@ -154,8 +170,8 @@ class ApprovalCommandsTest {
 
       CliRun both = cli("approve", held.id(), "--args", "{}", "--args-file", "x.json");
       assertThat(both.exit()).isEqualTo(1);
-      assertThat(both.err()).contains("give the arguments as --args or with --args-file, not"
-          + " both");
+      assertThat(both.err())
+          .contains("give the arguments as --args or with --args-file, not" + " both");
 
       assertThat(held.reply()).isNotDone();
       assertThat(cli("approvals").out()).contains(held.id());
@@ -174,8 +190,9 @@ class ApprovalCommandsTest {
   @Test
   void call_without_a_terminal_prints_the_approval_id_on_stderr_and_waits_for_the_answer()
       throws Exception {
-    CompletableFuture<CliRun> call = CompletableFuture.supplyAsync(
-        () -> cli("call", "echo@1.0.0", "{\"n\":1}", "--session", "s-call"));
+    CompletableFuture<CliRun> call =
+        CompletableFuture.supplyAsync(
+            () -> cli("call", "echo@1.0.0", "{\"n\":1}", "--session", "s-call"));
     Held held = hold("s-call-other", "{}"); // another session's approval is not call's
     String id = awaitSession("s-call");
     client.answer(held.id(), false, null, null);
@@ -184,53 +201,73 @@ class ApprovalCommandsTest {
     CliRun r = call.get(30, TimeUnit.SECONDS);
     assertThat(r.exit()).as(r.err()).isZero();
     assertThat(r.out()).isEqualTo("{\n  \"n\": 9\n}\n");
-    assertThat(r.err()).isEqualTo("call: held for approval " + id + " (require-approval echo@*"
-        + " (flag --require-approval)); answer with: bin/phrony-worker approve " + id
-        + " --control " + dev.controlUrl() + " [--args JSON] | bin/phrony-worker deny " + id
-        + " --control " + dev.controlUrl() + "\n");
+    assertThat(r.err())
+        .isEqualTo(
+            "call: held for approval "
+                + id
+                + " (require-approval echo@*"
+                + " (flag --require-approval)); answer with: bin/phrony-worker approve "
+                + id
+                + " --control "
+                + dev.controlUrl()
+                + " [--args JSON] | bin/phrony-worker deny "
+                + id
+                + " --control "
+                + dev.controlUrl()
+                + "\n");
 
-    CompletableFuture<CliRun> denied = CompletableFuture.supplyAsync(
-        () -> cli("call", "echo@1.0.0", "{}"));
+    CompletableFuture<CliRun> denied =
+        CompletableFuture.supplyAsync(() -> cli("call", "echo@1.0.0", "{}"));
     String second = awaitSession(null);
     client.answer(second, false, "no", null);
     CliRun d = denied.get(30, TimeUnit.SECONDS);
     assertThat(d.exit()).isEqualTo(4);
-    assertThat(d.err()).endsWith("\napproval_denied: denied by the reviewer: no; the call was"
-        + " not run\n");
+    assertThat(d.err())
+        .endsWith("\napproval_denied: denied by the reviewer: no; the call was" + " not run\n");
   }
 
   @Test
   void call_follow_prints_a_session_s_events_until_dev_stops() throws Exception {
-    DevServer own = DevFixture.start(ApprovalPolicy.resolve(List.of("echo@*"), null,
-        ConfigFile.none()));
+    DevServer own =
+        DevFixture.start(ApprovalPolicy.resolve(List.of("echo@*"), null, ConfigFile.none()));
     try {
       StringWriter out = new StringWriter();
       StringWriter err = new StringWriter();
       CommandLine cmd = PhronyWorkerCommand.newCommandLine(new String[] {"call"});
       cmd.setOut(new PrintWriter(out, true));
       cmd.setErr(new PrintWriter(err, true));
-      CompletableFuture<Integer> follow = CompletableFuture.supplyAsync(() -> cmd.execute("call",
-          "--session", "s-follow", "--follow", "--control", own.controlUrl()));
+      CompletableFuture<Integer> follow =
+          CompletableFuture.supplyAsync(
+              () ->
+                  cmd.execute(
+                      "call", "--session", "s-follow", "--follow", "--control", own.controlUrl()));
       Await.until("following", () -> followed(own));
       ControlClient c = ControlClient.of(own.controlUrl());
-      CompletableFuture<CallReply> reply = CompletableFuture.supplyAsync(() -> c.call(
-          CallRequest.of("echo@1.0.0", "{\"n\":1}", "s-follow", null)));
+      CompletableFuture<CallReply> reply =
+          CompletableFuture.supplyAsync(
+              () -> c.call(CallRequest.of("echo@1.0.0", "{\"n\":1}", "s-follow", null)));
       Await.until("held", () -> !c.approvals().path("approvals").isEmpty());
-      c.answer(c.approvals().path("approvals").get(0).path("approval_id").asText(), true, null,
-          null);
+      c.answer(
+          c.approvals().path("approvals").get(0).path("approval_id").asText(), true, null, null);
       reply.get(30, TimeUnit.SECONDS);
       Await.until("three lines", () -> out.toString().lines().count() == 3);
 
       own.stop();
 
       assertThat(follow.get(30, TimeUnit.SECONDS)).as(err.toString()).isZero();
-      assertThat(out.toString().lines().map(l -> {
-        try {
-          return new ObjectMapper().readTree(l).path("type").asText();
-        } catch (Exception e) {
-          throw new AssertionError(l, e);
-        }
-      }).toList()).containsExactly("tool_call", "approval_required", "tool_result");
+      assertThat(
+              out.toString()
+                  .lines()
+                  .map(
+                      l -> {
+                        try {
+                          return new ObjectMapper().readTree(l).path("type").asText();
+                        } catch (Exception e) {
+                          throw new AssertionError(l, e);
+                        }
+                      })
+                  .toList())
+          .containsExactly("tool_call", "approval_required", "tool_result");
     } finally {
       own.close();
     }
@@ -243,14 +280,16 @@ class ApprovalCommandsTest {
     CliRun both = cli("call", "echo", "--session", "s", "--follow");
     assertThat(both.exit()).isEqualTo(1);
     assertThat(both.err()).contains("--follow prints a session's events and makes no call");
-    assertThat(cli("call").err()).contains("TOOL[@VERSION] is required (or --session ID"
-        + " --follow to print a session's events)");
+    assertThat(cli("call").err())
+        .contains(
+            "TOOL[@VERSION] is required (or --session ID"
+                + " --follow to print a session's events)");
   }
 
   /** Whether s-follow is followed: dev knows a session once it is followed, before any call. */
   private static boolean followed(DevServer d) {
-    try (ControlClient.EventStream s = ControlClient.of(d.controlUrl()).events("s-follow", 0,
-        false)) {
+    try (ControlClient.EventStream s =
+        ControlClient.of(d.controlUrl()).events("s-follow", 0, false)) {
       return true;
     } catch (ControlRequestException e) {
       return false;
@@ -260,15 +299,17 @@ class ApprovalCommandsTest {
   /** The id of the approval waiting in {@code session} (any session when null). */
   private static String awaitSession(String session) {
     String[] id = new String[1];
-    Await.until("an approval in " + session, () -> {
-      for (JsonNode a : client.approvals().path("approvals")) {
-        if (session == null || a.path("session_id").asText().equals(session)) {
-          id[0] = a.path("approval_id").asText();
-          return true;
-        }
-      }
-      return false;
-    });
+    Await.until(
+        "an approval in " + session,
+        () -> {
+          for (JsonNode a : client.approvals().path("approvals")) {
+            if (session == null || a.path("session_id").asText().equals(session)) {
+              id[0] = a.path("approval_id").asText();
+              return true;
+            }
+          }
+          return false;
+        });
     return id[0];
   }
 }

@@ -18,8 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
 class CallCommandTest {
   static DevServer dev;
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   @BeforeAll
   static void start() {
@@ -31,7 +30,6 @@ class CallCommandTest {
     dev.close();
   }
 
-
   static CliRun call(String... args) {
     String[] full = new String[args.length + 3];
     full[0] = "call";
@@ -41,13 +39,14 @@ class CallCommandTest {
     return run(full);
   }
 
-
   @Test
   void a_result_prints_pretty_json_and_exits_0() {
     CliRun r = call("echo@1.0.0", "{\"city\":\"Oslo\",\"days\":[1,2],\"price\":1.10}");
 
     assertThat(r.exit()).as(r.err()).isZero();
-    assertThat(r.out()).isEqualTo("""
+    assertThat(r.out())
+        .isEqualTo(
+            """
         {
           "city": "Oslo",
           "days": [
@@ -84,9 +83,10 @@ class CallCommandTest {
     CliRun r = call("nope@1", "--timeout", "200ms");
 
     assertThat(r.exit()).isEqualTo(5);
-    assertThat(r.err().lines().toList()).containsExactly(
-        "no_handler: no handler registered for tool",
-        "hint: no worker serves nope@1; served: echo@1.0.0, fail@1.0.0, hold@1.0.0, text@default");
+    assertThat(r.err().lines().toList())
+        .containsExactly(
+            "no_handler: no handler registered for tool",
+            "hint: no worker serves nope@1; served: echo@1.0.0, fail@1.0.0, hold@1.0.0, text@default");
   }
 
   @Test
@@ -109,7 +109,8 @@ class CallCommandTest {
 
     assertThat(ok.out()).isEqualTo("{\n  \"from\": \"file\"\n}\n");
     assertThat(broken.exit()).isEqualTo(1);
-    assertThat(broken.err()).startsWith("phrony-worker call: --args-file " + bad + " is not JSON: ")
+    assertThat(broken.err())
+        .startsWith("phrony-worker call: --args-file " + bad + " is not JSON: ")
         .endsWith("at line 3, column 1\n");
     assertThat(missing.exit()).isEqualTo(1);
     assertThat(missing.err()).contains("does not exist");
@@ -120,7 +121,9 @@ class CallCommandTest {
     CliRun r = run("call", "echo", "{city:Oslo}", "--control", "http://127.0.0.1:1");
 
     assertThat(r.exit()).isEqualTo(1);
-    assertThat(r.err().lines().toList()).singleElement().asString()
+    assertThat(r.err().lines().toList())
+        .singleElement()
+        .asString()
         .startsWith("phrony-worker call: ARGS_JSON is not JSON: ")
         .contains("at line 1, column 2");
   }
@@ -147,9 +150,11 @@ class CallCommandTest {
     CliRun r = run("call", "echo", "--control", "http://127.0.0.1:" + port);
 
     assertThat(r.exit()).isEqualTo(6);
-    assertThat(r.err().lines().toList()).singleElement().asString()
-        .startsWith("phrony-worker call: cannot reach phrony-worker dev at http://127.0.0.1:"
-            + port)
+    assertThat(r.err().lines().toList())
+        .singleElement()
+        .asString()
+        .startsWith(
+            "phrony-worker call: cannot reach phrony-worker dev at http://127.0.0.1:" + port)
         .contains("start it with 'bin/phrony-worker dev'");
   }
 }

@@ -5,7 +5,6 @@ import static dev.phrony.worker.plugin.TestPlugins.descriptor;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.phrony.worker.manifest.Samples;
 import dev.phrony.worker.plugin.TestPlugins;
 import java.io.IOException;
@@ -18,14 +17,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@code phrony-worker check} through picocli, against plugins built like the stock ones
- * ({@code weather.get-forecast@1.0.0} read_only, {@code payments.process-payment@1.0.0}
+ * {@code phrony-worker check} through picocli, against plugins built like the stock ones ({@code
+ * weather.get-forecast@1.0.0} read_only, {@code payments.process-payment@1.0.0}
  * non_idempotent_write, {@code echo@default} read_only) and the shared sample manifests.
  */
 class CheckCommandTest {
 
-  @TempDir
-  static Path tmp;
+  @TempDir static Path tmp;
   static Path stock;
   static Path withBroken;
 
@@ -35,25 +33,28 @@ class CheckCommandTest {
     stock = tmp.resolve("stock");
     withBroken = tmp.resolve("with-broken");
     for (Path dir : List.of(stock, withBroken)) {
-      build.jar()
+      build
+          .jar()
           .handler("w.Forecast", descriptor("weather.get-forecast", "1.0.0", "read_only"))
           .writeTo(dir.resolve("weather/weather.jar"));
-      build.jar()
+      build
+          .jar()
           .handler("p.Pay", descriptor("payments.process-payment", "1.0.0", "non_idempotent_write"))
           .writeTo(dir.resolve("payments/payments.jar"));
-      build.jar()
-          .handler("e.Echo", "ToolDescriptor.builder(\"echo\").sideEffectClass(\"read_only\")"
-              + ".build()")
+      build
+          .jar()
+          .handler(
+              "e.Echo",
+              "ToolDescriptor.builder(\"echo\").sideEffectClass(\"read_only\")" + ".build()")
           .writeTo(dir.resolve("echo/echo.jar"));
     }
     TestPlugins.corruptJar(withBroken.resolve("broken.jar"));
   }
 
-
-
   static CliRun check(Path manifest, String... more) {
-    List<String> args = new ArrayList<>(List.of("check", "--manifest", manifest.toString(),
-        "--plugins", stock.toString()));
+    List<String> args =
+        new ArrayList<>(
+            List.of("check", "--manifest", manifest.toString(), "--plugins", stock.toString()));
     args.addAll(List.of(more));
     return run(args.toArray(String[]::new));
   }
@@ -64,19 +65,21 @@ class CheckCommandTest {
 
     assertThat(r.exit()).as("stderr: %s", r.err()).isZero();
     assertThat(r.err()).isEmpty();
-    assertThat(r.out().lines().toList()).containsExactly(
-        "manifest: " + Samples.weather(),
-        "",
-        "DOC  LINE  BINDING                         STATUS  DETAIL",
-        "1    13    weather.get-forecast@1.0.0      served  " + stock.resolve("weather"),
-        "1    16    payments.process-payment@1.0.0  served  " + stock.resolve("payments"),
-        "1    19    echo@default                    served  " + stock.resolve("echo"),
-        "",
-        "ok: 3 served");
+    assertThat(r.out().lines().toList())
+        .containsExactly(
+            "manifest: " + Samples.weather(),
+            "",
+            "DOC  LINE  BINDING                         STATUS  DETAIL",
+            "1    13    weather.get-forecast@1.0.0      served  " + stock.resolve("weather"),
+            "1    16    payments.process-payment@1.0.0  served  " + stock.resolve("payments"),
+            "1    19    echo@default                    served  " + stock.resolve("echo"),
+            "",
+            "ok: 3 served");
 
     JsonNode json = check(Samples.weather(), "--format", "json").json();
     assertThat(json.get("ok").asBoolean()).isTrue();
-    assertThat(json.get("bindings")).extracting(b -> b.get("status").asText())
+    assertThat(json.get("bindings"))
+        .extracting(b -> b.get("status").asText())
         .containsOnly("served");
   }
 
@@ -87,16 +90,25 @@ class CheckCommandTest {
     assertThat(r.exit()).as("stderr: %s", r.err()).isEqualTo(3);
     assertThat(r.err()).isEmpty();
     JsonNode json = r.json();
-    assertThat(json.properties()).extracting(e -> e.getKey())
+    assertThat(json.properties())
+        .extracting(e -> e.getKey())
         .containsExactly("manifest", "bindings", "ok");
     assertThat(json.get("manifest").asText()).isEqualTo(Samples.mismatch().toString());
     assertThat(json.get("ok").asBoolean()).isFalse();
     JsonNode b = json.get("bindings");
     assertThat(b.size()).isEqualTo(4);
     for (JsonNode binding : b) {
-      assertThat(binding.properties()).extracting(e -> e.getKey()).containsExactly("document",
-          "ref", "key", "status", "plugin", "declared_side_effect_class",
-          "handler_side_effect_class", "reason");
+      assertThat(binding.properties())
+          .extracting(e -> e.getKey())
+          .containsExactly(
+              "document",
+              "ref",
+              "key",
+              "status",
+              "plugin",
+              "declared_side_effect_class",
+              "handler_side_effect_class",
+              "reason");
       assertThat(binding.get("document").asInt()).isEqualTo(1);
     }
 
@@ -106,9 +118,11 @@ class CheckCommandTest {
     assertThat(v2.get("status").asText()).isEqualTo("missing");
     assertThat(v2.get("plugin").isNull()).isTrue();
     assertThat(v2.get("handler_side_effect_class").isNull()).isTrue();
-    assertThat(v2.get("reason").asText()).isEqualTo("no handler for weather.get-forecast@2.0.0 "
-        + "(this worker serves weather.get-forecast@1.0.0): add a plugin that serves "
-        + "weather.get-forecast version 2.0.0, or bind a version served here");
+    assertThat(v2.get("reason").asText())
+        .isEqualTo(
+            "no handler for weather.get-forecast@2.0.0 "
+                + "(this worker serves weather.get-forecast@1.0.0): add a plugin that serves "
+                + "weather.get-forecast version 2.0.0, or bind a version served here");
 
     JsonNode pay = b.get(1);
     assertThat(pay.get("key").asText()).isEqualTo("payments.process-payment@1.0.0");
@@ -116,8 +130,12 @@ class CheckCommandTest {
     assertThat(pay.get("plugin").asText()).isEqualTo(stock.resolve("payments").toString());
     assertThat(pay.get("declared_side_effect_class").asText()).isEqualTo("read_only");
     assertThat(pay.get("handler_side_effect_class").asText()).isEqualTo("non_idempotent_write");
-    assertThat(pay.get("reason").asText()).startsWith("the manifest declares read_only, the "
-        + "handler (" + stock.resolve("payments") + ") declares non_idempotent_write: ");
+    assertThat(pay.get("reason").asText())
+        .startsWith(
+            "the manifest declares read_only, the "
+                + "handler ("
+                + stock.resolve("payments")
+                + ") declares non_idempotent_write: ");
 
     JsonNode mcp = b.get(2);
     assertThat(mcp.get("ref").asText()).isEqualTo("search.web@^1.2");
@@ -130,9 +148,11 @@ class CheckCommandTest {
     JsonNode crm = b.get(3);
     assertThat(crm.get("key").asText()).isEqualTo("crm.lookup-account@default");
     assertThat(crm.get("status").asText()).isEqualTo("missing");
-    assertThat(crm.get("reason").asText()).isEqualTo("no handler for crm.lookup-account@default:"
-        + " add a plugin whose handler for crm.lookup-account leaves its version unset "
-        + "(advertised as default)");
+    assertThat(crm.get("reason").asText())
+        .isEqualTo(
+            "no handler for crm.lookup-account@default:"
+                + " add a plugin whose handler for crm.lookup-account leaves its version unset "
+                + "(advertised as default)");
   }
 
   @Test
@@ -142,19 +162,28 @@ class CheckCommandTest {
     assertThat(r.exit()).isEqualTo(3);
     List<String> lines = r.out().lines().toList();
     assertThat(lines.get(2)).matches("DOC  LINE  BINDING +STATUS +DETAIL");
-    assertThat(lines.get(3)).matches("1 +13 +weather\\.get-forecast@2\\.0\\.0 +missing +no handler "
-        + "for weather\\.get-forecast@2\\.0\\.0 .*");
-    assertThat(lines.get(4)).matches("1 +16 +payments\\.process-payment@1\\.0\\.0 +class_mismatch "
-        + "+the manifest declares read_only, the handler .* declares non_idempotent_write: .*");
-    assertThat(lines.get(5)).matches("1 +19 +search\\.web@\\^1\\.2 +skipped +routed to MCP server "
-        + "search, not to a worker");
+    assertThat(lines.get(3))
+        .matches(
+            "1 +13 +weather\\.get-forecast@2\\.0\\.0 +missing +no handler "
+                + "for weather\\.get-forecast@2\\.0\\.0 .*");
+    assertThat(lines.get(4))
+        .matches(
+            "1 +16 +payments\\.process-payment@1\\.0\\.0 +class_mismatch "
+                + "+the manifest declares read_only, the handler .* declares non_idempotent_write: .*");
+    assertThat(lines.get(5))
+        .matches(
+            "1 +19 +search\\.web@\\^1\\.2 +skipped +routed to MCP server "
+                + "search, not to a worker");
     assertThat(lines.get(6)).matches("1 +25 +crm\\.lookup-account@default +missing +.*");
     assertThat(lines.getLast()).isEqualTo("not ok: 2 missing, 1 class_mismatch, 1 skipped");
   }
 
   @Test
   void a_ref_with_a_constraint_is_keyed_without_it_across_documents() throws IOException {
-    Path manifest = Files.writeString(tmp.resolve("multi.yaml"), """
+    Path manifest =
+        Files.writeString(
+            tmp.resolve("multi.yaml"),
+            """
         kind: Agent
         spec:
           tools:
@@ -179,20 +208,28 @@ class CheckCommandTest {
     assertThat(r.exit()).isEqualTo(3);
     JsonNode b = r.json().get("bindings");
     assertThat(b).extracting(n -> n.get("document").asInt()).containsExactly(1, 3, 3);
-    assertThat(b).extracting(n -> n.get("key").asText()).containsExactly(
-        "weather.get-forecast@1.0.0", "echo@^1@default", "payments.process-payment@default");
-    assertThat(b).extracting(n -> n.get("status").asText())
+    assertThat(b)
+        .extracting(n -> n.get("key").asText())
+        .containsExactly(
+            "weather.get-forecast@1.0.0", "echo@^1@default", "payments.process-payment@default");
+    assertThat(b)
+        .extracting(n -> n.get("status").asText())
         .containsExactly("served", "missing", "missing");
-    assertThat(b.get(1).get("reason").asText()).startsWith("no handler can serve "
-        + "echo@^1@default: the ref echo@^1 is not of the form namespace.name[@constraint]");
-    assertThat(b.get(2).get("reason").asText()).endsWith("; the ref's @~1.0 is not part of the "
-        + "key: a binding without a version is routed to @default");
+    assertThat(b.get(1).get("reason").asText())
+        .startsWith(
+            "no handler can serve "
+                + "echo@^1@default: the ref echo@^1 is not of the form namespace.name[@constraint]");
+    assertThat(b.get(2).get("reason").asText())
+        .endsWith(
+            "; the ref's @~1.0 is not part of the "
+                + "key: a binding without a version is routed to @default");
   }
 
   @Test
   void a_binding_without_a_side_effect_class_differs_from_its_handler() throws IOException {
-    Path manifest = Files.writeString(tmp.resolve("unclassified.yaml"),
-        "kind: Agent\nspec:\n  tools:\n    - ref: echo\n");
+    Path manifest =
+        Files.writeString(
+            tmp.resolve("unclassified.yaml"), "kind: Agent\nspec:\n  tools:\n    - ref: echo\n");
 
     CliRun r = check(manifest, "--format", "json");
 
@@ -201,34 +238,45 @@ class CheckCommandTest {
     assertThat(echo.get("status").asText()).isEqualTo("class_mismatch");
     assertThat(echo.get("declared_side_effect_class").isNull()).isTrue();
     assertThat(echo.get("handler_side_effect_class").asText()).isEqualTo("read_only");
-    assertThat(echo.get("reason").asText()).startsWith("the manifest declares no "
-        + "side_effect_class").endsWith("declare side_effect_class: read_only");
+    assertThat(echo.get("reason").asText())
+        .startsWith("the manifest declares no " + "side_effect_class")
+        .endsWith("declare side_effect_class: read_only");
   }
 
   @Test
   void malformed_yaml_is_a_one_line_usage_error_naming_file_and_line() throws IOException {
-    Path manifest = Files.writeString(tmp.resolve("broken.yaml"),
-        "kind: Agent\nspec:\n  tools:\n    - ref: echo\n     side_effect_class: read_only\n");
+    Path manifest =
+        Files.writeString(
+            tmp.resolve("broken.yaml"),
+            "kind: Agent\nspec:\n  tools:\n    - ref: echo\n     side_effect_class: read_only\n");
 
     CliRun r = check(manifest);
 
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.out()).isEmpty();
-    assertThat(r.err()).startsWith("phrony-worker check: manifest " + manifest
-        + ": YAML syntax error at line 5, column ").hasLineCount(1);
+    assertThat(r.err())
+        .startsWith(
+            "phrony-worker check: manifest " + manifest + ": YAML syntax error at line 5, column ")
+        .hasLineCount(1);
   }
 
   @Test
   void a_binding_without_ref_is_a_usage_error_naming_its_path_and_line() throws IOException {
-    Path manifest = Files.writeString(tmp.resolve("noref.yaml"),
-        "kind: Agent\nspec:\n  tools:\n    - ref: echo\n    - version: 1.0.0\n");
+    Path manifest =
+        Files.writeString(
+            tmp.resolve("noref.yaml"),
+            "kind: Agent\nspec:\n  tools:\n    - ref: echo\n    - version: 1.0.0\n");
 
     CliRun r = check(manifest);
 
     assertThat(r.exit()).isEqualTo(1);
-    assertThat(r.err()).isEqualTo("phrony-worker check: manifest " + manifest + ": "
-        + "spec.tools[1].ref is missing at line 5: give every binding a ref (the tool name, "
-        + "e.g. weather.get-forecast)\n");
+    assertThat(r.err())
+        .isEqualTo(
+            "phrony-worker check: manifest "
+                + manifest
+                + ": "
+                + "spec.tools[1].ref is missing at line 5: give every binding a ref (the tool name, "
+                + "e.g. weather.get-forecast)\n");
   }
 
   @Test
@@ -239,19 +287,27 @@ class CheckCommandTest {
 
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.out()).isEmpty();
-    assertThat(r.err()).isEqualTo("phrony-worker check: manifest " + missing + " does not "
-        + "exist: check the path given with --manifest\n");
+    assertThat(r.err())
+        .isEqualTo(
+            "phrony-worker check: manifest "
+                + missing
+                + " does not "
+                + "exist: check the path given with --manifest\n");
 
     CliRun none = run("check", "--plugins", stock.toString());
     assertThat(none.exit()).isEqualTo(1);
-    assertThat(none.err()).contains("Missing required option: '--manifest=FILE'")
-        .hasLineCount(1);
+    assertThat(none.err()).contains("Missing required option: '--manifest=FILE'").hasLineCount(1);
   }
 
   @Test
   void a_missing_plugins_dir_is_a_usage_error() {
-    CliRun r = run("check", "--manifest", Samples.weather().toString(), "--plugins",
-        tmp.resolve("no-plugins").toString());
+    CliRun r =
+        run(
+            "check",
+            "--manifest",
+            Samples.weather().toString(),
+            "--plugins",
+            tmp.resolve("no-plugins").toString());
 
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err()).startsWith("phrony-worker check: plugins directory ").hasLineCount(1);
@@ -259,15 +315,19 @@ class CheckCommandTest {
 
   @Test
   void plugin_problems_go_to_stderr_and_fail_only_with_strict() {
-    String[] args = {"check", "--manifest", Samples.weather().toString(), "--plugins",
-        withBroken.toString()};
+    String[] args = {
+      "check", "--manifest", Samples.weather().toString(), "--plugins", withBroken.toString()
+    };
 
     CliRun lenient = run(args);
     assertThat(lenient.exit()).isZero();
     assertThat(lenient.out()).endsWith("ok: 3 served\n");
-    assertThat(lenient.err()).isEqualTo("phrony-worker check: plugin "
-        + withBroken.resolve("broken.jar") + " not loaded: broken.jar is not a valid jar (zip "
-        + "END header not found): rebuild it, or remove it from the plugins directory\n");
+    assertThat(lenient.err())
+        .isEqualTo(
+            "phrony-worker check: plugin "
+                + withBroken.resolve("broken.jar")
+                + " not loaded: broken.jar is not a valid jar (zip "
+                + "END header not found): rebuild it, or remove it from the plugins directory\n");
 
     List<String> strict = new ArrayList<>(List.of(args));
     strict.add("--strict");
@@ -280,8 +340,7 @@ class CheckCommandTest {
 
     assertThat(r.exit()).isZero();
     assertThat(r.out())
-        .contains("--manifest=FILE", "--plugins=DIR", "--strict", "--format=FORMAT",
-            "table, json")
+        .contains("--manifest=FILE", "--plugins=DIR", "--strict", "--format=FORMAT", "table, json")
         .contains("served", "missing", "class_mismatch", "skipped")
         .containsPattern("0\\s+every worker-routed binding is served")
         .containsPattern("1\\s+usage error")

@@ -29,11 +29,9 @@ import picocli.CommandLine;
 class ConfigCommandTest {
   private static final String TOKEN = "tok-3f9a1c7e5b";
 
-  @TempDir
-  Path home;
+  @TempDir Path home;
 
   private final Map<String, String> env = new HashMap<>();
-
 
   private CliRun run(String... args) {
     return CliRun.execute(PhronyWorkerCommand.newCommandLine(env, Optional.of(home)), args);
@@ -55,7 +53,9 @@ class ConfigCommandTest {
 
   @Test
   void a_flag_beats_the_environment_beats_the_file_beats_the_default() throws IOException {
-    Path file = workerYaml("""
+    Path file =
+        workerYaml(
+            """
         # comment
         drain-timeout: 45s
         orphan-retention: 2d
@@ -102,13 +102,29 @@ class ConfigCommandTest {
   @Test
   void every_setting_of_run_has_an_env_name_a_file_key_and_a_line_in_conf_worker_yaml()
       throws IOException {
-    CommandLine.Model.CommandSpec spec = PhronyWorkerCommand.newCommandLine(env, Optional.of(home))
-        .getSubcommands().get("run").getCommandSpec();
+    CommandLine.Model.CommandSpec spec =
+        PhronyWorkerCommand.newCommandLine(env, Optional.of(home))
+            .getSubcommands()
+            .get("run")
+            .getCommandSpec();
     Set<String> keys = new TreeSet<>();
     Settings.of(spec).forEach(o -> keys.add(Settings.key(o)));
-    assertThat(keys).contains("plugins", "state-dir", "runtime", "drain-timeout", "http",
-        "log-format", "log-level", "tls", "tls-ca", "tls-cert", "tls-key", "token-file",
-        "allow-insecure-token").doesNotContain("config", "help", "version");
+    assertThat(keys)
+        .contains(
+            "plugins",
+            "state-dir",
+            "runtime",
+            "drain-timeout",
+            "http",
+            "log-format",
+            "log-level",
+            "tls",
+            "tls-ca",
+            "tls-cert",
+            "tls-key",
+            "token-file",
+            "allow-insecure-token")
+        .doesNotContain("config", "help", "version");
 
     // The shipped conf/worker.yaml documents each one as a commented "# key: default" line.
     String shipped = Files.readString(Path.of("..", "conf", "worker.yaml"));
@@ -127,7 +143,9 @@ class ConfigCommandTest {
 
   @Test
   void handler_rules_are_listed_with_where_each_came_from() throws IOException {
-    Path file = workerYaml("""
+    Path file =
+        workerYaml(
+            """
         handlers:
           "payments.*":
             deadline: 30s
@@ -137,9 +155,18 @@ class ConfigCommandTest {
 
     assertThat(r.exit()).as("stderr: %s", r.err()).isZero();
     JsonNode handlers = new ObjectMapper().readTree(r.out()).get("handlers");
-    assertThat(handlers).extracting(h -> h.get("handler").asText() + " " + h.get("setting")
-            .asText() + "=" + h.get("value").asText() + " " + h.get("source").asText() + " "
-            + h.get("from").asText())
+    assertThat(handlers)
+        .extracting(
+            h ->
+                h.get("handler").asText()
+                    + " "
+                    + h.get("setting").asText()
+                    + "="
+                    + h.get("value").asText()
+                    + " "
+                    + h.get("source").asText()
+                    + " "
+                    + h.get("from").asText())
         .containsExactlyInAnyOrder(
             "payments.* deadline=30s file " + file + ":3",
             "echo@default enabled=false env PHRONY_WORKER_HANDLERS",
@@ -150,8 +177,10 @@ class ConfigCommandTest {
   void a_runtime_address_that_cannot_be_dialled_is_refused_at_start_naming_the_flag() {
     CliRun r = run("config", "--runtime", "127.0.0.1:99999");
     assertThat(r.exit()).isEqualTo(1);
-    assertThat(r.err()).contains("--runtime: port 99999 in '127.0.0.1:99999' is out of range:"
-        + " use HOST:PORT with a port from 1 to 65535, e.g. 127.0.0.1:7777");
+    assertThat(r.err())
+        .contains(
+            "--runtime: port 99999 in '127.0.0.1:99999' is out of range:"
+                + " use HOST:PORT with a port from 1 to 65535, e.g. 127.0.0.1:7777");
     assertThat(run("config", "--runtime", "nohost").err())
         .contains("--runtime: 'nohost' is not HOST:PORT");
     assertThat(run("config", "--runtime", "::1:7777").err())
@@ -167,7 +196,9 @@ class ConfigCommandTest {
 
   @Test
   void unknown_keys_wrong_types_and_bad_durations_name_the_file_line_and_key() throws IOException {
-    Path file = workerYaml("""
+    Path file =
+        workerYaml(
+            """
         drain-timeout: 3 s
         drain-timout: 3s
         strict: "yes"
@@ -177,18 +208,29 @@ class ConfigCommandTest {
         """);
     CliRun r = run("run");
     assertThat(r.exit()).isEqualTo(1);
-    assertThat(r.err().lines()).containsExactly(
-        "phrony-worker run: " + file + ":1: drain-timeout: '3 s' is not a duration: use a number"
-            + " and a unit (d, h, m, s, ms), e.g. 7d, 12h, 30m, 45s, 500ms or 1h30m, or ISO-8601"
-            + " like PT30S",
-        "phrony-worker run: " + file + ":2: drain-timout: unknown key (did you mean"
-            + " 'drain-timeout'?)",
-        "phrony-worker run: " + file + ":3: strict: expected true or false, found the text 'yes'",
-        "phrony-worker run: " + file + ":4: max-inbound-size: expected a whole number, found the"
-            + " text 'lots'",
-        "phrony-worker run: " + file + ":5: http: expected a single value, found a list",
-        "phrony-worker run: " + file + ":6: log-level: 'loud' is not a log level: use one of"
-            + " TRACE, DEBUG, INFO, WARN, ERROR");
+    assertThat(r.err().lines())
+        .containsExactly(
+            "phrony-worker run: "
+                + file
+                + ":1: drain-timeout: '3 s' is not a duration: use a number"
+                + " and a unit (d, h, m, s, ms), e.g. 7d, 12h, 30m, 45s, 500ms or 1h30m, or ISO-8601"
+                + " like PT30S",
+            "phrony-worker run: "
+                + file
+                + ":2: drain-timout: unknown key (did you mean"
+                + " 'drain-timeout'?)",
+            "phrony-worker run: "
+                + file
+                + ":3: strict: expected true or false, found the text 'yes'",
+            "phrony-worker run: "
+                + file
+                + ":4: max-inbound-size: expected a whole number, found the"
+                + " text 'lots'",
+            "phrony-worker run: " + file + ":5: http: expected a single value, found a list",
+            "phrony-worker run: "
+                + file
+                + ":6: log-level: 'loud' is not a log level: use one of"
+                + " TRACE, DEBUG, INFO, WARN, ERROR");
   }
 
   @Test
@@ -196,13 +238,17 @@ class ConfigCommandTest {
     Path file = workerYaml("runtime: 127.0.0.1:7777\nhttp: [\n");
     CliRun r = run("config");
     assertThat(r.exit()).isEqualTo(1);
-    assertThat(r.err()).isEqualTo("phrony-worker config: " + file + ":2: not valid YAML: while"
-        + " parsing a flow node; expected the node content, but found '<stream end>'\n");
+    assertThat(r.err())
+        .isEqualTo(
+            "phrony-worker config: "
+                + file
+                + ":2: not valid YAML: while"
+                + " parsing a flow node; expected the node content, but found '<stream end>'\n");
 
     workerYaml("- a\n- b\n");
     r = run("config");
-    assertThat(r.err()).contains(file + ":1: expected a mapping of settings (key: value), found a"
-        + " list");
+    assertThat(r.err())
+        .contains(file + ":1: expected a mapping of settings (key: value), found a" + " list");
   }
 
   @Test
@@ -211,9 +257,11 @@ class ConfigCommandTest {
     env.put("PHRONY_WORKER_TLS", "maybe");
     CliRun r = run("config");
     assertThat(r.exit()).isEqualTo(1);
-    assertThat(r.err()).contains("phrony-worker config: PHRONY_WORKER_KEEPALIVE: 'soon' is not a"
-        + " duration").contains("phrony-worker config: PHRONY_WORKER_TLS: 'maybe' is not a"
-        + " boolean: use true or false");
+    assertThat(r.err())
+        .contains("phrony-worker config: PHRONY_WORKER_KEEPALIVE: 'soon' is not a" + " duration")
+        .contains(
+            "phrony-worker config: PHRONY_WORKER_TLS: 'maybe' is not a"
+                + " boolean: use true or false");
   }
 
   @Test
@@ -224,8 +272,12 @@ class ConfigCommandTest {
     Path missing = home.resolve("nope.yaml");
     CliRun r = run("run", "--config", missing.toString());
     assertThat(r.exit()).isEqualTo(1);
-    assertThat(r.err()).isEqualTo("phrony-worker run: config file " + missing + " (--config) does"
-        + " not exist: fix the path, or leave it unset to use the defaults\n");
+    assertThat(r.err())
+        .isEqualTo(
+            "phrony-worker run: config file "
+                + missing
+                + " (--config) does"
+                + " not exist: fix the path, or leave it unset to use the defaults\n");
 
     env.put("PHRONY_WORKER_CONFIG", missing.toString());
     assertThat(run("config").err()).contains("(PHRONY_WORKER_CONFIG) does not exist");
@@ -247,8 +299,8 @@ class ConfigCommandTest {
     assertThat(r.exit()).isZero();
     JsonNode doc = new YAMLMapper().readTree(r.out());
     assertThat(doc.at("/settings/worker-id/value").asText()).isEqualTo("w-1");
-    assertThat(doc.at("/config_file/path").asText()).isEqualTo(
-        home.resolve("conf/worker.yaml").toString());
+    assertThat(doc.at("/config_file/path").asText())
+        .isEqualTo(home.resolve("conf/worker.yaml").toString());
     assertThat(doc.at("/config_file/found").asBoolean()).isFalse();
   }
 
@@ -272,16 +324,22 @@ class ConfigCommandTest {
     env.put("PHRONY_WORKER_TOKEN", TOKEN);
     CliRun r = run("run");
     assertThat(r.exit()).isEqualTo(1);
-    assertThat(r.err()).isEqualTo("phrony-worker run: PHRONY_WORKER_TOKEN: a bearer token is only"
-        + " sent over TLS: turn on TLS (--tls), or allow plaintext with --allow-insecure-token"
-        + " when the hop is trusted (a sidecar on localhost)\n");
+    assertThat(r.err())
+        .isEqualTo(
+            "phrony-worker run: PHRONY_WORKER_TOKEN: a bearer token is only"
+                + " sent over TLS: turn on TLS (--tls), or allow plaintext with --allow-insecure-token"
+                + " when the hop is trusted (a sidecar on localhost)\n");
 
     env.clear();
     Path tokenFile = Files.writeString(home.resolve("token"), TOKEN);
     workerYaml("token-file: " + tokenFile + "\n");
     r = run("config");
-    assertThat(r.err()).startsWith("phrony-worker config: " + home.resolve("conf/worker.yaml")
-        + ":1: token-file: a bearer token is only sent over TLS").doesNotContain(TOKEN);
+    assertThat(r.err())
+        .startsWith(
+            "phrony-worker config: "
+                + home.resolve("conf/worker.yaml")
+                + ":1: token-file: a bearer token is only sent over TLS")
+        .doesNotContain(TOKEN);
     assertThat(run("config", "--allow-insecure-token").exit()).isZero();
   }
 
@@ -289,9 +347,10 @@ class ConfigCommandTest {
   void tls_files_must_exist_and_a_client_cert_needs_its_key() {
     CliRun r = run("config", "--tls-cert", home.resolve("c.pem").toString());
     assertThat(r.exit()).isEqualTo(1);
-    assertThat(r.err().lines()).containsExactly(
-        "phrony-worker config: --tls-cert: " + home.resolve("c.pem") + " does not exist",
-        "phrony-worker config: --tls-cert: a client certificate needs its key: set tls-key too");
+    assertThat(r.err().lines())
+        .containsExactly(
+            "phrony-worker config: --tls-cert: " + home.resolve("c.pem") + " does not exist",
+            "phrony-worker config: --tls-cert: a client certificate needs its key: set tls-key too");
   }
 
   @Test

@@ -11,12 +11,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@code phrony-worker dev}'s refusals through picocli. (Running it until a signal is covered
- * by the process-level DevIT in dist.)
+ * {@code phrony-worker dev}'s refusals through picocli. (Running it until a signal is covered by
+ * the process-level DevIT in dist.)
  */
 class DevCommandTest {
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   private static ServerSocket occupy() throws Exception {
     return new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"));
@@ -31,9 +30,12 @@ class DevCommandTest {
 
       assertThat(r.exit()).isEqualTo(1);
       assertThat(r.out()).isEmpty();
-      assertThat(r.err()).isEqualTo("phrony-worker dev: the runtime's port " + port
-          + " is in use (another 'phrony-worker dev'?): stop what uses it, or choose another "
-          + "port with --port PORT\n");
+      assertThat(r.err())
+          .isEqualTo(
+              "phrony-worker dev: the runtime's port "
+                  + port
+                  + " is in use (another 'phrony-worker dev'?): stop what uses it, or choose another "
+                  + "port with --port PORT\n");
     }
   }
 
@@ -45,17 +47,21 @@ class DevCommandTest {
       CliRun r = run("dev", "--no-host", "--port", "0", "--control-port", String.valueOf(port));
 
       assertThat(r.exit()).isEqualTo(1);
-      assertThat(r.err()).isEqualTo("phrony-worker dev: the control port " + port
-          + " is in use (another 'phrony-worker dev'?): stop what uses it, or choose another "
-          + "port with --control-port PORT\n");
+      assertThat(r.err())
+          .isEqualTo(
+              "phrony-worker dev: the control port "
+                  + port
+                  + " is in use (another 'phrony-worker dev'?): stop what uses it, or choose another "
+                  + "port with --control-port PORT\n");
     }
   }
 
   @Test
   void bad_port_combinations_are_usage_errors() {
     assertThat(run("dev", "--port", "7000", "--control-port", "7000").err())
-        .isEqualTo("phrony-worker dev: --port and --control-port are both 7000: give them "
-            + "different ports\n");
+        .isEqualTo(
+            "phrony-worker dev: --port and --control-port are both 7000: give them "
+                + "different ports\n");
     assertThat(run("dev", "--port", "70000").err()).contains("--port 70000 is not a port");
     CliRun plugins = run("dev", "--no-host", "--plugins", "x");
     assertThat(plugins.exit()).isEqualTo(1);
@@ -63,25 +69,37 @@ class DevCommandTest {
   }
 
   @Test
-  void bad_approval_settings_are_usage_errors_naming_the_flag_or_the_file_line()
-      throws Exception {
-    CliRun flag = run("dev", "--no-host", "--port", "0", "--control-port", "0",
-        "--require-approval", "pay ments");
+  void bad_approval_settings_are_usage_errors_naming_the_flag_or_the_file_line() throws Exception {
+    CliRun flag =
+        run(
+            "dev",
+            "--no-host",
+            "--port",
+            "0",
+            "--control-port",
+            "0",
+            "--require-approval",
+            "pay ments");
     assertThat(flag.exit()).isEqualTo(1);
-    assertThat(flag.err()).isEqualTo("phrony-worker dev: --require-approval 'pay ments' is not"
-        + " a tool@version or a pattern of them (letters, digits, '.', '_', '-', '+', '@' and"
-        + " '*')\n");
+    assertThat(flag.err())
+        .isEqualTo(
+            "phrony-worker dev: --require-approval 'pay ments' is not"
+                + " a tool@version or a pattern of them (letters, digits, '.', '_', '-', '+', '@' and"
+                + " '*')\n");
 
     CliRun timeout = run("dev", "--no-host", "--approval-timeout", "soon");
     assertThat(timeout.exit()).isEqualTo(1);
     assertThat(timeout.err()).contains("--approval-timeout").contains("'soon' is not a duration");
 
     Path yaml = Files.writeString(tmp.resolve("worker.yaml"), "dev:\n  approval-timeout: 0s\n");
-    CliRun file = run("dev", "--no-host", "--port", "0", "--control-port", "0", "--config",
-        yaml.toString());
+    CliRun file =
+        run("dev", "--no-host", "--port", "0", "--control-port", "0", "--config", yaml.toString());
     assertThat(file.exit()).isEqualTo(1);
-    assertThat(file.err()).isEqualTo("phrony-worker dev: " + yaml
-        + ":2: dev: approval-timeout: '0s' must be longer than zero\n");
+    assertThat(file.err())
+        .isEqualTo(
+            "phrony-worker dev: "
+                + yaml
+                + ":2: dev: approval-timeout: '0s' must be longer than zero\n");
   }
 
   @Test

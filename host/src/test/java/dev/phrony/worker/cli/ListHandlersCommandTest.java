@@ -23,8 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
 /** {@code phrony-worker list-handlers} through picocli, with captured output. */
 class ListHandlersCommandTest {
 
-  @TempDir
-  static Path tmp;
+  @TempDir static Path tmp;
   static Path good;
   static Path mixed;
 
@@ -32,53 +31,66 @@ class ListHandlersCommandTest {
   static void plugins() throws IOException {
     TestPlugins build = new TestPlugins(tmp.resolve("build"));
     good = tmp.resolve("good");
-    build.jar()
-        .handler("w.Forecast", "ToolDescriptor.builder(\"weather.get-forecast\").version(\"1.0.0\")"
-            + ".contractVersion(\"2\").maxConcurrency(32)"
-            + ".sideEffectClass(SideEffectClass.READ_ONLY).build()")
+    build
+        .jar()
+        .handler(
+            "w.Forecast",
+            "ToolDescriptor.builder(\"weather.get-forecast\").version(\"1.0.0\")"
+                + ".contractVersion(\"2\").maxConcurrency(32)"
+                + ".sideEffectClass(SideEffectClass.READ_ONLY).build()")
         .writeTo(good.resolve("weather.jar"));
-    build.jar()
-        .handler("e.Echo", "ToolDescriptor.builder(\"echo\").maxConcurrency(64)"
-            + ".sideEffectClass(SideEffectClass.READ_ONLY).build()")
+    build
+        .jar()
+        .handler(
+            "e.Echo",
+            "ToolDescriptor.builder(\"echo\").maxConcurrency(64)"
+                + ".sideEffectClass(SideEffectClass.READ_ONLY).build()")
         .writeTo(good.resolve("echo/echo.jar"));
 
     mixed = tmp.resolve("mixed");
-    build.jar()
+    build
+        .jar()
         .handler("p.Pay", descriptor("payments.process-payment", "1.0.0", "non_idempotent_write"))
         .writeTo(mixed.resolve("payments.jar"));
     TestPlugins.corruptJar(mixed.resolve("broken.jar"));
   }
 
-
-
   @Test
   void worker_prints_what_a_running_worker_serves_from_its_handlers_endpoint() throws Exception {
     var loaded = new PluginLoader().load(good);
     var applied = HandlerOverrides.apply(java.util.List.of(), loaded.catalog());
-    var served = new PluginReloader.Served(loaded, applied, 3,
-        java.time.Instant.parse("2026-12-03T12:00:00Z"));
-    try (OpsHttpServer http = OpsHttpServer.start(new InetSocketAddress("127.0.0.1", 0),
-        () -> "", () -> Readiness.READY, new OpsHttpServer.Plugins() {
-          @Override
-          public String handlersJson() {
-            return ReloadReport.handlers(served);
-          }
+    var served =
+        new PluginReloader.Served(
+            loaded, applied, 3, java.time.Instant.parse("2026-12-03T12:00:00Z"));
+    try (OpsHttpServer http =
+        OpsHttpServer.start(
+            new InetSocketAddress("127.0.0.1", 0),
+            () -> "",
+            () -> Readiness.READY,
+            new OpsHttpServer.Plugins() {
+              @Override
+              public String handlersJson() {
+                return ReloadReport.handlers(served);
+              }
 
-          @Override
-          public OpsHttpServer.Reply reload() {
-            return new OpsHttpServer.Reply(409, "{}");
-          }
-        })) {
+              @Override
+              public OpsHttpServer.Reply reload() {
+                return new OpsHttpServer.Reply(409, "{}");
+              }
+            })) {
       String url = "http://127.0.0.1:" + http.address().getPort();
       CliRun table = run("list-handlers", "--worker", url);
       assertThat(table.exit()).as(table.err()).isZero();
-      assertThat(table.out()).contains("weather.get-forecast@1.0.0").contains("echo@default")
+      assertThat(table.out())
+          .contains("weather.get-forecast@1.0.0")
+          .contains("echo@default")
           .contains("generation 3, loaded at 2026-12-03T12:00:00Z");
 
       CliRun json = run("list-handlers", "--worker", url, "--format", "json");
       JsonNode root = new ObjectMapper().readTree(json.out());
       assertThat(root.path("generation").asInt()).isEqualTo(3);
-      assertThat(root.path("handlers")).extracting(h -> h.path("key").asText())
+      assertThat(root.path("handlers"))
+          .extracting(h -> h.path("key").asText())
           .containsExactly("echo@default", "weather.get-forecast@1.0.0");
       assertThat(root.path("image_digest").asText()).isEqualTo(loaded.imageDigest());
     }
@@ -103,24 +115,41 @@ class ListHandlersCommandTest {
     assertThat(r.err()).isEmpty();
     var loaded = new PluginLoader().load(good);
     String echoHash = loaded.catalog().find("echo", "default").orElseThrow().descriptorHash();
-    String weatherHash = loaded.catalog().find("weather.get-forecast", "1.0.0").orElseThrow()
-        .descriptorHash();
-    assertThat(r.out().lines().toList()).containsExactly(
-        row("KEY", "CONTRACT", "CONCURRENCY", "SIDE EFFECT", "PLUGIN", "HASH"),
-        row("echo@default", "1", "64", "read_only", good.resolve("echo").toString(),
-            echoHash.substring(7, 19)),
-        row("weather.get-forecast@1.0.0", "2", "32", "read_only",
-            good.resolve("weather.jar").toString(), weatherHash.substring(7, 19)),
-        "",
-        "image digest: " + loaded.imageDigest());
+    String weatherHash =
+        loaded.catalog().find("weather.get-forecast", "1.0.0").orElseThrow().descriptorHash();
+    assertThat(r.out().lines().toList())
+        .containsExactly(
+            row("KEY", "CONTRACT", "CONCURRENCY", "SIDE EFFECT", "PLUGIN", "HASH"),
+            row(
+                "echo@default",
+                "1",
+                "64",
+                "read_only",
+                good.resolve("echo").toString(),
+                echoHash.substring(7, 19)),
+            row(
+                "weather.get-forecast@1.0.0",
+                "2",
+                "32",
+                "read_only",
+                good.resolve("weather.jar").toString(),
+                weatherHash.substring(7, 19)),
+            "",
+            "image digest: " + loaded.imageDigest());
   }
 
   /** Columns as wide as their widest cell (key, plugin) or header, two spaces apart. */
-  private static String row(String key, String contract, String max, String sideEffect,
-      String plugin, String hash) {
+  private static String row(
+      String key, String contract, String max, String sideEffect, String plugin, String hash) {
     int pluginWidth = good.resolve("weather.jar").toString().length();
-    return String.format("%-26s  %-8s  %-11s  %-11s  %-" + pluginWidth + "s  %s", key, contract,
-        max, sideEffect, plugin, hash);
+    return String.format(
+        "%-26s  %-8s  %-11s  %-11s  %-" + pluginWidth + "s  %s",
+        key,
+        contract,
+        max,
+        sideEffect,
+        plugin,
+        hash);
   }
 
   @Test
@@ -129,12 +158,24 @@ class ListHandlersCommandTest {
 
     assertThat(r.exit()).isZero();
     JsonNode json = new ObjectMapper().readTree(r.out());
-    assertThat(json.properties()).extracting(e -> e.getKey())
+    assertThat(json.properties())
+        .extracting(e -> e.getKey())
         .containsExactly("handlers", "warnings", "problems", "image_digest");
     JsonNode weather = json.get("handlers").get(1);
-    assertThat(weather.properties()).extracting(e -> e.getKey()).containsExactly("key", "tool",
-        "version", "contract_version", "max_concurrency", "enabled", "side_effect_class",
-        "execution", "descriptor_hash", "plugin", "settings");
+    assertThat(weather.properties())
+        .extracting(e -> e.getKey())
+        .containsExactly(
+            "key",
+            "tool",
+            "version",
+            "contract_version",
+            "max_concurrency",
+            "enabled",
+            "side_effect_class",
+            "execution",
+            "descriptor_hash",
+            "plugin",
+            "settings");
     assertThat(weather.get("key").asText()).isEqualTo("weather.get-forecast@1.0.0");
     assertThat(weather.get("tool").asText()).isEqualTo("weather.get-forecast");
     assertThat(weather.get("version").asText()).isEqualTo("1.0.0");
@@ -142,9 +183,15 @@ class ListHandlersCommandTest {
     assertThat(weather.get("max_concurrency").asInt()).isEqualTo(32);
     assertThat(weather.get("side_effect_class").asText()).isEqualTo("read_only");
     assertThat(weather.get("execution").asText()).isEqualTo("thread");
-    assertThat(weather.get("descriptor_hash").asText()).isEqualTo(DescriptorHash.of(
-        new PluginLoader().load(good).catalog().find("weather.get-forecast", "1.0.0")
-            .orElseThrow().descriptor()));
+    assertThat(weather.get("descriptor_hash").asText())
+        .isEqualTo(
+            DescriptorHash.of(
+                new PluginLoader()
+                    .load(good)
+                    .catalog()
+                    .find("weather.get-forecast", "1.0.0")
+                    .orElseThrow()
+                    .descriptor()));
     assertThat(weather.get("plugin").asText()).isEqualTo(good.resolve("weather.jar").toString());
     assertThat(json.get("handlers").get(0).get("key").asText()).isEqualTo("echo@default");
     assertThat(json.get("problems").size()).isZero();
@@ -154,11 +201,19 @@ class ListHandlersCommandTest {
   @Test
   void operator_settings_show_as_effective_values_with_where_they_came_from() throws Exception {
     Path config = tmp.resolve("worker.yaml");
-    java.nio.file.Files.writeString(config, "handlers:\n  \"weather.*\":\n    max-concurrency: 4\n"
-        + "    deadline: 90s\n");
-    CliRun table = run("list-handlers", "--plugins", good.toString(), "--config",
-        config.toString(), "--handler", "echo@default:enabled=false", "--handler",
-        "nothing.*:max-concurrency=1");
+    java.nio.file.Files.writeString(
+        config, "handlers:\n  \"weather.*\":\n    max-concurrency: 4\n" + "    deadline: 90s\n");
+    CliRun table =
+        run(
+            "list-handlers",
+            "--plugins",
+            good.toString(),
+            "--config",
+            config.toString(),
+            "--handler",
+            "echo@default:enabled=false",
+            "--handler",
+            "nothing.*:max-concurrency=1");
 
     assertThat(table.exit()).as(table.err()).isZero();
     assertThat(table.out())
@@ -168,10 +223,20 @@ class ListHandlersCommandTest {
         .contains("  weather.get-forecast@1.0.0: max-concurrency 4 (")
         .contains("  weather.get-forecast@1.0.0: deadline 1m30s (")
         .contains("  echo@default: enabled false (flag --handler")
-        .contains("warning: ").contains("nothing.*");
+        .contains("warning: ")
+        .contains("nothing.*");
 
-    CliRun json = run("list-handlers", "--plugins", good.toString(), "--config",
-        config.toString(), "--handler", "echo@default:enabled=false", "--format", "json");
+    CliRun json =
+        run(
+            "list-handlers",
+            "--plugins",
+            good.toString(),
+            "--config",
+            config.toString(),
+            "--handler",
+            "echo@default:enabled=false",
+            "--format",
+            "json");
     JsonNode root = new ObjectMapper().readTree(json.out());
     JsonNode echo = root.get("handlers").get(0);
     assertThat(echo.get("enabled").asBoolean()).isFalse();
@@ -193,7 +258,8 @@ class ListHandlersCommandTest {
     assertThat(table.out())
         .contains("payments.process-payment@1.0.0")
         .contains("non_idempotent_write")
-        .contains("1 problem:\n  " + mixed.resolve("broken.jar") + ": broken.jar is not a valid jar")
+        .contains(
+            "1 problem:\n  " + mixed.resolve("broken.jar") + ": broken.jar is not a valid jar")
         .contains("image digest: sha256:");
 
     CliRun json = run("list-handlers", "--plugins", mixed.toString(), "--format", "json");
@@ -207,8 +273,7 @@ class ListHandlersCommandTest {
 
   @Test
   void strict_fails_on_problems_only() {
-    assertThat(run("list-handlers", "--strict", "--plugins", mixed.toString()).exit())
-        .isEqualTo(3);
+    assertThat(run("list-handlers", "--strict", "--plugins", mixed.toString()).exit()).isEqualTo(3);
     assertThat(run("list-handlers", "--strict", "--plugins", good.toString()).exit()).isZero();
   }
 
@@ -219,17 +284,22 @@ class ListHandlersCommandTest {
 
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.out()).isEmpty();
-    assertThat(r.err()).isEqualTo("phrony-worker list-handlers: plugins directory " + missing
-        + " does not exist: create it and put plugin jars in it, or point --plugins at the "
-        + "folder that holds them\n");
+    assertThat(r.err())
+        .isEqualTo(
+            "phrony-worker list-handlers: plugins directory "
+                + missing
+                + " does not exist: create it and put plugin jars in it, or point --plugins at the "
+                + "folder that holds them\n");
   }
 
   @Test
   void bad_flags_are_one_line_usage_errors() {
     CliRun unknown = run("list-handlers", "--plugins", good.toString(), "--colour");
     assertThat(unknown.exit()).isEqualTo(1);
-    assertThat(unknown.err()).isEqualTo("phrony-worker list-handlers: Unknown option: "
-        + "'--colour' (see 'phrony-worker list-handlers --help')\n");
+    assertThat(unknown.err())
+        .isEqualTo(
+            "phrony-worker list-handlers: Unknown option: "
+                + "'--colour' (see 'phrony-worker list-handlers --help')\n");
 
     CliRun format = run("list-handlers", "--plugins", good.toString(), "--format", "yaml");
     assertThat(format.exit()).isEqualTo(1);
@@ -237,8 +307,8 @@ class ListHandlersCommandTest {
 
     CliRun none = run();
     assertThat(none.exit()).isEqualTo(1);
-    assertThat(none.err()).isEqualTo("phrony-worker: a command is required "
-        + "(see 'phrony-worker --help')\n");
+    assertThat(none.err())
+        .isEqualTo("phrony-worker: a command is required " + "(see 'phrony-worker --help')\n");
   }
 
   @Test

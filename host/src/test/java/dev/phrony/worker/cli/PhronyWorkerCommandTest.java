@@ -10,9 +10,11 @@ class PhronyWorkerCommandTest {
 
   @Test
   void eachSubcommandIsListedUnderItsOwnName() {
-    PhronyWorkerCommand.SUBCOMMANDS.forEach((name, type) ->
-        assertThat(type.getAnnotation(CommandLine.Command.class).name()).as("%s", type)
-            .isEqualTo(name));
+    PhronyWorkerCommand.SUBCOMMANDS.forEach(
+        (name, type) ->
+            assertThat(type.getAnnotation(CommandLine.Command.class).name())
+                .as("%s", type)
+                .isEqualTo(name));
   }
 
   @Test
@@ -26,7 +28,8 @@ class PhronyWorkerCommandTest {
   @Test
   void anythingElseBuildsAllOfThem() {
     for (String[] args : new String[][] {{}, {"--help"}, {"help", "run"}, {"runn"}}) {
-      assertThat(subcommands(args).keySet()).as(String.join(" ", args))
+      assertThat(subcommands(args).keySet())
+          .as(String.join(" ", args))
           .containsExactlyElementsOf(PhronyWorkerCommand.SUBCOMMANDS.keySet());
     }
   }
@@ -35,8 +38,9 @@ class PhronyWorkerCommandTest {
   void helpAndTyposStillSeeEveryCommand() {
     CliRun help = CliRun.run("--help");
     assertThat(help.exit()).isZero();
-    PhronyWorkerCommand.SUBCOMMANDS.keySet().forEach(name -> assertThat(help.out())
-        .contains("  " + name));
+    PhronyWorkerCommand.SUBCOMMANDS
+        .keySet()
+        .forEach(name -> assertThat(help.out()).contains("  " + name));
     CliRun typo = CliRun.run("list-handler");
     assertThat(typo.exit()).isEqualTo(ExitCodes.USAGE);
     assertThat(typo.err()).contains("'list-handler'");
@@ -50,8 +54,8 @@ class PhronyWorkerCommandTest {
   @Test
   void everyFlagAndParameterOfEveryCommandIsDescribedInItsHelp() {
     java.util.List<CommandLine> commands = new java.util.ArrayList<>();
-    java.util.Deque<CommandLine> todo = new java.util.ArrayDeque<>(
-        PhronyWorkerCommand.newCommandLine().getSubcommands().values());
+    java.util.Deque<CommandLine> todo =
+        new java.util.ArrayDeque<>(PhronyWorkerCommand.newCommandLine().getSubcommands().values());
     while (!todo.isEmpty()) {
       CommandLine c = todo.pop();
       if (!c.getCommandName().equals("help")) {
@@ -59,25 +63,27 @@ class PhronyWorkerCommandTest {
         todo.addAll(c.getSubcommands().values());
       }
     }
-    assertThat(commands).extracting(CommandLine::getCommandName)
+    assertThat(commands)
+        .extracting(CommandLine::getCommandName)
         .contains("run", "list", "show", "purge");
     for (CommandLine c : commands) {
       CommandLine.Model.CommandSpec spec = c.getCommandSpec();
       String[] path = spec.qualifiedName(" ").split(" ");
-      String[] args = java.util.Arrays.copyOf(
-          java.util.Arrays.copyOfRange(path, 1, path.length), path.length);
+      String[] args =
+          java.util.Arrays.copyOf(java.util.Arrays.copyOfRange(path, 1, path.length), path.length);
       args[path.length - 1] = "--help";
       String help = CliRun.run(args).out();
       for (CommandLine.Model.OptionSpec o : spec.options()) {
-        assertThat(String.join(" ", o.description())).as("%s %s", spec.qualifiedName(),
-            o.longestName()).isNotBlank();
-        assertThat(o.hidden()).as("%s %s hidden", spec.qualifiedName(), o.longestName())
-            .isFalse();
+        assertThat(String.join(" ", o.description()))
+            .as("%s %s", spec.qualifiedName(), o.longestName())
+            .isNotBlank();
+        assertThat(o.hidden()).as("%s %s hidden", spec.qualifiedName(), o.longestName()).isFalse();
         assertThat(help).as("%s --help", spec.qualifiedName()).contains(o.longestName());
       }
       for (CommandLine.Model.PositionalParamSpec p : spec.positionalParameters()) {
-        assertThat(String.join(" ", p.description())).as("%s %s", spec.qualifiedName(),
-            p.paramLabel()).isNotBlank();
+        assertThat(String.join(" ", p.description()))
+            .as("%s %s", spec.qualifiedName(), p.paramLabel())
+            .isNotBlank();
         assertThat(help).as("%s --help", spec.qualifiedName()).contains(p.paramLabel());
       }
     }
@@ -85,8 +91,7 @@ class PhronyWorkerCommandTest {
 
   @Test
   void everyCommandAnswersHelpWithItsFlagsAndTheTopLevelListsEveryExitCode() {
-    for (String name : PhronyWorkerCommand.newCommandLine().getSubcommands()
-        .keySet()) {
+    for (String name : PhronyWorkerCommand.newCommandLine().getSubcommands().keySet()) {
       for (String flag : new String[] {"--help", "-h"}) {
         CliRun r = CliRun.run(name, flag);
         assertThat(r.exit()).as("%s %s: %s", name, flag, r.err()).isZero();

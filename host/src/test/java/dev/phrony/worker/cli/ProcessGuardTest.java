@@ -16,25 +16,33 @@ class ProcessGuardTest {
       ProcessGuard.install();
       switch (args[0]) {
         case "core-error" -> {
-          Thread t = Thread.ofPlatform().name("phrony-work-loop").unstarted(() -> {
-            throw new InternalError("boom");
-          });
+          Thread t =
+              Thread.ofPlatform()
+                  .name("phrony-work-loop")
+                  .unstarted(
+                      () -> {
+                        throw new InternalError("boom");
+                      });
           t.start();
           t.join(); // the guard halts the process before this returns
         }
         case "plugin-thread-error" -> {
-          Thread t = Thread.ofPlatform().name("a-plugins-thread").unstarted(() -> {
-            throw new StackOverflowError("the plugin's own");
-          });
-          t.setContextClassLoader(new PluginClassLoader("p", List.of(), Child.class
-              .getClassLoader()));
+          Thread t =
+              Thread.ofPlatform()
+                  .name("a-plugins-thread")
+                  .unstarted(
+                      () -> {
+                        throw new StackOverflowError("the plugin's own");
+                      });
+          t.setContextClassLoader(
+              new PluginClassLoader("p", List.of(), Child.class.getClassLoader()));
           t.start();
           t.join();
           System.out.println("still serving");
         }
         case "plugin-exit" -> Rogue.quit();
         case "plugin-exit-virtual" -> Thread.ofVirtual().start(Rogue::quit).join();
-        default -> { }
+        default -> {}
       }
       ProcessGuard.exit(0);
     }
@@ -51,34 +59,42 @@ class ProcessGuardTest {
   void a_core_thread_dying_of_an_error_ends_the_process_with_the_fatal_status() throws Exception {
     ChildJvm.Result r = ChildJvm.run(Child.class, "core-error");
     assertThat(r.exitCode()).as(r.output()).isEqualTo(ExitCodes.FATAL);
-    assertThat(r.output()).contains("core thread 'phrony-work-loop' died of"
-        + " java.lang.InternalError: boom: exiting with status 8");
+    assertThat(r.output())
+        .contains(
+            "core thread 'phrony-work-loop' died of"
+                + " java.lang.InternalError: boom: exiting with status 8");
   }
 
   @Test
   void an_error_in_a_plugins_own_thread_does_not_end_the_worker() throws Exception {
     ChildJvm.Result r = ChildJvm.run(Child.class, "plugin-thread-error");
     assertThat(r.exitCode()).as(r.output()).isZero();
-    assertThat(r.output()).contains("Exception in thread \"a-plugins-thread\""
-        + " java.lang.StackOverflowError: the plugin's own").contains("still serving");
+    assertThat(r.output())
+        .contains(
+            "Exception in thread \"a-plugins-thread\""
+                + " java.lang.StackOverflowError: the plugin's own")
+        .contains("still serving");
   }
 
   @Test
   void system_exit_from_a_plugin_ends_the_process_with_its_own_status_naming_the_caller()
       throws Exception {
     ChildJvm.Result r = ChildJvm.run(Child.class, "plugin-exit");
-    assertThat(r.exitCode()).as(r.output()).isEqualTo(ExitCodes.PLUGIN_EXIT)
+    assertThat(r.exitCode())
+        .as(r.output())
+        .isEqualTo(ExitCodes.PLUGIN_EXIT)
         .isNotEqualTo(ExitCodes.PROBLEMS);
-    assertThat(r.output()).contains("System.exit called by dev.phrony.worker.cli"
-        + ".ProcessGuardTest$Rogue.quit(").contains("exiting with status 9");
+    assertThat(r.output())
+        .contains("System.exit called by dev.phrony.worker.cli" + ".ProcessGuardTest$Rogue.quit(")
+        .contains("exiting with status 9");
   }
 
   @Test
   void system_exit_from_a_handlers_virtual_thread_is_caught_too() throws Exception {
     ChildJvm.Result r = ChildJvm.run(Child.class, "plugin-exit-virtual");
     assertThat(r.exitCode()).as(r.output()).isEqualTo(ExitCodes.PLUGIN_EXIT);
-    assertThat(r.output()).contains("System.exit called by dev.phrony.worker.cli"
-        + ".ProcessGuardTest$Rogue.quit(");
+    assertThat(r.output())
+        .contains("System.exit called by dev.phrony.worker.cli" + ".ProcessGuardTest$Rogue.quit(");
   }
 
   @Test

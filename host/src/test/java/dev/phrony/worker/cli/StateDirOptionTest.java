@@ -13,8 +13,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** Where the state lives: never in a build output, and moved out of one it was left in. */
 class StateDirOptionTest {
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   private static Properties home(Path dir) {
     Properties p = new Properties();
@@ -25,8 +24,8 @@ class StateDirOptionTest {
   @Test
   void flag_then_env_then_the_distribution_then_the_users_state_folder() {
     Properties dist = home(Path.of("/opt/phrony-worker"));
-    Map<String, String> env = Map.of("PHRONY_WORKER_STATE_DIR", "/var/lib/phrony",
-        "HOME", "/home/ada");
+    Map<String, String> env =
+        Map.of("PHRONY_WORKER_STATE_DIR", "/var/lib/phrony", "HOME", "/home/ada");
     assertThat(StateDirOption.resolve(Path.of("/x/state"), env, dist))
         .isEqualTo(Path.of("/x/state"));
     assertThat(StateDirOption.resolve(null, env, dist)).isEqualTo(Path.of("/var/lib/phrony"));
@@ -36,8 +35,9 @@ class StateDirOptionTest {
     Properties checkout = home(Path.of("/src/phrony/dist/target/dist/phrony-worker"));
     assertThat(StateDirOption.resolve(null, Map.of("HOME", "/home/ada"), checkout))
         .isEqualTo(Path.of("/home/ada/.local/state/phrony-worker"));
-    assertThat(StateDirOption.resolve(null, Map.of("HOME", "/home/ada",
-        "XDG_STATE_HOME", "/home/ada/.state"), checkout))
+    assertThat(
+            StateDirOption.resolve(
+                null, Map.of("HOME", "/home/ada", "XDG_STATE_HOME", "/home/ada/.state"), checkout))
         .isEqualTo(Path.of("/home/ada/.state/phrony-worker"));
     assertThat(StateDirOption.resolve(null, Map.of("HOME", "/home/ada"), new Properties()))
         .isEqualTo(Path.of("/home/ada/.local/state/phrony-worker"));
@@ -66,8 +66,7 @@ class StateDirOptionTest {
     Path dir = StateDirOption.resolveForUse(null, false, env, home(dist));
 
     assertThat(dir).isEqualTo(tmp.resolve("home/.local/state/phrony-worker"));
-    assertThat(dir.resolve("outbox/00000000000000000001.batch")).content()
-        .isEqualTo("held result");
+    assertThat(dir.resolve("outbox/00000000000000000001.batch")).content().isEqualTo("held result");
     assertThat(dir.resolve("worker-id")).content().isEqualTo("w-1\n");
     assertThat(dist.resolve("state")).doesNotExist();
   }

@@ -3,10 +3,7 @@ package dev.phrony.worker.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Map;
-import java.util.Properties;
 import org.junit.jupiter.api.Test;
 
 class DurationParserTest {
@@ -27,7 +24,8 @@ class DurationParserTest {
 
   @Test
   void bad_values_explain_themselves() {
-    assertThatThrownBy(() -> DurationParser.parse("7")).hasMessageContaining("no unit")
+    assertThatThrownBy(() -> DurationParser.parse("7"))
+        .hasMessageContaining("no unit")
         .hasMessageContaining("e.g. 7d");
     assertThatThrownBy(() -> DurationParser.parse("7x")).hasMessageContaining("'7x'");
     assertThatThrownBy(() -> DurationParser.parse("d7")).hasMessageContaining("'d7'");

@@ -16,13 +16,15 @@ import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 /**
- * The approval state of the embedded runtime, on a fake clock: held, answered, refused, expired
- * and withdrawn, each exactly once.
+ * The approval state of the embedded runtime, on a fake clock: held, answered, refused, expired and
+ * withdrawn, each exactly once.
  */
 class ApprovalsTest {
   private static final Duration TIMEOUT = Duration.ofMinutes(5);
   private static final String PAY = "payments.process-payment";
-  private static final ArgsCheck PAY_SCHEMA = SchemaCheck.compile("""
+  private static final ArgsCheck PAY_SCHEMA =
+      SchemaCheck.compile(
+          """
       {"type":"object","required":["amount","currency"],"properties":{
       "amount":{"type":"number","exclusiveMinimum":0},
       "currency":{"type":"string","pattern":"^[A-Z]{3}$"}}}""");
@@ -31,10 +33,12 @@ class ApprovalsTest {
   private final List<Approvals.Pending> announced = new ArrayList<>();
 
   private Approvals approvals(Optional<Duration> timeout) {
-    ApprovalPolicy policy = new ApprovalPolicy(ApprovalPolicy.resolve(List.of("payments.*"),
-        null, ConfigFile.none()).rules(), timeout);
-    return new Approvals(policy, timers,
-        key -> key.startsWith(PAY + "@") ? PAY_SCHEMA : ArgsCheck.NONE);
+    ApprovalPolicy policy =
+        new ApprovalPolicy(
+            ApprovalPolicy.resolve(List.of("payments.*"), null, ConfigFile.none()).rules(),
+            timeout);
+    return new Approvals(
+        policy, timers, key -> key.startsWith(PAY + "@") ? PAY_SCHEMA : ArgsCheck.NONE);
   }
 
   private Approvals.Hold hold(Approvals approvals, Call call) {
@@ -42,8 +46,8 @@ class ApprovalsTest {
   }
 
   private static Call pay(String session) {
-    return Call.of(session + ":av-local:1:0", session, PAY, "1.0.0",
-        "{\"amount\":12.5,\"currency\":\"EUR\"}");
+    return Call.of(
+        session + ":av-local:1:0", session, PAY, "1.0.0", "{\"amount\":12.5,\"currency\":\"EUR\"}");
   }
 
   @Test
@@ -53,11 +57,16 @@ class ApprovalsTest {
 
     assertThat(approvals.hold(Call.of("c0", "s0", "echo", "default", "{}"), announced::add))
         .isEmpty();
-    Approvals.Hold held = approvals.hold(pay("s1"), p -> {
-      // Announced first: nobody can answer it yet.
-      assertThat(approvals.pending(p.approvalId())).isEmpty();
-      announced.add(p);
-    }).orElseThrow();
+    Approvals.Hold held =
+        approvals
+            .hold(
+                pay("s1"),
+                p -> {
+                  // Announced first: nobody can answer it yet.
+                  assertThat(approvals.pending(p.approvalId())).isEmpty();
+                  announced.add(p);
+                })
+            .orElseThrow();
 
     Approvals.Pending p = held.pending();
     assertThat(announced).containsExactly(p);
@@ -95,8 +104,8 @@ class ApprovalsTest {
     Approvals.Hold held = hold(approvals, pay("s1"));
     String id = held.pending().approvalId();
 
-    Approvals.Answer refused = approvals.answer(id, true, "",
-        "{\"amount\":\"lots\",\"currency\":\"EUR\"}");
+    Approvals.Answer refused =
+        approvals.answer(id, true, "", "{\"amount\":\"lots\",\"currency\":\"EUR\"}");
 
     assertThat(refused).isInstanceOf(Approvals.ArgsRefused.class);
     assertThat(((Approvals.ArgsRefused) refused).violation())
@@ -104,8 +113,8 @@ class ApprovalsTest {
     assertThat(approvals.pending()).extracting(Approvals.Pending::approvalId).containsExactly(id);
     assertThat(held.verdict()).isNotDone();
 
-    Approvals.Answer ok = approvals.answer(id, true, "halved", "{\"amount\":6.25,"
-        + "\"currency\":\"EUR\"}");
+    Approvals.Answer ok =
+        approvals.answer(id, true, "halved", "{\"amount\":6.25," + "\"currency\":\"EUR\"}");
 
     assertThat(ok).isInstanceOf(Approvals.Settled.class);
     Approvals.Approved approved = (Approvals.Approved) held.verdict().join();
@@ -170,8 +179,7 @@ class ApprovalsTest {
     Approvals.Hold other = hold(approvals, pay("s2"));
 
     assertThat(approvals.withdrawSession("s1")).containsExactly("s1:av-local:1:0");
-    assertThat(one.verdict().join())
-        .isEqualTo(new Approvals.Withdrawn(Outcome.Kind.CANCELLED));
+    assertThat(one.verdict().join()).isEqualTo(new Approvals.Withdrawn(Outcome.Kind.CANCELLED));
     assertThat(other.verdict()).isNotDone();
 
     approvals.close();

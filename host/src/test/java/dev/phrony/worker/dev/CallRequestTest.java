@@ -28,9 +28,11 @@ class CallRequestTest {
         .isInstanceOf(UserErrorException.class)
         .hasMessage("'echo@' has an empty version: write echo@VERSION, or just echo for default");
     assertThatThrownBy(() -> CallRequest.of("a@b@c", "{}", null, null))
-        .isInstanceOf(UserErrorException.class).hasMessageStartingWith("version 'b@c' can never");
+        .isInstanceOf(UserErrorException.class)
+        .hasMessageStartingWith("version 'b@c' can never");
     assertThatThrownBy(() -> CallRequest.of("@1", "{}", null, null))
-        .isInstanceOf(UserErrorException.class).hasMessageStartingWith("tool is required");
+        .isInstanceOf(UserErrorException.class)
+        .hasMessageStartingWith("tool is required");
   }
 
   @Test
@@ -42,8 +44,8 @@ class CallRequestTest {
     assertThatThrownBy(() -> CallRequest.checkArgs("{} {}", "ARGS_JSON"))
         .hasMessage("ARGS_JSON is not JSON: more text after the JSON value at line 1, column 4");
     assertThatThrownBy(() -> CallRequest.checkArgs("  ", "ARGS_JSON"))
-        .hasMessage("ARGS_JSON is not JSON: no JSON value (the text is empty) at line 1, "
-            + "column 1");
+        .hasMessage(
+            "ARGS_JSON is not JSON: no JSON value (the text is empty) at line 1, " + "column 1");
   }
 
   @Test
@@ -62,13 +64,15 @@ class CallRequestTest {
 
   @Test
   void the_wire_form_round_trips() {
-    CallRequest r = new CallRequest("echo", "2", "[1,{\"x\":null}]", "s-9",
-        Duration.ofMillis(1500));
+    CallRequest r =
+        new CallRequest("echo", "2", "[1,{\"x\":null}]", "s-9", Duration.ofMillis(1500));
 
     String json = new String(r.toJson(), StandardCharsets.UTF_8);
 
-    assertThat(json).isEqualTo("{\"tool\":\"echo\",\"version\":\"2\",\"args\":[1,{\"x\":null}],"
-        + "\"session_id\":\"s-9\",\"deadline_ms\":1500}");
+    assertThat(json)
+        .isEqualTo(
+            "{\"tool\":\"echo\",\"version\":\"2\",\"args\":[1,{\"x\":null}],"
+                + "\"session_id\":\"s-9\",\"deadline_ms\":1500}");
     assertThat(CallRequest.fromJson(r.toJson())).isEqualTo(r);
   }
 }

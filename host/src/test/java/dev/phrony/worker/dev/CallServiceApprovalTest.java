@@ -28,15 +28,15 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Calls held for approval by {@link CallService}, against a real {@link LocalRuntime} and
- * worker: nothing reaches the worker until a human approves; what it then gets is what the human
- * approved; a denial or an expiry is a tool error and the handler never runs. Expiry runs on a
- * fake clock.
+ * Calls held for approval by {@link CallService}, against a real {@link LocalRuntime} and worker:
+ * nothing reaches the worker until a human approves; what it then gets is what the human approved;
+ * a denial or an expiry is a tool error and the handler never runs. Expiry runs on a fake clock.
  */
 class CallServiceApprovalTest {
   private static final Duration TIMEOUT = Duration.ofMinutes(5);
-  private static final String SCHEMA = "{\"type\":\"object\",\"required\":[\"amount\"],"
-      + "\"properties\":{\"amount\":{\"type\":\"number\"}}}";
+  private static final String SCHEMA =
+      "{\"type\":\"object\",\"required\":[\"amount\"],"
+          + "\"properties\":{\"amount\":{\"type\":\"number\"}}}";
 
   private final FakeScheduler timers = new FakeScheduler();
   private final List<String> heard = new CopyOnWriteArrayList<>();
@@ -49,36 +49,55 @@ class CallServiceApprovalTest {
   @BeforeEach
   void start() {
     runtime = LocalRuntime.builder().executionTimeout(Duration.ofMinutes(5)).start();
-    catalog = DevFixture.catalog(new DevFixture.Handler(ToolDescriptor.builder("pay")
-        .version("1.0.0").maxConcurrency(4).sideEffectClass(SideEffectClass.NON_IDEMPOTENT_WRITE)
-        .inputSchema(SCHEMA).build(), call -> {
-          paid.incrementAndGet();
-          return ToolResult.json(call.argsBytes());
-        }));
-    worker = new WorkClient(WorkOptions.defaults(runtime.target(),
-        new WorkerIdentity("w1", "", "")), catalog, new MemoryOutbox());
+    catalog =
+        DevFixture.catalog(
+            new DevFixture.Handler(
+                ToolDescriptor.builder("pay")
+                    .version("1.0.0")
+                    .maxConcurrency(4)
+                    .sideEffectClass(SideEffectClass.NON_IDEMPOTENT_WRITE)
+                    .inputSchema(SCHEMA)
+                    .build(),
+                call -> {
+                  paid.incrementAndGet();
+                  return ToolResult.json(call.argsBytes());
+                }));
+    worker =
+        new WorkClient(
+            WorkOptions.defaults(runtime.target(), new WorkerIdentity("w1", "", "")),
+            catalog,
+            new MemoryOutbox());
     worker.start();
     Await.until("registered", worker::registered);
-    ApprovalPolicy policy = new ApprovalPolicy(ApprovalPolicy.resolve(List.of("pay@*"), null,
-        ConfigFile.none()).rules(), Optional.of(TIMEOUT));
+    ApprovalPolicy policy =
+        new ApprovalPolicy(
+            ApprovalPolicy.resolve(List.of("pay@*"), null, ConfigFile.none()).rules(),
+            Optional.of(TIMEOUT));
     HandlerCatalog served = catalog;
     Approvals approvals = new Approvals(policy, timers, Approvals.schemasOf(() -> served));
-    calls = new CallService(runtime, Duration.ofSeconds(30), timers, new CallService.Listener() {
-      @Override
-      public void submitted(Call call) {
-        heard.add("tool_call " + call.argsText());
-      }
+    calls =
+        new CallService(
+            runtime,
+            Duration.ofSeconds(30),
+            timers,
+            new CallService.Listener() {
+              @Override
+              public void submitted(Call call) {
+                heard.add("tool_call " + call.argsText());
+              }
 
-      @Override
-      public void approvalRequired(Approvals.Pending pending) {
-        heard.add("approval_required " + pending.call().callId());
-      }
+              @Override
+              public void approvalRequired(Approvals.Pending pending) {
+                heard.add("approval_required " + pending.call().callId());
+              }
 
-      @Override
-      public void completed(CallService.Completed c) {
-        heard.add("tool_result " + c.outcome().text());
-      }
-    }, List.of(), approvals);
+              @Override
+              public void completed(CallService.Completed c) {
+                heard.add("tool_result " + c.outcome().text());
+              }
+            },
+            List.of(),
+            approvals);
   }
 
   @AfterEach
@@ -120,15 +139,19 @@ class CallServiceApprovalTest {
     assertThat(done.outcome()).isInstanceOf(Outcome.Result.class);
     assertThat(done.outcome().text()).isEqualTo("{\"amount\":10}");
     assertThat(invoked()).isEqualTo(1);
-    assertThat(heard).containsExactly("tool_call {\"amount\":10}",
-        "approval_required " + p.call().callId(), "tool_result {\"amount\":10}");
+    assertThat(heard)
+        .containsExactly(
+            "tool_call {\"amount\":10}",
+            "approval_required " + p.call().callId(),
+            "tool_result {\"amount\":10}");
   }
 
   @Test
   void the_handler_gets_the_replacement_args_and_a_deadline_counted_from_the_approval()
       throws Exception {
-    CompletableFuture<CallService.Completed> f = calls.submit(new CallRequest("pay", "1.0.0",
-        "{\"amount\":10}", "s1", Duration.ofSeconds(20)));
+    CompletableFuture<CallService.Completed> f =
+        calls.submit(
+            new CallRequest("pay", "1.0.0", "{\"amount\":10}", "s1", Duration.ofSeconds(20)));
     Approvals.Pending p = awaitPending();
     timers.advance(Duration.ofMinutes(1)); // a human takes their time
 
@@ -152,9 +175,13 @@ class CallServiceApprovalTest {
     calls.approvals().answer(p.approvalId(), false, "wrong payee", null);
 
     CallService.Completed done = await(f);
-    assertThat(done.outcome()).isEqualTo(new Outcome.ToolError(Approvals.DENIED,
-        "denied by the reviewer: wrong payee; the call was not run", false,
-        done.outcome().trace()));
+    assertThat(done.outcome())
+        .isEqualTo(
+            new Outcome.ToolError(
+                Approvals.DENIED,
+                "denied by the reviewer: wrong payee; the call was not run",
+                false,
+                done.outcome().trace()));
     assertThat(done.outcome().trace().workerId()).isNull();
     assertThat(invoked()).isZero();
     assertThat(paid).hasValue(0);
@@ -187,16 +214,15 @@ class CallServiceApprovalTest {
 
     CallService.Completed done = await(f);
     assertThat(done.outcome()).isInstanceOf(Outcome.DispatchError.class);
-    assertThat(((Outcome.DispatchError) done.outcome()).kind())
-        .isEqualTo(Outcome.Kind.CANCELLED);
+    assertThat(((Outcome.DispatchError) done.outcome()).kind()).isEqualTo(Outcome.Kind.CANCELLED);
     assertThat(calls.approvals().pending()).isEmpty();
     assertThat(invoked()).isZero();
   }
 
   @Test
   void calls_the_policy_does_not_name_are_not_held() throws Exception {
-    CallService.Completed done = await(calls.submit(new CallRequest("echo", "1.0.0", "{}", null,
-        null)));
+    CallService.Completed done =
+        await(calls.submit(new CallRequest("echo", "1.0.0", "{}", null, null)));
     assertThat(done.outcome()).isInstanceOf(Outcome.Result.class);
     assertThat(heard).noneMatch(h -> h.startsWith("approval_required"));
   }

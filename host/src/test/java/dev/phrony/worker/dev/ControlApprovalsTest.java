@@ -29,8 +29,9 @@ import org.junit.jupiter.api.Test;
  * embedded runtime and host: dev started with {@code --require-approval pay@*}.
  */
 class ControlApprovalsTest {
-  private static final String SCHEMA = "{\"type\":\"object\",\"required\":[\"amount\"],"
-      + "\"properties\":{\"amount\":{\"type\":\"number\"}}}";
+  private static final String SCHEMA =
+      "{\"type\":\"object\",\"required\":[\"amount\"],"
+          + "\"properties\":{\"amount\":{\"type\":\"number\"}}}";
   static final AtomicInteger paid = new AtomicInteger();
   static DevServer dev;
   static ControlClient client;
@@ -38,15 +39,26 @@ class ControlApprovalsTest {
 
   @BeforeAll
   static void start() {
-    DevFixture.Handler pay = new DevFixture.Handler(ToolDescriptor.builder("pay").version("1.0.0")
-        .maxConcurrency(4).sideEffectClass(SideEffectClass.NON_IDEMPOTENT_WRITE)
-        .inputSchema(SCHEMA).build(), call -> {
-          paid.incrementAndGet();
-          return ToolResult.json(call.argsBytes());
-        });
-    dev = DevServer.start(new DevServer.Options(0, 0,
-        Optional.of(DevFixture.host(DevFixture.catalog(pay))),
-        ApprovalPolicy.resolve(List.of("pay@*", "nothing.here@*"), null, ConfigFile.none())));
+    DevFixture.Handler pay =
+        new DevFixture.Handler(
+            ToolDescriptor.builder("pay")
+                .version("1.0.0")
+                .maxConcurrency(4)
+                .sideEffectClass(SideEffectClass.NON_IDEMPOTENT_WRITE)
+                .inputSchema(SCHEMA)
+                .build(),
+            call -> {
+              paid.incrementAndGet();
+              return ToolResult.json(call.argsBytes());
+            });
+    dev =
+        DevServer.start(
+            new DevServer.Options(
+                0,
+                0,
+                Optional.of(DevFixture.host(DevFixture.catalog(pay))),
+                ApprovalPolicy.resolve(
+                    List.of("pay@*", "nothing.here@*"), null, ConfigFile.none())));
     dev.showEvents(new PrintWriter(console, true));
     client = ControlClient.of(dev.controlUrl());
   }
@@ -57,21 +69,23 @@ class ControlApprovalsTest {
   }
 
   private static CompletableFuture<CallReply> pay(String session, String args) {
-    return CompletableFuture.supplyAsync(() -> client.call(CallRequest.of("pay@1.0.0", args,
-        session, null)));
+    return CompletableFuture.supplyAsync(
+        () -> client.call(CallRequest.of("pay@1.0.0", args, session, null)));
   }
 
   private static JsonNode awaitApproval(String session) {
     JsonNode[] found = new JsonNode[1];
-    Await.until("an approval of " + session, () -> {
-      for (JsonNode a : client.approvals().path("approvals")) {
-        if (a.path("session_id").asText().equals(session)) {
-          found[0] = a;
-          return true;
-        }
-      }
-      return false;
-    });
+    Await.until(
+        "an approval of " + session,
+        () -> {
+          for (JsonNode a : client.approvals().path("approvals")) {
+            if (a.path("session_id").asText().equals(session)) {
+              found[0] = a;
+              return true;
+            }
+          }
+          return false;
+        });
     return found[0];
   }
 
@@ -93,26 +107,43 @@ class ControlApprovalsTest {
     assertThat(a.path("tool").asText()).isEqualTo("pay");
     assertThat(a.path("version").asText()).isEqualTo("1.0.0");
     assertThat(a.path("args").toString()).isEqualTo("{\"amount\":10}");
-    assertThat(a.path("reason").asText()).isEqualTo("require-approval pay@* (flag --require-approval)");
+    assertThat(a.path("reason").asText())
+        .isEqualTo("require-approval pay@* (flag --require-approval)");
     assertThat(a.path("approvals_required").asInt()).isEqualTo(1);
     assertThat(a.path("approvals_received").asInt()).isZero();
     assertThat(a.path("expires_at").asText()).isEmpty();
     assertThat(client.approvals().path("require_approval").toString())
         .isEqualTo("[\"pay@*\",\"nothing.here@*\"]");
     Await.until("the console line", () -> console.toString().contains("approval_required"));
-    assertThat(console.toString()).containsPattern("approval_required approval_id=" + id
-        + " call_id=s-edit:av-local:1:0 tool=pay@1.0.0 args=13B answer: bin/phrony-worker"
-        + " approve " + id + " --control " + dev.controlUrl() + " \\[--args JSON\\] \\|"
-        + " bin/phrony-worker deny " + id + " --control " + dev.controlUrl() + "\n");
+    assertThat(console.toString())
+        .containsPattern(
+            "approval_required approval_id="
+                + id
+                + " call_id=s-edit:av-local:1:0 tool=pay@1.0.0 args=13B answer: bin/phrony-worker"
+                + " approve "
+                + id
+                + " --control "
+                + dev.controlUrl()
+                + " \\[--args JSON\\] \\|"
+                + " bin/phrony-worker deny "
+                + id
+                + " --control "
+                + dev.controlUrl()
+                + "\n");
 
     assertThatThrownBy(() -> client.answer(id, true, null, "{\"amount\":\"ten\"}"))
-        .isInstanceOfSatisfying(ControlRequestException.class, e -> {
-          assertThat(e.status()).isEqualTo(422);
-          assertThat(e.code()).isEqualTo("invalid_args");
-          assertThat(e.getMessage()).isEqualTo("the args do not fit the input schema of"
-              + " pay@1.0.0: /amount: expected number, got string; approval " + id
-              + " is still waiting");
-        });
+        .isInstanceOfSatisfying(
+            ControlRequestException.class,
+            e -> {
+              assertThat(e.status()).isEqualTo(422);
+              assertThat(e.code()).isEqualTo("invalid_args");
+              assertThat(e.getMessage())
+                  .isEqualTo(
+                      "the args do not fit the input schema of"
+                          + " pay@1.0.0: /amount: expected number, got string; approval "
+                          + id
+                          + " is still waiting");
+            });
     assertThat(reply).isNotDone();
     assertThat(awaitApproval("s-edit").path("approval_id").asText()).isEqualTo(id);
 
@@ -132,10 +163,9 @@ class ControlApprovalsTest {
     String id = awaitApproval("s-deny").path("approval_id").asText();
 
     assertThatThrownBy(() -> client.answer(id, false, null, "{\"amount\":1}"))
-        .isInstanceOfSatisfying(ControlRequestException.class,
-            e -> assertThat(e.status()).isEqualTo(400));
-    assertThat(client.answer(id, false, "no", null).path("decision").asText())
-        .isEqualTo("denied");
+        .isInstanceOfSatisfying(
+            ControlRequestException.class, e -> assertThat(e.status()).isEqualTo(400));
+    assertThat(client.answer(id, false, "no", null).path("decision").asText()).isEqualTo("denied");
 
     CallReply done = reply.get(30, TimeUnit.SECONDS);
     assertThat(done.kind()).isEqualTo(CallReply.Kind.TOOL_ERROR);
@@ -143,18 +173,21 @@ class ControlApprovalsTest {
         .isEqualTo("approval_denied: denied by the reviewer: no; the call was not run");
     assertThat(paid).hasValue(before);
     assertThatThrownBy(() -> client.answer(id, true, null, null))
-        .isInstanceOfSatisfying(ControlRequestException.class, e -> {
-          assertThat(e.status()).isEqualTo(404);
-          assertThat(e.getMessage()).startsWith("no approval " + id + " is waiting");
-        });
+        .isInstanceOfSatisfying(
+            ControlRequestException.class,
+            e -> {
+              assertThat(e.status()).isEqualTo(404);
+              assertThat(e.getMessage()).startsWith("no approval " + id + " is waiting");
+            });
   }
 
   @Test
   void a_session_stream_shows_its_calls_approvals_and_results_in_order() throws Exception {
     List<String> seen = new ArrayList<>();
     try (ControlClient.EventStream stream = client.events("s-stream", 0, true)) {
-      CompletableFuture<CallReply> first = CompletableFuture.supplyAsync(() -> client.call(
-          CallRequest.of("echo@1.0.0", "{\"n\":1}", "s-stream", null)));
+      CompletableFuture<CallReply> first =
+          CompletableFuture.supplyAsync(
+              () -> client.call(CallRequest.of("echo@1.0.0", "{\"n\":1}", "s-stream", null)));
       first.get(30, TimeUnit.SECONDS);
       CompletableFuture<CallReply> second = pay("s-stream", "{\"amount\":3}");
       String id = awaitApproval("s-stream").path("approval_id").asText();
@@ -165,10 +198,11 @@ class ControlApprovalsTest {
       }
     }
     List<JsonNode> events = seen.stream().map(Json::parse).toList();
-    assertThat(events).extracting(e -> e.path("type").asText()).containsExactly("tool_call",
-        "tool_result", "tool_call", "approval_required", "tool_result");
-    assertThat(events).extracting(e -> e.path("seq").asLong()).containsExactly(1L, 2L, 3L, 4L,
-        5L);
+    assertThat(events)
+        .extracting(e -> e.path("type").asText())
+        .containsExactly(
+            "tool_call", "tool_result", "tool_call", "approval_required", "tool_result");
+    assertThat(events).extracting(e -> e.path("seq").asLong()).containsExactly(1L, 2L, 3L, 4L, 5L);
     assertThat(events.get(2).path("args").toString()).isEqualTo("{\"amount\":3}");
     assertThat(events.get(3).path("call_id").asText()).isEqualTo("s-stream:av-local:1:1");
     assertThat(events.get(4).path("outcome").asText()).isEqualTo("result");
@@ -181,26 +215,34 @@ class ControlApprovalsTest {
       assertThat(kept.next()).isNull();
     }
     assertThatThrownBy(() -> client.events("s-none", 0, false))
-        .isInstanceOfSatisfying(ControlRequestException.class,
-            e -> assertThat(e.status()).isEqualTo(404));
+        .isInstanceOfSatisfying(
+            ControlRequestException.class, e -> assertThat(e.status()).isEqualTo(404));
     assertThatThrownBy(() -> client.get("/v1/sessions/s-stream/events?since=3"))
-        .isInstanceOfSatisfying(ControlRequestException.class, e -> {
-          assertThat(e.status()).isEqualTo(400);
-          assertThat(e.getMessage()).isEqualTo("unknown parameter 'since'; the parameters are"
-              + " after, follow");
-        });
+        .isInstanceOfSatisfying(
+            ControlRequestException.class,
+            e -> {
+              assertThat(e.status()).isEqualTo(400);
+              assertThat(e.getMessage())
+                  .isEqualTo("unknown parameter 'since'; the parameters are" + " after, follow");
+            });
   }
 
   @Test
   void stopping_dev_ends_a_held_call_shutdown_and_then_the_followed_stream() throws Exception {
-    DevServer other = DevServer.start(new DevServer.Options(0, 0,
-        Optional.of(DevFixture.host(DevFixture.catalog())),
-        ApprovalPolicy.resolve(List.of("echo@*"), Duration.ofMinutes(1), ConfigFile.none())));
+    DevServer other =
+        DevServer.start(
+            new DevServer.Options(
+                0,
+                0,
+                Optional.of(DevFixture.host(DevFixture.catalog())),
+                ApprovalPolicy.resolve(
+                    List.of("echo@*"), Duration.ofMinutes(1), ConfigFile.none())));
     try {
       ControlClient c = ControlClient.of(other.controlUrl());
       ControlClient.EventStream stream = c.events("s-stop", 0, true);
-      CompletableFuture<CallReply> held = CompletableFuture.supplyAsync(() -> c.call(
-          CallRequest.of("echo@1.0.0", "{}", "s-stop", null)));
+      CompletableFuture<CallReply> held =
+          CompletableFuture.supplyAsync(
+              () -> c.call(CallRequest.of("echo@1.0.0", "{}", "s-stop", null)));
       assertThat(Json.parse(stream.next()).path("type").asText()).isEqualTo("tool_call");
       JsonNode approval = Json.parse(stream.next());
       assertThat(approval.path("type").asText()).isEqualTo("approval_required");
@@ -222,18 +264,21 @@ class ControlApprovalsTest {
     CompletableFuture<CallReply> denied = pay("s-prompt-n", "{\"amount\":10}");
     JsonNode first = awaitApproval("s-prompt-n");
     StringWriter screen = new StringWriter();
-    new ApprovalPrompt(new BufferedReader(new StringReader("\n")), new PrintWriter(screen, true),
-        client).ask(first);
+    new ApprovalPrompt(
+            new BufferedReader(new StringReader("\n")), new PrintWriter(screen, true), client)
+        .ask(first);
     assertThat(screen.toString()).endsWith("denied " + first.path("approval_id").asText() + "\n");
     assertThat(denied.get(30, TimeUnit.SECONDS).errorCode()).isEqualTo("approval_denied");
 
     CompletableFuture<CallReply> waiting = pay("s-prompt-eof", "{\"amount\":10}");
     JsonNode second = awaitApproval("s-prompt-eof");
     String id = second.path("approval_id").asText();
-    new ApprovalPrompt(new BufferedReader(new StringReader("")), new PrintWriter(screen, true),
-        client).ask(second);
-    assertThat(screen.toString()).endsWith("no answer: " + id + " still waits (phrony-worker"
-        + " approve|deny " + id + ")\n");
+    new ApprovalPrompt(
+            new BufferedReader(new StringReader("")), new PrintWriter(screen, true), client)
+        .ask(second);
+    assertThat(screen.toString())
+        .endsWith(
+            "no answer: " + id + " still waits (phrony-worker" + " approve|deny " + id + ")\n");
     assertThat(waiting).isNotDone();
     client.answer(id, true, null, null);
     assertThat(waiting.get(30, TimeUnit.SECONDS).kind()).isEqualTo(CallReply.Kind.RESULT);
@@ -245,18 +290,28 @@ class ControlApprovalsTest {
     CompletableFuture<CallReply> reply = pay("s-prompt", "{\"amount\":10}");
     JsonNode approval = awaitApproval("s-prompt");
     StringWriter screen = new StringWriter();
-    ApprovalPrompt prompt = new ApprovalPrompt(new BufferedReader(new StringReader(
-        "maybe\ne\n{\"amount\":\"x\"}\ne\n{amount:1}\nedit\n{\"amount\": 2}\n")),
-        new PrintWriter(screen, true), client);
+    ApprovalPrompt prompt =
+        new ApprovalPrompt(
+            new BufferedReader(
+                new StringReader(
+                    "maybe\ne\n{\"amount\":\"x\"}\ne\n{amount:1}\nedit\n{\"amount\": 2}\n")),
+            new PrintWriter(screen, true),
+            client);
 
     prompt.ask(approval);
 
     String id = approval.path("approval_id").asText();
-    assertThat(screen.toString()).startsWith("pay@1.0.0 is held for approval " + id
-        + " (require-approval pay@* (flag --require-approval))\nargs: {\n  \"amount\": 10\n}\n"
-        + "approve? [y/N/e(dit)] ")
-        .contains("the args do not fit the input schema of pay@1.0.0: /amount: expected"
-            + " number, got string; approval " + id + " is still waiting\n")
+    assertThat(screen.toString())
+        .startsWith(
+            "pay@1.0.0 is held for approval "
+                + id
+                + " (require-approval pay@* (flag --require-approval))\nargs: {\n  \"amount\": 10\n}\n"
+                + "approve? [y/N/e(dit)] ")
+        .contains(
+            "the args do not fit the input schema of pay@1.0.0: /amount: expected"
+                + " number, got string; approval "
+                + id
+                + " is still waiting\n")
         .contains("approve? [y/N/e(dit)] answer y (approve), n (deny) or e (edit the args)\n")
         .contains("the args is not JSON: ")
         .endsWith("approved " + id + " with the new args\n");

@@ -6,8 +6,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
-import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.FakeScheduler;
+import dev.phrony.worker.testkit.LocalRuntime;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.URI;
@@ -48,10 +48,13 @@ class ControlServerTest {
   record Answer(int status, JsonNode json, HttpResponse<String> raw) {}
 
   static Answer send(String method, String path, String body) throws Exception {
-    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(dev.controlUrl() + path))
-        .timeout(Duration.ofSeconds(30));
-    b.method(method, body == null ? HttpRequest.BodyPublishers.noBody()
-        : HttpRequest.BodyPublishers.ofString(body));
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(URI.create(dev.controlUrl() + path)).timeout(Duration.ofSeconds(30));
+    b.method(
+        method,
+        body == null
+            ? HttpRequest.BodyPublishers.noBody()
+            : HttpRequest.BodyPublishers.ofString(body));
     HttpResponse<String> r = HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
     assertThat(r.headers().firstValue("Content-Type")).hasValue("application/json; charset=utf-8");
     return new Answer(r.statusCode(), JSON.readTree(r.body()), r);
@@ -72,18 +75,22 @@ class ControlServerTest {
   @Test
   void a_result_comes_back_with_its_payload_as_json_numbers_exactly_as_the_handler_wrote_them()
       throws Exception {
-    Answer a = post("{\"tool\":\"echo\",\"version\":\"1.0.0\","
-        + "\"args\":{\"price\":1.10,\"big\":123456789012345678901234567890,\"list\":[1,{}]}}");
+    Answer a =
+        post(
+            "{\"tool\":\"echo\",\"version\":\"1.0.0\","
+                + "\"args\":{\"price\":1.10,\"big\":123456789012345678901234567890,\"list\":[1,{}]}}");
 
     assertThat(a.status()).isEqualTo(200);
     JsonNode j = a.json();
     assertThat(j.path("outcome").asText()).isEqualTo("result");
-    assertThat(a.raw().body()).contains("\"price\": 1.10")
+    assertThat(a.raw().body())
+        .contains("\"price\": 1.10")
         .contains("123456789012345678901234567890");
     assertThat(j.path("payload").path("list").get(1).isObject()).isTrue();
     assertThat(j.path("tool").asText()).isEqualTo("echo");
     assertThat(j.path("version").asText()).isEqualTo("1.0.0");
-    assertThat(j.path("call_id").asText()).matches("s-[0-9a-f]{8}:av-local:1:0")
+    assertThat(j.path("call_id").asText())
+        .matches("s-[0-9a-f]{8}:av-local:1:0")
         .startsWith(j.path("session_id").asText() + ":");
     assertThat(j.path("worker_id").asText()).isEqualTo(DevFixture.WORKER_ID);
     assertThat(j.path("elapsed_ms").isIntegralNumber()).isTrue();
@@ -114,8 +121,7 @@ class ControlServerTest {
   }
 
   @Test
-  void an_unserved_tool_ends_no_handler_at_once_with_the_served_keys_as_a_hint()
-      throws Exception {
+  void an_unserved_tool_ends_no_handler_at_once_with_the_served_keys_as_a_hint() throws Exception {
     Answer a = post("{\"tool\":\"nope\",\"version\":\"2\",\"deadline_ms\":100}");
 
     assertThat(a.status()).isEqualTo(200);
@@ -123,15 +129,19 @@ class ControlServerTest {
     assertThat(a.json().path("error").path("kind").asText()).isEqualTo("no_handler");
     assertThat(a.json().path("error").path("message").asText())
         .isEqualTo("no handler registered for tool");
-    assertThat(a.json().path("hint").asText()).isEqualTo("no worker serves nope@2; served: "
-        + "echo@1.0.0, fail@1.0.0, hold@1.0.0, text@default");
+    assertThat(a.json().path("hint").asText())
+        .isEqualTo(
+            "no worker serves nope@2; served: "
+                + "echo@1.0.0, fail@1.0.0, hold@1.0.0, text@default");
     assertThat(a.json().has("worker_id")).isFalse();
   }
 
   @Test
   void a_deadline_reaches_the_handler_which_is_interrupted_when_it_passes() throws Exception {
-    Answer a = post("{\"tool\":\"hold\",\"version\":\"1.0.0\",\"session_id\":\"deadline\","
-        + "\"deadline_ms\":300}");
+    Answer a =
+        post(
+            "{\"tool\":\"hold\",\"version\":\"1.0.0\",\"session_id\":\"deadline\","
+                + "\"deadline_ms\":300}");
 
     assertThat(a.json().path("outcome").asText()).as(a.json().toString()).isEqualTo("tool_error");
     assertThat(a.json().path("error").path("code").asText()).isEqualTo("deadline_exceeded");
@@ -150,14 +160,17 @@ class ControlServerTest {
 
   @Test
   void cancelling_a_session_ends_its_running_call_cancelled_and_names_it() throws Exception {
-    CompletableFuture<Answer> running = CompletableFuture.supplyAsync(() -> {
-      try {
-        return post("{\"tool\":\"hold\",\"version\":\"1.0.0\",\"session_id\":\"doomed\","
-            + "\"deadline_ms\":30000}");
-      } catch (Exception e) {
-        throw new IllegalStateException(e);
-      }
-    });
+    CompletableFuture<Answer> running =
+        CompletableFuture.supplyAsync(
+            () -> {
+              try {
+                return post(
+                    "{\"tool\":\"hold\",\"version\":\"1.0.0\",\"session_id\":\"doomed\","
+                        + "\"deadline_ms\":30000}");
+              } catch (Exception e) {
+                throw new IllegalStateException(e);
+              }
+            });
     Await.until("hold running", () -> dev.runtime().workers().get(0).busy("hold@1.0.0") == 1);
 
     Answer cancel = send("POST", "/v1/sessions/doomed/cancel", null);
@@ -188,13 +201,20 @@ class ControlServerTest {
 
     List<String> lines = console.toString().lines().filter(l -> l.contains("shown:")).toList();
     assertThat(lines).hasSize(4);
-    assertThat(lines.get(0)).matches("\\d\\d:\\d\\d:\\d\\d\\.\\d{3} tool_call   "
-        + "call_id=shown:av-local:1:0 tool=echo@1.0.0 args=5B");
-    assertThat(lines.get(1)).matches("\\d\\d:\\d\\d:\\d\\d\\.\\d{3} tool_result "
-        + "call_id=shown:av-local:1:0 outcome=result size=5B worker=" + DevFixture.WORKER_ID
-        + " elapsed=\\d+ms");
-    assertThat(lines.get(3)).contains("tool_result call_id=shown:av-local:1:1 "
-        + "outcome=tool_error code=out_of_stock worker=");
+    assertThat(lines.get(0))
+        .matches(
+            "\\d\\d:\\d\\d:\\d\\d\\.\\d{3} tool_call   "
+                + "call_id=shown:av-local:1:0 tool=echo@1.0.0 args=5B");
+    assertThat(lines.get(1))
+        .matches(
+            "\\d\\d:\\d\\d:\\d\\d\\.\\d{3} tool_result "
+                + "call_id=shown:av-local:1:0 outcome=result size=5B worker="
+                + DevFixture.WORKER_ID
+                + " elapsed=\\d+ms");
+    assertThat(lines.get(3))
+        .contains(
+            "tool_result call_id=shown:av-local:1:1 "
+                + "outcome=tool_error code=out_of_stock worker=");
   }
 
   // ---- views ----
@@ -240,8 +260,7 @@ class ControlServerTest {
 
   @Test
   void a_body_that_is_not_json_is_refused_with_where_it_breaks() throws Exception {
-    assertBadRequest(post("{\"tool\":\"echo\",\n \"args\": {oops}}"),
-        "the body is not JSON: ");
+    assertBadRequest(post("{\"tool\":\"echo\",\n \"args\": {oops}}"), "the body is not JSON: ");
     assertBadRequest(post("{\"tool\":\"echo\",\n \"args\": {oops}}"), "at line 2, column 11");
     assertBadRequest(post("{\"tool\":\"echo\"} trailing"), "the body is not JSON");
     assertBadRequest(post(""), "no JSON value");
@@ -254,9 +273,11 @@ class ControlServerTest {
     assertBadRequest(post("{\"tool\":\"echo@1.0.0\"}"), "give the version apart");
     assertBadRequest(post("{\"tool\":\"no spaces\"}"), "can never be served");
     assertBadRequest(post("{\"tool\":\"echo\",\"version\":\"\"}"), "version '' can never be");
-    assertBadRequest(post("{\"tool\":\"echo\",\"session\":\"s\"}"),
+    assertBadRequest(
+        post("{\"tool\":\"echo\",\"session\":\"s\"}"),
         "unknown field 'session'; the fields are tool, version, args, session_id, deadline_ms");
-    assertBadRequest(post("{\"tool\":\"echo\",\"deadline_ms\":\"5s\"}"),
+    assertBadRequest(
+        post("{\"tool\":\"echo\",\"deadline_ms\":\"5s\"}"),
         "deadline_ms must be a whole number of milliseconds");
     assertBadRequest(post("{\"tool\":\"echo\",\"deadline_ms\":-1}"), "deadline must be positive");
     assertBadRequest(post("{\"tool\":\"echo\",\"session_id\":\"a:b\"}"), "must not contain ':'");
@@ -272,7 +293,8 @@ class ControlServerTest {
     assertThat(missing.status()).isEqualTo(404);
     assertThat(missing.json().path("error").path("code").asText()).isEqualTo("not_found");
     assertThat(missing.json().path("error").path("message").asText())
-        .contains("GET /v1/nothing").contains("POST /v1/calls");
+        .contains("GET /v1/nothing")
+        .contains("POST /v1/calls");
     assertThat(wrongMethod.status()).isEqualTo(405);
     assertThat(wrongMethod.raw().headers().firstValue("Allow")).hasValue("POST");
     assertThat(wrongMethod.json().path("error").path("code").asText())
@@ -282,26 +304,31 @@ class ControlServerTest {
 
   @Test
   void once_dev_is_stopping_new_calls_are_refused_503_and_health_says_so() throws Exception {
-    CallService.Listener quiet = new CallService.Listener() {
-      @Override
-      public void submitted(Call call) {}
+    CallService.Listener quiet =
+        new CallService.Listener() {
+          @Override
+          public void submitted(Call call) {}
 
-      @Override
-      public void completed(CallService.Completed completed) {}
-    };
+          @Override
+          public void completed(CallService.Completed completed) {}
+        };
     try (LocalRuntime rt = LocalRuntime.builder().start();
-        CallService calls = new CallService(rt, Duration.ofSeconds(1), new FakeScheduler(),
-            quiet, List.of());
-        ControlServer control = ControlServer.start(0, calls, rt,
-            new SessionEvents(InstantSource.system()))) {
+        CallService calls =
+            new CallService(rt, Duration.ofSeconds(1), new FakeScheduler(), quiet, List.of());
+        ControlServer control =
+            ControlServer.start(0, calls, rt, new SessionEvents(InstantSource.system()))) {
       control.refuseNewCalls();
 
-      HttpResponse<String> call = HTTP.send(HttpRequest.newBuilder(
-          URI.create(control.url() + "/v1/calls"))
-          .POST(HttpRequest.BodyPublishers.ofString("{\"tool\":\"echo\"}")).build(),
-          HttpResponse.BodyHandlers.ofString());
-      HttpResponse<String> health = HTTP.send(HttpRequest.newBuilder(
-          URI.create(control.url() + "/healthz")).build(), HttpResponse.BodyHandlers.ofString());
+      HttpResponse<String> call =
+          HTTP.send(
+              HttpRequest.newBuilder(URI.create(control.url() + "/v1/calls"))
+                  .POST(HttpRequest.BodyPublishers.ofString("{\"tool\":\"echo\"}"))
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
+      HttpResponse<String> health =
+          HTTP.send(
+              HttpRequest.newBuilder(URI.create(control.url() + "/healthz")).build(),
+              HttpResponse.BodyHandlers.ofString());
 
       assertThat(call.statusCode()).isEqualTo(503);
       assertThat(JSON.readTree(call.body()).path("error").path("code").asText())

@@ -36,9 +36,14 @@ public final class DevFixture {
     }
 
     static Handler of(String tool, String version, int maxConcurrency, Body body) {
-      return new Handler(ToolDescriptor.builder(tool).version(version)
-          .maxConcurrency(maxConcurrency).sideEffectClass(SideEffectClass.READ_ONLY)
-          .description(tool + " for tests").build(), body);
+      return new Handler(
+          ToolDescriptor.builder(tool)
+              .version(version)
+              .maxConcurrency(maxConcurrency)
+              .sideEffectClass(SideEffectClass.READ_ONLY)
+              .description(tool + " for tests")
+              .build(),
+          body);
     }
 
     @Override
@@ -48,20 +53,32 @@ public final class DevFixture {
   }
 
   static HandlerCatalog catalog(ToolHandler... extra) {
-    Stream<ToolHandler> handlers = Stream.of(
-        Handler.of("echo", "1.0.0", 8, call -> ToolResult.json(call.argsBytes())),
-        Handler.of("fail", "1.0.0", 8, call -> {
-          throw new ToolException("out_of_stock", "no more widgets");
-        }),
-        Handler.of("text", ToolDescriptor.DEFAULT_VERSION, 8,
-            call -> ToolResult.text("plain words")),
-        Handler.of("hold", "1.0.0", 1, call -> {
-          // Its behaviour: it holds its slot until cancelled (interrupted); no test waits on it.
-          Thread.sleep(Duration.ofSeconds(60));
-          return ToolResult.json("{\"held\":true}");
-        }));
-    return HandlerCatalog.of(Stream.concat(handlers, Stream.of(extra))
-        .map(h -> HandlerCatalog.Entry.of(h, "test")).toList());
+    Stream<ToolHandler> handlers =
+        Stream.of(
+            Handler.of("echo", "1.0.0", 8, call -> ToolResult.json(call.argsBytes())),
+            Handler.of(
+                "fail",
+                "1.0.0",
+                8,
+                call -> {
+                  throw new ToolException("out_of_stock", "no more widgets");
+                }),
+            Handler.of(
+                "text", ToolDescriptor.DEFAULT_VERSION, 8, call -> ToolResult.text("plain words")),
+            Handler.of(
+                "hold",
+                "1.0.0",
+                1,
+                call -> {
+                  // Its behaviour: it holds its slot until cancelled (interrupted); no test waits
+                  // on it.
+                  Thread.sleep(Duration.ofSeconds(60));
+                  return ToolResult.json("{\"held\":true}");
+                }));
+    return HandlerCatalog.of(
+        Stream.concat(handlers, Stream.of(extra))
+            .map(h -> HandlerCatalog.Entry.of(h, "test"))
+            .toList());
   }
 
   /** Runtime, control API and a host serving {@link #catalog}. */
@@ -80,7 +97,11 @@ public final class DevFixture {
   }
 
   static DevServer.Host host(HandlerCatalog catalog) {
-    return new DevServer.Host(catalog, new WorkerIdentity(WORKER_ID, "", "sha256:test"),
-        Path.of("test-plugins"), List.of(), Duration.ofSeconds(5));
+    return new DevServer.Host(
+        catalog,
+        new WorkerIdentity(WORKER_ID, "", "sha256:test"),
+        Path.of("test-plugins"),
+        List.of(),
+        Duration.ofSeconds(5));
   }
 }

@@ -3,8 +3,8 @@ package dev.phrony.worker.dev;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.outbox.MemoryOutbox;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.work.WorkClient;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
@@ -25,7 +25,8 @@ class DevServerTest {
     try (DevServer dev = DevFixture.start()) {
       String banner = dev.banner();
 
-      assertThat(banner).contains("  runtime  " + dev.runtimeTarget())
+      assertThat(banner)
+          .contains("  runtime  " + dev.runtimeTarget())
           .contains("  control  " + dev.controlUrl())
           .contains("  worker   " + DevFixture.WORKER_ID + " serving 4 handlers from test-plugins")
           .contains("echo@1.0.0    echo for tests")
@@ -33,8 +34,9 @@ class DevServerTest {
           .contains("  bin/phrony-worker call echo@1.0.0 '{}' --control " + dev.controlUrl() + "\n")
           .doesNotContain("not registered");
       ExampleCall shown = new ExampleCall("echo@1.0.0", "{}");
-      CallReply reply = ControlClient.of(dev.controlUrl())
-          .call(CallRequest.of(shown.key(), shown.args(), null, null));
+      CallReply reply =
+          ControlClient.of(dev.controlUrl())
+              .call(CallRequest.of(shown.key(), shown.args(), null, null));
       assertThat(reply.kind()).isEqualTo(CallReply.Kind.RESULT);
     }
   }
@@ -45,18 +47,22 @@ class DevServerTest {
     try (DevServer dev = DevFixture.startWithoutHost()) {
       dev.showEvents(new PrintWriter(console, true));
       assertThat(dev.host()).isEmpty();
-      assertThat(dev.banner()).contains("worker   none (--no-host)")
+      assertThat(dev.banner())
+          .contains("worker   none (--no-host)")
           .contains("bin/phrony-worker run --runtime " + dev.runtimeTarget())
           .contains("bin/phrony-worker call TOOL@VERSION '{}' --control " + dev.controlUrl());
 
-      try (WorkClient outside = new WorkClient(
-          WorkOptions.defaults(dev.runtimeTarget(), new WorkerIdentity("outside-1", "", "")),
-          DevFixture.catalog(), new MemoryOutbox())) {
+      try (WorkClient outside =
+          new WorkClient(
+              WorkOptions.defaults(dev.runtimeTarget(), new WorkerIdentity("outside-1", "", "")),
+              DevFixture.catalog(),
+              new MemoryOutbox())) {
         outside.start();
         Await.until("outside worker registered", outside::registered);
 
-        CallReply reply = ControlClient.of(dev.controlUrl())
-            .call(CallRequest.of("echo@1.0.0", "{\"from\":\"outside\"}", null, null));
+        CallReply reply =
+            ControlClient.of(dev.controlUrl())
+                .call(CallRequest.of("echo@1.0.0", "{\"from\":\"outside\"}", null, null));
 
         assertThat(reply.kind()).isEqualTo(CallReply.Kind.RESULT);
         assertThat(reply.json().path("worker_id").asText()).isEqualTo("outside-1");
@@ -64,8 +70,9 @@ class DevServerTest {
       Await.until("disconnect shown", () -> console.toString().contains("worker_disconnected"));
     }
     assertThat(console.toString())
-        .containsPattern("worker_registered   worker_id=outside-1 "
-            + "handlers=echo@1.0.0,fail@1.0.0,hold@1.0.0,text@default")
+        .containsPattern(
+            "worker_registered   worker_id=outside-1 "
+                + "handlers=echo@1.0.0,fail@1.0.0,hold@1.0.0,text@default")
         .containsPattern("tool_call   call_id=\\S+ tool=echo@1.0.0 args=18B")
         .containsPattern("tool_result call_id=\\S+ outcome=result size=18B worker=outside-1 ")
         .containsPattern("worker_disconnected worker_id=outside-1 status=");
@@ -77,11 +84,13 @@ class DevServerTest {
       int port = taken.getLocalPort();
       // Reported by the first bind (only a runtime's restart retries a port it just released).
       assertThatThrownBy(() -> DevServer.start(new DevServer.Options(port, 0, Optional.empty())))
-          .isInstanceOfSatisfying(DevServer.PortInUseException.class, e -> {
-            assertThat(e.listener()).isEqualTo(DevServer.Listener.RUNTIME);
-            assertThat(e.port()).isEqualTo(port);
-            assertThat(e.getMessage()).isEqualTo("the runtime's port " + port + " is in use");
-          });
+          .isInstanceOfSatisfying(
+              DevServer.PortInUseException.class,
+              e -> {
+                assertThat(e.listener()).isEqualTo(DevServer.Listener.RUNTIME);
+                assertThat(e.port()).isEqualTo(port);
+                assertThat(e.getMessage()).isEqualTo("the runtime's port " + port + " is in use");
+              });
     }
   }
 
@@ -95,18 +104,22 @@ class DevServerTest {
     try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
       int port = taken.getLocalPort();
 
-      assertThatThrownBy(() -> DevServer.start(
-          new DevServer.Options(runtimePort, port, Optional.empty())))
-          .isInstanceOfSatisfying(DevServer.PortInUseException.class, e -> {
-            assertThat(e.listener()).isEqualTo(DevServer.Listener.CONTROL);
-            assertThat(e.getMessage()).isEqualTo("the control port " + port + " is in use");
-          });
+      assertThatThrownBy(
+              () -> DevServer.start(new DevServer.Options(runtimePort, port, Optional.empty())))
+          .isInstanceOfSatisfying(
+              DevServer.PortInUseException.class,
+              e -> {
+                assertThat(e.listener()).isEqualTo(DevServer.Listener.CONTROL);
+                assertThat(e.getMessage()).isEqualTo("the control port " + port + " is in use");
+              });
     }
     // The runtime's port was released: it can be bound again. Awaited, not tried once: NIO
     // closes a socket registered with a selector only at that selector's next wake-up, which may
     // come just after the close has returned (this failed about one run in fifteen).
-    Await.until("the runtime's port " + runtimePort + " free to bind again",
-        () -> canBind(runtimePort), Duration.ofSeconds(5));
+    Await.until(
+        "the runtime's port " + runtimePort + " free to bind again",
+        () -> canBind(runtimePort),
+        Duration.ofSeconds(5));
   }
 
   private static boolean canBind(int port) {

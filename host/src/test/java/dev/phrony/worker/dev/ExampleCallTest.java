@@ -12,8 +12,8 @@ import org.junit.jupiter.api.Test;
 class ExampleCallTest {
 
   private static HandlerCatalog.Entry entry(String tool, String version, String schema) {
-    ToolDescriptor.Builder b = ToolDescriptor.builder(tool).version(version)
-        .sideEffectClass(SideEffectClass.READ_ONLY);
+    ToolDescriptor.Builder b =
+        ToolDescriptor.builder(tool).version(version).sideEffectClass(SideEffectClass.READ_ONLY);
     if (schema != null) {
       b.inputSchema(schema);
     }
@@ -23,10 +23,15 @@ class ExampleCallTest {
 
   @Test
   void a_handler_with_a_schema_example_is_preferred() {
-    HandlerCatalog catalog = HandlerCatalog.of(List.of(
-        entry("a.needs", "1", "{\"required\":[\"x\"]}"),
-        entry("b.free", ToolDescriptor.DEFAULT_VERSION, null),
-        entry("c.shown", "2", "{\"required\":[\"city\"],\"examples\":[{\"city\":\"O'Hare\"}]}")));
+    HandlerCatalog catalog =
+        HandlerCatalog.of(
+            List.of(
+                entry("a.needs", "1", "{\"required\":[\"x\"]}"),
+                entry("b.free", ToolDescriptor.DEFAULT_VERSION, null),
+                entry(
+                    "c.shown",
+                    "2",
+                    "{\"required\":[\"city\"],\"examples\":[{\"city\":\"O'Hare\"}]}")));
 
     ExampleCall example = ExampleCall.pick(catalog).orElseThrow();
 
@@ -37,9 +42,11 @@ class ExampleCallTest {
 
   @Test
   void else_one_without_required_arguments_and_the_default_version_is_left_out() {
-    HandlerCatalog catalog = HandlerCatalog.of(List.of(
-        entry("a.needs", "1", "{\"required\":[\"x\"]}"),
-        entry("b.free", ToolDescriptor.DEFAULT_VERSION, null)));
+    HandlerCatalog catalog =
+        HandlerCatalog.of(
+            List.of(
+                entry("a.needs", "1", "{\"required\":[\"x\"]}"),
+                entry("b.free", ToolDescriptor.DEFAULT_VERSION, null)));
 
     ExampleCall example = ExampleCall.pick(catalog).orElseThrow();
 

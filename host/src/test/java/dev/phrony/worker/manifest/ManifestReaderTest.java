@@ -14,8 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class ManifestReaderTest {
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   private Path write(String yaml) throws IOException {
     return Files.writeString(Files.createTempFile(tmp, "agent", ".yaml"), yaml);
@@ -33,20 +32,25 @@ class ManifestReaderTest {
         metadata: {name: a, namespace: demo, version: 1.0.0}
         spec:
           tools:
-        """ + tools.indent(4);
+        """
+        + tools.indent(4);
   }
 
   @Test
   void reads_the_weather_sample() {
     List<Binding> bindings = read(Samples.weather());
 
-    assertThat(bindings).extracting(Binding::key).containsExactly(
-        "weather.get-forecast@1.0.0", "payments.process-payment@1.0.0", "echo@default");
-    assertThat(bindings).extracting(b -> b.sideEffectClass().orElseThrow())
+    assertThat(bindings)
+        .extracting(Binding::key)
+        .containsExactly(
+            "weather.get-forecast@1.0.0", "payments.process-payment@1.0.0", "echo@default");
+    assertThat(bindings)
+        .extracting(b -> b.sideEffectClass().orElseThrow())
         .containsExactly("read_only", "non_idempotent_write", "read_only");
     assertThat(bindings).extracting(Binding::route).containsOnly(Route.WORKER);
     assertThat(bindings).extracting(Binding::document).containsOnly(1);
-    assertThat(bindings).extracting(Binding::path)
+    assertThat(bindings)
+        .extracting(Binding::path)
         .containsExactly("spec.tools[0]", "spec.tools[1]", "spec.tools[2]");
     assertThat(bindings).extracting(Binding::line).containsExactly(13, 16, 19);
     assertThat(bindings.get(2).version()).isEmpty();
@@ -56,8 +60,13 @@ class ManifestReaderTest {
   void an_mcp_binding_is_not_routed_to_workers() {
     List<Binding> bindings = read(Samples.mismatch());
 
-    assertThat(bindings).extracting(Binding::ref).containsExactly("weather.get-forecast",
-        "payments.process-payment", "search.web@^1.2", "crm.lookup-account");
+    assertThat(bindings)
+        .extracting(Binding::ref)
+        .containsExactly(
+            "weather.get-forecast",
+            "payments.process-payment",
+            "search.web@^1.2",
+            "crm.lookup-account");
     Binding search = bindings.get(2);
     assertThat(search.route()).isEqualTo(Route.MCP);
     assertThat(search.target()).isEqualTo("MCP server search");
@@ -67,9 +76,12 @@ class ManifestReaderTest {
   }
 
   @Test
-  void the_key_is_the_ref_without_its_constraint_then_the_version_or_default()
-      throws IOException {
-    List<Binding> bindings = read(write(agent("""
+  void the_key_is_the_ref_without_its_constraint_then_the_version_or_default() throws IOException {
+    List<Binding> bindings =
+        read(
+            write(
+                agent(
+                    """
         - ref: weather.get-forecast@^1.0
           version: "1.0.0"
         - ref: " payments.process-payment @ >=1.2 "
@@ -82,25 +94,34 @@ class ManifestReaderTest {
           version: ""
         """)));
 
-    assertThat(bindings).extracting(Binding::key).containsExactly(
-        "weather.get-forecast@1.0.0",
-        "payments.process-payment@default",
-        // not namespace.name: the runtime does not strip the constraint (nor can a handler
-        // advertise a tool with '@', so this is never served)
-        "echo@^1@default",
-        "search.web@1.10", // as written, not the number 1.1
-        "crm.lookup-account@default",
-        "notes.add@default");
-    assertThat(bindings).extracting(Binding::constraint).containsExactly(
-        Optional.of("^1.0"), Optional.of(">=1.2"), Optional.empty(), Optional.empty(),
-        Optional.empty(), Optional.empty());
+    assertThat(bindings)
+        .extracting(Binding::key)
+        .containsExactly(
+            "weather.get-forecast@1.0.0",
+            "payments.process-payment@default",
+            // not namespace.name: the runtime does not strip the constraint (nor can a handler
+            // advertise a tool with '@', so this is never served)
+            "echo@^1@default",
+            "search.web@1.10", // as written, not the number 1.1
+            "crm.lookup-account@default",
+            "notes.add@default");
+    assertThat(bindings)
+        .extracting(Binding::constraint)
+        .containsExactly(
+            Optional.of("^1.0"),
+            Optional.of(">=1.2"),
+            Optional.empty(),
+            Optional.empty(),
+            Optional.empty(),
+            Optional.empty());
     assertThat(bindings.get(1).ref()).isEqualTo("payments.process-payment @ >=1.2");
   }
 
   @Test
-  void reads_every_agent_document_and_passes_over_other_kinds_and_empty_ones()
-      throws IOException {
-    Path file = write("""
+  void reads_every_agent_document_and_passes_over_other_kinds_and_empty_ones() throws IOException {
+    Path file =
+        write(
+            """
         apiVersion: phrony.com/v1
         kind: Policy
         metadata: {name: p}
@@ -108,28 +129,37 @@ class ManifestReaderTest {
           tools:
             - ref: not.a-binding
         ---
-        """ + agent("- ref: weather.get-forecast\n  version: 1.0.0\n") + """
+        """
+                + agent("- ref: weather.get-forecast\n  version: 1.0.0\n")
+                + """
         ---
         ---
-        """ + agent("- ref: echo\n- ref: payments.process-payment\n  version: 1.0.0\n"));
+        """
+                + agent("- ref: echo\n- ref: payments.process-payment\n  version: 1.0.0\n"));
 
     List<Binding> bindings = read(file);
 
-    assertThat(bindings).extracting(Binding::document, Binding::key).containsExactly(
-        org.assertj.core.groups.Tuple.tuple(2, "weather.get-forecast@1.0.0"),
-        org.assertj.core.groups.Tuple.tuple(4, "echo@default"),
-        org.assertj.core.groups.Tuple.tuple(4, "payments.process-payment@1.0.0"));
+    assertThat(bindings)
+        .extracting(Binding::document, Binding::key)
+        .containsExactly(
+            org.assertj.core.groups.Tuple.tuple(2, "weather.get-forecast@1.0.0"),
+            org.assertj.core.groups.Tuple.tuple(4, "echo@default"),
+            org.assertj.core.groups.Tuple.tuple(4, "payments.process-payment@1.0.0"));
     assertThat(bindings.get(1).line()).isEqualTo(22);
   }
 
   @Test
   void nested_agents_are_not_routed_to_workers() throws IOException {
-    Path file = write(agent("""
+    Path file =
+        write(
+            agent(
+                    """
         - ref: billing
           agent: {namespace: demo, name: billing, version: 1.0.0}
         - ref: crm.lookup-account
           agent: {}
-        """) + """
+        """)
+                + """
           agents:
             - ref: ./specialists/triage.yaml
         """);
@@ -137,15 +167,23 @@ class ManifestReaderTest {
     List<Binding> bindings = read(file);
 
     assertThat(bindings).extracting(Binding::route).containsOnly(Route.NESTED_AGENT);
-    assertThat(bindings).extracting(Binding::target).containsExactly("nested agent demo.billing",
-        "a nested agent", "nested agent ./specialists/triage.yaml");
+    assertThat(bindings)
+        .extracting(Binding::target)
+        .containsExactly(
+            "nested agent demo.billing",
+            "a nested agent",
+            "nested agent ./specialists/triage.yaml");
     assertThat(bindings.get(2).path()).isEqualTo("spec.agents[0]");
   }
 
   @Test
   void a_worker_binding_with_the_tool_of_an_mcp_or_agent_binding_goes_where_that_one_goes()
       throws IOException {
-    List<Binding> bindings = read(write(agent("""
+    List<Binding> bindings =
+        read(
+            write(
+                agent(
+                    """
         - ref: search.web
           mcp: {server: search}
         - ref: search.web@^2
@@ -159,8 +197,15 @@ class ManifestReaderTest {
           mcp:
         """)));
 
-    assertThat(bindings).extracting(Binding::route).containsExactly(Route.MCP, Route.MCP,
-        Route.NESTED_AGENT, Route.NESTED_AGENT, Route.WORKER, Route.WORKER);
+    assertThat(bindings)
+        .extracting(Binding::route)
+        .containsExactly(
+            Route.MCP,
+            Route.MCP,
+            Route.NESTED_AGENT,
+            Route.NESTED_AGENT,
+            Route.WORKER,
+            Route.WORKER);
     assertThat(bindings.get(1).target())
         .isEqualTo("MCP server search (spec.tools[0] binds the same tool search.web)");
     assertThat(bindings.get(2).target())
@@ -175,28 +220,40 @@ class ManifestReaderTest {
 
   @Test
   void malformed_yaml_names_the_file_and_the_line() throws IOException {
-    Path file = write(agent("""
+    Path file =
+        write(
+            agent(
+                """
         - ref: weather.get-forecast
           version: "1.0.0
         """));
 
     assertThatThrownBy(() -> read(file))
-        .isInstanceOfSatisfying(ManifestException.class, e -> {
-          assertThat(e.file()).isEqualTo(file);
-          assertThat(e.line()).hasValue(8);
-        })
+        .isInstanceOfSatisfying(
+            ManifestException.class,
+            e -> {
+              assertThat(e.file()).isEqualTo(file);
+              assertThat(e.line()).hasValue(8);
+            })
         .hasMessageStartingWith("manifest " + file + ": YAML syntax error at line 8, column 1: ")
         .hasMessageContaining("while scanning a quoted scalar at line 7, column 16")
-        .message().doesNotContain("\n");
+        .message()
+        .doesNotContain("\n");
 
     Path colon = write("kind: Agent\nspec: tools: []\n");
-    assertThatThrownBy(() -> read(colon)).hasMessage("manifest " + colon
-        + ": YAML syntax error at line 2, column 12: mapping values are not allowed here");
+    assertThatThrownBy(() -> read(colon))
+        .hasMessage(
+            "manifest "
+                + colon
+                + ": YAML syntax error at line 2, column 12: mapping values are not allowed here");
   }
 
   @Test
   void a_binding_without_ref_is_refused_with_its_path_and_line() throws IOException {
-    Path file = write(agent("""
+    Path file =
+        write(
+            agent(
+                """
         - ref: weather.get-forecast
         - ref: echo
         - version: 1.0.0
@@ -205,14 +262,19 @@ class ManifestReaderTest {
 
     assertThatThrownBy(() -> read(file))
         .isInstanceOfSatisfying(ManifestException.class, e -> assertThat(e.line()).hasValue(8))
-        .hasMessage("manifest " + file + ": spec.tools[2].ref is missing at line 8: give every "
-            + "binding a ref (the tool name, e.g. weather.get-forecast)");
+        .hasMessage(
+            "manifest "
+                + file
+                + ": spec.tools[2].ref is missing at line 8: give every "
+                + "binding a ref (the tool name, e.g. weather.get-forecast)");
 
     Path empty = write(agent("- ref: \"\"\n"));
-    assertThatThrownBy(() -> read(empty)).hasMessageContaining("spec.tools[0].ref is missing at line 6");
+    assertThatThrownBy(() -> read(empty))
+        .hasMessageContaining("spec.tools[0].ref is missing at line 6");
     Path list = write(agent("- ref: [a, b]\n"));
-    assertThatThrownBy(() -> read(list)).hasMessageContaining(
-        "spec.tools[0].ref is not a single value at line 6: write it as a string");
+    assertThatThrownBy(() -> read(list))
+        .hasMessageContaining(
+            "spec.tools[0].ref is not a single value at line 6: write it as a string");
   }
 
   @Test
@@ -238,9 +300,10 @@ class ManifestReaderTest {
         .hasMessageContaining("document 2 has no kind at line 3: set kind: Agent");
 
     Path twice = write(agent("- ref: echo\n  version: 1.0.0\n  version: 2.0.0\n"));
-    assertThatThrownBy(() -> read(twice)).hasMessageContaining(
-        "YAML syntax error at line 8, column 7: mapping key 'version' already defined at "
-            + "line 7");
+    assertThatThrownBy(() -> read(twice))
+        .hasMessageContaining(
+            "YAML syntax error at line 8, column 7: mapping key 'version' already defined at "
+                + "line 7");
 
     Path alias = write(agent("- ref: &r echo\n- ref: *r\n"));
     assertThatThrownBy(() -> read(alias))
@@ -251,9 +314,10 @@ class ManifestReaderTest {
   @Test
   void a_file_without_an_agent_document_is_refused() throws IOException {
     Path policy = write("kind: Policy\nspec: {}\n");
-    assertThatThrownBy(() -> read(policy)).isInstanceOf(ManifestException.class)
-        .hasMessage("manifest " + policy + " has no kind: Agent document: pass the agent's "
-            + "manifest");
+    assertThatThrownBy(() -> read(policy))
+        .isInstanceOf(ManifestException.class)
+        .hasMessage(
+            "manifest " + policy + " has no kind: Agent document: pass the agent's " + "manifest");
     Path empty = write("");
     assertThatThrownBy(() -> read(empty)).hasMessageContaining("has no kind: Agent document");
   }
@@ -262,21 +326,25 @@ class ManifestReaderTest {
   void a_missing_or_unreadable_file_is_named() throws IOException {
     Path missing = tmp.resolve("nowhere.yaml");
     assertThatThrownBy(() -> read(missing))
-        .isInstanceOfSatisfying(ManifestException.class,
-            e -> assertThat(e.line()).isEmpty())
-        .hasMessage("manifest " + missing + " does not exist: check the path given with "
-            + "--manifest");
+        .isInstanceOfSatisfying(ManifestException.class, e -> assertThat(e.line()).isEmpty())
+        .hasMessage(
+            "manifest " + missing + " does not exist: check the path given with " + "--manifest");
 
     Path relative = Path.of("no-such-agent.yaml");
-    assertThatThrownBy(() -> read(relative)).hasMessage("manifest no-such-agent.yaml ("
-        + relative.toAbsolutePath() + ") does not exist: check the path given with --manifest");
+    assertThatThrownBy(() -> read(relative))
+        .hasMessage(
+            "manifest no-such-agent.yaml ("
+                + relative.toAbsolutePath()
+                + ") does not exist: check the path given with --manifest");
 
-    assertThatThrownBy(() -> read(tmp)).hasMessage("manifest " + tmp + " is a directory: pass "
-        + "the manifest file itself");
+    assertThatThrownBy(() -> read(tmp))
+        .hasMessage("manifest " + tmp + " is a directory: pass " + "the manifest file itself");
 
-    Path latin1 = Files.write(tmp.resolve("latin1.yaml"),
-        "kind: Agent # caf\u00e9\n".getBytes(StandardCharsets.ISO_8859_1));
-    assertThatThrownBy(() -> read(latin1)).hasMessage("manifest " + latin1 + " is not UTF-8 "
-        + "text: save it as UTF-8");
+    Path latin1 =
+        Files.write(
+            tmp.resolve("latin1.yaml"),
+            "kind: Agent # caf\u00e9\n".getBytes(StandardCharsets.ISO_8859_1));
+    assertThatThrownBy(() -> read(latin1))
+        .hasMessage("manifest " + latin1 + " is not UTF-8 " + "text: save it as UTF-8");
   }
 }

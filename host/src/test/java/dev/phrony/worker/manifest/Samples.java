@@ -5,8 +5,8 @@ import java.nio.file.Path;
 
 /**
  * The sample manifests in the repository's {@code samples/} (copies of {@code ../shared/samples},
- * see {@code SamplesTest}). Tests run in a module folder ({@code host/}, {@code dist/}), so that
- * is {@code ../samples} from there.
+ * see {@code SamplesTest}). Tests run in a module folder ({@code host/}, {@code dist/}), so that is
+ * {@code ../samples} from there.
  */
 public final class Samples {
   private Samples() {}
@@ -15,8 +15,11 @@ public final class Samples {
   public static Path dir() {
     Path dir = Path.of("..", "samples").toAbsolutePath().normalize();
     if (!Files.isDirectory(dir)) {
-      throw new IllegalStateException("sample manifests not found at " + dir + ": the tests "
-          + "run in a module folder of the repository and read its samples/ folder");
+      throw new IllegalStateException(
+          "sample manifests not found at "
+              + dir
+              + ": the tests "
+              + "run in a module folder of the repository and read its samples/ folder");
     }
     return dir;
   }

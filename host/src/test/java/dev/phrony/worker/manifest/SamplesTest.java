@@ -25,7 +25,8 @@ class SamplesTest {
     for (Path original : manifests) {
       Path copy = Samples.dir().resolve(original.getFileName());
       assertThat(copy).as("copy %s from %s", copy, original).exists();
-      assertThat(Files.readAllBytes(copy)).as("%s differs from %s: copy it again", copy, original)
+      assertThat(Files.readAllBytes(copy))
+          .as("%s differs from %s: copy it again", copy, original)
           .isEqualTo(Files.readAllBytes(original));
     }
   }

@@ -17,8 +17,9 @@ class LogContextTest {
   @Test
   void a_call_sets_its_keys_and_its_end_leaves_no_trace() {
     try (var scope = LogContext.call("c-1", "s-1", "echo@default")) {
-      assertThat(MDC.getCopyOfContextMap()).containsOnly(entry("call_id", "c-1"),
-          entry("session_id", "s-1"), entry("tool", "echo@default"));
+      assertThat(MDC.getCopyOfContextMap())
+          .containsOnly(
+              entry("call_id", "c-1"), entry("session_id", "s-1"), entry("tool", "echo@default"));
       MDC.put("handler_key", "x"); // what a handler puts ends with its call
     }
     assertThat(MDC.getCopyOfContextMap()).isNullOrEmpty();

@@ -17,8 +17,8 @@ import org.slf4j.Logger;
 import org.slf4j.MDC;
 
 /**
- * The shipped {@code conf/logback.xml} in both formats, loaded as {@link LogSetup} loads it, into
- * a logger context of the test's own (the global one stays as it was).
+ * The shipped {@code conf/logback.xml} in both formats, loaded as {@link LogSetup} loads it, into a
+ * logger context of the test's own (the global one stays as it was).
  */
 class LogFormatTest {
   private final LoggerContext ctx = new LoggerContext();
@@ -57,13 +57,19 @@ class LogFormatTest {
     List<String> lines = logSomeLines(LogFormat.text, LogLevel.DEBUG);
 
     assertThat(lines).hasSize(3);
-    assertThat(lines.get(0)).matches("ts=\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z"
-        + " level=INFO logger=Dispatcher thread=\\S+ msg=\"connecting to 127.0.0.1:7777"
-        + " \\(stream 1\\)\"");
-    assertThat(lines.get(1)).contains(" level=DEBUG logger=Dispatcher ")
-        .contains(" call_id=c-1 session_id=\"s 1\" tool=echo@default msg=\"nack draining:"
-            + " worker is draining; retry \\\"elsewhere\\\"\"");
-    assertThat(lines.get(2)).contains(" level=WARN ").contains(" call_id=c-1 ")
+    assertThat(lines.get(0))
+        .matches(
+            "ts=\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z"
+                + " level=INFO logger=Dispatcher thread=\\S+ msg=\"connecting to 127.0.0.1:7777"
+                + " \\(stream 1\\)\"");
+    assertThat(lines.get(1))
+        .contains(" level=DEBUG logger=Dispatcher ")
+        .contains(
+            " call_id=c-1 session_id=\"s 1\" tool=echo@default msg=\"nack draining:"
+                + " worker is draining; retry \\\"elsewhere\\\"\"");
+    assertThat(lines.get(2))
+        .contains(" level=WARN ")
+        .contains(" call_id=c-1 ")
         .contains(" error=\"java.lang.IllegalStateException: boom\\nsecond line\"")
         .contains(" stack=\"java.lang.IllegalStateException: boom\\nsecond line\\n\\tat ");
   }
@@ -85,12 +91,12 @@ class LogFormatTest {
     assertThat(nack.get("call_id").asText()).isEqualTo("c-1");
     assertThat(nack.get("session_id").asText()).isEqualTo("s 1");
     assertThat(nack.get("tool").asText()).isEqualTo("echo@default");
-    assertThat(nack.get("msg").asText()).isEqualTo(
-        "nack draining: worker is draining; retry \"elsewhere\"");
+    assertThat(nack.get("msg").asText())
+        .isEqualTo("nack draining: worker is draining; retry \"elsewhere\"");
 
     JsonNode failed = json.readTree(lines.get(2));
-    assertThat(failed.get("stack").asText()).startsWith(
-        "java.lang.IllegalStateException: boom\nsecond line");
+    assertThat(failed.get("stack").asText())
+        .startsWith("java.lang.IllegalStateException: boom\nsecond line");
   }
 
   @Test
@@ -104,13 +110,15 @@ class LogFormatTest {
   void c1_controls_and_bidi_overrides_never_reach_the_terminal_raw() throws Exception {
     for (LogFormat format : LogFormat.values()) {
       captured.reset();
-      LogSetup.configure(ctx, Path.of("..", "conf", "logback.xml").toUri().toURL(), format,
-          LogLevel.INFO);
+      LogSetup.configure(
+          ctx, Path.of("..", "conf", "logback.xml").toUri().toURL(), format, LogLevel.INFO);
       try (var call = LogContext.call("c\u009b2J\u202e1", "s-1", "echo@default")) {
         ctx.getLogger("x").info("call {} done", "id\u202egnp\u001b[0m\u0085");
       }
       String out = captured.toString(StandardCharsets.UTF_8);
-      assertThat(out).as(format.name()).doesNotContain("\u009b", "\u202e", "\u001b", "\u0085")
+      assertThat(out)
+          .as(format.name())
+          .doesNotContain("\u009b", "\u202e", "\u001b", "\u0085")
           .contains("\\u009b2J\\u202e1") // JSON writes \\u001B, text \\u001b
           .containsIgnoringCase("id\\u202egnp\\u001b[0m\\u0085");
     }

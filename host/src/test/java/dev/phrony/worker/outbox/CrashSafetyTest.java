@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.phrony.worker.state.StateDir;
 import dev.phrony.worker.testing.ChildJvm;
 import java.io.BufferedReader;
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
@@ -23,8 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
 class CrashSafetyTest {
   private static final int ROUNDS = 20;
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   @Test
   void every_acknowledged_write_survives_sigkill_at_any_point() throws Exception {
@@ -35,15 +33,17 @@ class CrashSafetyTest {
     int totalClaims = 0;
     for (int round = 0; round < ROUNDS; round++) {
       String prefix = "r" + round;
-      Process child = ChildJvm.start(CrashWriterMain.class, dir.toString(), prefix,
-          Integer.toString(1 + round % 8));
+      Process child =
+          ChildJvm.start(
+              CrashWriterMain.class, dir.toString(), prefix, Integer.toString(1 + round % 8));
       // Kill after a varied number of claims: 0 (right after start), a few, or many.
-      int killAfter = switch (round % 4) {
-        case 0 -> random.nextInt(3);
-        case 1 -> 1 + random.nextInt(20);
-        case 2 -> 20 + random.nextInt(200);
-        default -> 200 + random.nextInt(600);
-      };
+      int killAfter =
+          switch (round % 4) {
+            case 0 -> random.nextInt(3);
+            case 1 -> 1 + random.nextInt(20);
+            case 2 -> 20 + random.nextInt(200);
+            default -> 200 + random.nextInt(600);
+          };
       int claims = 0;
       BufferedReader in = ChildJvm.lines(child);
       try {
@@ -65,8 +65,11 @@ class CrashSafetyTest {
       totalClaims += claims;
 
       try (StateDir sd = StateDir.open(dir);
-          DurableOutbox o = DurableOutbox.open(sd, new DurableOutbox.Options(Durability.WRITES,
-              null, java.time.InstantSource.system()))) {
+          DurableOutbox o =
+              DurableOutbox.open(
+                  sd,
+                  new DurableOutbox.Options(
+                      Durability.WRITES, null, java.time.InstantSource.system()))) {
         assertThat(o.problems()).as("round %d: no damage after kill -9", round).isEmpty();
         for (String id : held) {
           assertThat(o.find(id)).as("round %d: held result %s", round, id).isPresent();
@@ -80,8 +83,10 @@ class CrashSafetyTest {
     try (Stream<Path> files = Files.list(dir.resolve("outbox"))) {
       assertThat(files).noneMatch(p -> p.toString().endsWith(".tmp"));
     }
-    System.out.printf("crash safety: %d kill -9 rounds, %d acknowledged writes checked "
-        + "(%d held, %d interrupted)%n", ROUNDS, totalClaims, held.size(), intents.size());
+    System.out.printf(
+        "crash safety: %d kill -9 rounds, %d acknowledged writes checked "
+            + "(%d held, %d interrupted)%n",
+        ROUNDS, totalClaims, held.size(), intents.size());
   }
 
   private static int record(String line, Set<String> held, Set<String> intents) {

@@ -1,20 +1,20 @@
 package dev.phrony.worker.outbox;
 
-import ch.qos.logback.classic.Level;
-import ch.qos.logback.classic.Logger;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.read.ListAppender;
-import dev.phrony.worker.call.CallOutcome;
-import dev.phrony.worker.testkit.FakeScheduler;
-import dev.phrony.worker.testkit.Await;
-import dev.phrony.worker.testkit.ManualClock;
 import static dev.phrony.worker.outbox.Results.intent;
 import static dev.phrony.worker.outbox.Results.json;
 import static dev.phrony.worker.outbox.Results.result;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.state.StateDir;
+import dev.phrony.worker.testkit.Await;
+import dev.phrony.worker.testkit.FakeScheduler;
+import dev.phrony.worker.testkit.ManualClock;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -38,8 +38,7 @@ import org.slf4j.LoggerFactory;
  * retry, the prune job) run on a fake scheduler: only when a test advances its clock.
  */
 class DurableOutboxTest {
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   private final ManualClock clock = new ManualClock(Instant.parse("2026-03-01T12:00:00Z"));
   private final FakeScheduler timers = new FakeScheduler(clock);
@@ -61,8 +60,9 @@ class DurableOutboxTest {
 
   private DurableOutbox open(Durability d, LogWriter.Tuning tuning) throws IOException {
     stateDir = StateDir.open(dir());
-    outbox = DurableOutbox.open(stateDir,
-        new DurableOutbox.Options(d, Duration.ofDays(7), clock, timers), tuning);
+    outbox =
+        DurableOutbox.open(
+            stateDir, new DurableOutbox.Options(d, Duration.ofDays(7), clock, timers), tuning);
     return outbox;
   }
 
@@ -100,9 +100,12 @@ class DurableOutboxTest {
       o.hold(result("w1", "non_idempotent_write", "{\"n\":1}"));
       reopen(Durability.WRITES);
       reopen(Durability.WRITES);
-      assertThat(logs.list).as("a healthy outbox, opened twice")
-          .noneMatch(e -> e.getLevel().isGreaterOrEqual(Level.INFO)
-              && e.getFormattedMessage().contains("cut short"));
+      assertThat(logs.list)
+          .as("a healthy outbox, opened twice")
+          .noneMatch(
+              e ->
+                  e.getLevel().isGreaterOrEqual(Level.INFO)
+                      && e.getFormattedMessage().contains("cut short"));
       closeAll();
 
       Path newest;
@@ -113,7 +116,8 @@ class DurableOutboxTest {
       java.util.Arrays.fill(half, (byte) 0x5a); // the start of an append a crash cut short
       Files.write(newest, half, java.nio.file.StandardOpenOption.APPEND);
       open(Durability.WRITES);
-      assertThat(logs.list).filteredOn(e -> e.getLevel() == Level.WARN)
+      assertThat(logs.list)
+          .filteredOn(e -> e.getLevel() == Level.WARN)
           .extracting(ILoggingEvent::getFormattedMessage)
           .anyMatch(m -> m.contains("cut short"));
       assertThat(outbox.pendingIds()).containsExactly("w1");
@@ -134,13 +138,16 @@ class DurableOutboxTest {
 
     o = reopen(Durability.WRITES);
     assertThat(o.pendingIds()).containsExactlyInAnyOrder("w1", "w2");
-    assertThat(o.find("w1")).hasValueSatisfying(r -> {
-      assertThat(json(r)).isEqualTo("{\"n\":1}");
-      assertThat(r.sessionId()).isEqualTo("session-1");
-      assertThat(r.toolKey()).isEqualTo("pay.charge@1.0.0");
-      assertThat(r.sideEffectClass()).isEqualTo("non_idempotent_write");
-      assertThat(r.completedAt()).isEqualTo(Instant.parse("2026-01-02T03:04:05.123456789Z"));
-    });
+    assertThat(o.find("w1"))
+        .hasValueSatisfying(
+            r -> {
+              assertThat(json(r)).isEqualTo("{\"n\":1}");
+              assertThat(r.sessionId()).isEqualTo("session-1");
+              assertThat(r.toolKey()).isEqualTo("pay.charge@1.0.0");
+              assertThat(r.sideEffectClass()).isEqualTo("non_idempotent_write");
+              assertThat(r.completedAt())
+                  .isEqualTo(Instant.parse("2026-01-02T03:04:05.123456789Z"));
+            });
     assertThat(o.find("r1")).isEmpty();
     assertThat(o.find("x1")).isEmpty();
     assertThat(o.problems()).isEmpty();
@@ -156,8 +163,14 @@ class DurableOutboxTest {
   @Test
   void error_outcomes_and_null_fields_round_trip() throws IOException {
     DurableOutbox o = open(Durability.ALL);
-    HeldResult err = new HeldResult("e1", null, null, null, null,
-        CallOutcome.error("deadline_exceeded", "after 3s — ünïcode"));
+    HeldResult err =
+        new HeldResult(
+            "e1",
+            null,
+            null,
+            null,
+            null,
+            CallOutcome.error("deadline_exceeded", "after 3s — ünïcode"));
     o.hold(err);
     o = reopen(Durability.ALL);
     assertThat(o.find("e1")).hasValue(err);
@@ -175,7 +188,8 @@ class DurableOutboxTest {
     long flushesBefore = o.flushCount();
     o.hold(result("w1", "irreversible_action", "{}"));
     o.recordIntent(intent("w2", clock.instant()));
-    assertThat(o.flushCount()).as("none: holds and intents never touch the disk")
+    assertThat(o.flushCount())
+        .as("none: holds and intents never touch the disk")
         .isEqualTo(flushesBefore);
     o = reopen(Durability.NONE);
     assertThat(o.size()).isZero();
@@ -192,13 +206,16 @@ class DurableOutboxTest {
     assertThat(o.isOrphaned("a")).isTrue();
     assertThat(o.isOrphaned("b")).isFalse();
     assertThat(o.pendingIds()).containsExactly("b");
-    assertThat(o.entries()).filteredOn(e -> e.callId().equals("a")).singleElement()
-        .satisfies(e -> {
-          assertThat(e.state()).isEqualTo(OutboxEntry.State.ORPHANED);
-          assertThat(e.since()).isEqualTo(clock.instant());
-          assertThat(e.sessionId()).isEqualTo("session-1");
-          assertThat(e.toolKey()).isEqualTo("pay.charge@1.0.0");
-        });
+    assertThat(o.entries())
+        .filteredOn(e -> e.callId().equals("a"))
+        .singleElement()
+        .satisfies(
+            e -> {
+              assertThat(e.state()).isEqualTo(OutboxEntry.State.ORPHANED);
+              assertThat(e.since()).isEqualTo(clock.instant());
+              assertThat(e.sessionId()).isEqualTo("session-1");
+              assertThat(e.toolKey()).isEqualTo("pay.charge@1.0.0");
+            });
 
     // The runtime invoked the orphaned call again: the dispatcher holds it again and resends.
     o.hold(o.find("a").orElseThrow());
@@ -208,11 +225,10 @@ class DurableOutboxTest {
   }
 
   @Test
-  void a_rehold_does_not_wait_for_the_disk_but_is_written_with_the_next_batch()
-      throws IOException {
+  void a_rehold_does_not_wait_for_the_disk_but_is_written_with_the_next_batch() throws IOException {
     // Lazy records linger for an hour here: only close (or an urgent batch) writes them.
-    DurableOutbox o = open(Durability.WRITES,
-        new LogWriter.Tuning(32, 1024, TimeUnit.HOURS.toNanos(1)));
+    DurableOutbox o =
+        open(Durability.WRITES, new LogWriter.Tuning(32, 1024, TimeUnit.HOURS.toNanos(1)));
     o.hold(result("a", "idempotent_write", "{}"));
     o.markOrphaned("a");
     o.sync();
@@ -237,7 +253,8 @@ class DurableOutboxTest {
     o.recordIntent(new IntentRecord("iw", "s", "t@1", "idempotent_write", clock.instant()));
     assertThat(o.wasInterrupted("i1")).as("running, not interrupted").isFalse();
     assertThat(o.interruptedIds()).isEmpty();
-    assertThat(o.entries()).extracting(OutboxEntry::callId, OutboxEntry::state)
+    assertThat(o.entries())
+        .extracting(OutboxEntry::callId, OutboxEntry::state)
         .containsExactly(org.assertj.core.groups.Tuple.tuple("i1", OutboxEntry.State.RUNNING));
 
     clock.advance(Duration.ofMinutes(5));
@@ -249,12 +266,18 @@ class DurableOutboxTest {
 
     clock.advance(Duration.ofMinutes(5));
     o = reopen(Durability.WRITES);
-    assertThat(o.entries()).singleElement().satisfies(e -> {
-      assertThat(e.state()).isEqualTo(OutboxEntry.State.INTERRUPTED);
-      assertThat(e.since()).as("the time of the event (its outcome unknown from its start on),"
-          + " written once: not the time an open found it").isEqualTo(started);
-      assertThat(e.startedAt()).isEqualTo(Instant.parse("2026-03-01T12:00:00Z"));
-    });
+    assertThat(o.entries())
+        .singleElement()
+        .satisfies(
+            e -> {
+              assertThat(e.state()).isEqualTo(OutboxEntry.State.INTERRUPTED);
+              assertThat(e.since())
+                  .as(
+                      "the time of the event (its outcome unknown from its start on),"
+                          + " written once: not the time an open found it")
+                  .isEqualTo(started);
+              assertThat(e.startedAt()).isEqualTo(Instant.parse("2026-03-01T12:00:00Z"));
+            });
 
     o.dropIntent("i1");
     o = reopen(Durability.WRITES);
@@ -284,7 +307,8 @@ class DurableOutboxTest {
     assertThat(Files.getPosixFilePermissions(dir().resolve("outbox")))
         .isEqualTo(PosixFilePermissions.fromString("rwx------"));
     for (Path f : logFiles()) {
-      assertThat(Files.getPosixFilePermissions(f)).as(f.toString())
+      assertThat(Files.getPosixFilePermissions(f))
+          .as(f.toString())
           .isEqualTo(PosixFilePermissions.fromString("rw-------"));
     }
   }
@@ -296,16 +320,20 @@ class DurableOutboxTest {
     // A callback there that waited for the log would wait for its own thread; it gets an
     // IllegalStateException at once instead.
     CompletableFuture<Object> outcome = new CompletableFuture<>();
-    onWriter(o, () -> {
-      try {
-        o.sync();
-        outcome.complete("sync returned");
-      } catch (RuntimeException e) {
-        outcome.complete(e);
-      }
-    });
-    assertThat(outcome.get(10, TimeUnit.SECONDS)).isInstanceOf(IllegalStateException.class)
-        .asString().contains("a completion callback must not block");
+    onWriter(
+        o,
+        () -> {
+          try {
+            o.sync();
+            outcome.complete("sync returned");
+          } catch (RuntimeException e) {
+            outcome.complete(e);
+          }
+        });
+    assertThat(outcome.get(10, TimeUnit.SECONDS))
+        .isInstanceOf(IllegalStateException.class)
+        .asString()
+        .contains("a completion callback must not block");
     o.sync(); // the writer goes on
   }
 
@@ -318,13 +346,15 @@ class DurableOutboxTest {
     Thread test = Thread.currentThread();
     for (int i = 0; i < 1_000; i++) {
       AtomicBoolean ranHere = new AtomicBoolean();
-      o.holdAsync(result("cb" + i, "non_idempotent_write", "{}")).thenRun(() -> {
-        if (Thread.currentThread() == test) {
-          ranHere.set(true);
-        } else {
-          body.run();
-        }
-      });
+      o.holdAsync(result("cb" + i, "non_idempotent_write", "{}"))
+          .thenRun(
+              () -> {
+                if (Thread.currentThread() == test) {
+                  ranHere.set(true);
+                } else {
+                  body.run();
+                }
+              });
       if (!ranHere.get()) {
         return;
       }
@@ -337,14 +367,16 @@ class DurableOutboxTest {
     DurableOutbox o = open(Durability.ALL);
     CountDownLatch writerHeld = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
-    onWriter(o, () -> { // after a batch that opened the file the next ones are appended to
-      writerHeld.countDown();
-      try {
-        release.await();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    });
+    onWriter(
+        o,
+        () -> { // after a batch that opened the file the next ones are appended to
+          writerHeld.countDown();
+          try {
+            release.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        });
     assertThat(writerHeld.await(10, TimeUnit.SECONDS)).as("the writer is held").isTrue();
     long batches = o.batchCount();
     long flushes = o.flushCount();
@@ -387,8 +419,9 @@ class DurableOutboxTest {
     assertThat(o.isOrphaned("c40")).isTrue();
     assertThat(o.problems()).isEmpty();
     closeAll();
-    assertThat(logFiles()).singleElement().satisfies(p -> assertThat(p.toString())
-        .endsWith(".snap"));
+    assertThat(logFiles())
+        .singleElement()
+        .satisfies(p -> assertThat(p.toString()).endsWith(".snap"));
   }
 
   @Test
@@ -405,7 +438,8 @@ class DurableOutboxTest {
     o = open(Durability.ALL);
     assertThat(o.problems()).isEmpty();
     assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b", "c");
-    assertThat(logFiles()).noneMatch(p -> p.toString().endsWith(".tmp"))
+    assertThat(logFiles())
+        .noneMatch(p -> p.toString().endsWith(".tmp"))
         .noneMatch(p -> p.getFileName().toString().startsWith("00000000000000000000"));
   }
 
@@ -445,8 +479,7 @@ class DurableOutboxTest {
   }
 
   @Test
-  void the_prune_job_prunes_on_the_scheduler_s_clock_until_the_outbox_closes()
-      throws IOException {
+  void the_prune_job_prunes_on_the_scheduler_s_clock_until_the_outbox_closes() throws IOException {
     DurableOutbox o = open(Durability.WRITES);
     o.hold(result("orphan", "idempotent_write", "{}"));
     o.markOrphaned("orphan");
@@ -475,7 +508,8 @@ class DurableOutboxTest {
     o.sync();
     OutboxView view = OutboxView.read(dir());
     assertThat(view.workerPid()).hasValue(ProcessHandle.current().pid());
-    assertThat(view.entries()).extracting(OutboxEntry::callId, OutboxEntry::state)
+    assertThat(view.entries())
+        .extracting(OutboxEntry::callId, OutboxEntry::state)
         .containsExactlyInAnyOrder(
             org.assertj.core.groups.Tuple.tuple("h", OutboxEntry.State.HELD),
             org.assertj.core.groups.Tuple.tuple("o", OutboxEntry.State.ORPHANED),
@@ -484,8 +518,8 @@ class DurableOutboxTest {
     assertThatThrownBy(() -> StateDir.open(dir()))
         .isInstanceOf(dev.phrony.worker.state.StateDirLockedException.class);
     closeAll();
-    assertThat(OutboxView.read(dir()).find("r")).hasValueSatisfying(
-        e -> assertThat(e.state()).isEqualTo(OutboxEntry.State.INTERRUPTED));
+    assertThat(OutboxView.read(dir()).find("r"))
+        .hasValueSatisfying(e -> assertThat(e.state()).isEqualTo(OutboxEntry.State.INTERRUPTED));
   }
 
   @Test
@@ -517,8 +551,7 @@ class DurableOutboxTest {
       // Backoff: each failed retry waits twice as long as the one before.
       assertThat(timers.dueTimes()).containsExactly(clock.instant().plusMillis(100));
       timers.advance(Duration.ofMillis(100)); // the retry fails too
-      Await.until("the retry failed", () -> o.durabilityFailures() == 2
-          && timers.pending() == 1);
+      Await.until("the retry failed", () -> o.durabilityFailures() == 2 && timers.pending() == 1);
       assertThat(timers.dueTimes()).containsExactly(clock.instant().plusMillis(200));
       assertThat(held).isNotDone();
     } finally {
@@ -561,8 +594,9 @@ class DurableOutboxTest {
     for (int i = 0; i < bin.length; i++) {
       bin[i] = (byte) i;
     }
-    o.hold(new HeldResult("bin", "s", "t@1", "read_only", clock.instant(),
-        new CallOutcome.Payload(bin)));
+    o.hold(
+        new HeldResult(
+            "bin", "s", "t@1", "read_only", clock.instant(), new CallOutcome.Payload(bin)));
     o.hold(result("txt", "read_only", "\"Grüße 🌍\""));
     o = reopen(Durability.ALL);
     assertThat(((CallOutcome.Payload) o.find("bin").orElseThrow().outcome()).bytes())

@@ -25,11 +25,10 @@ import org.junit.jupiter.api.io.TempDir;
 /** Torn and corrupt files: damage is moved aside and reported, the rest loads. */
 class OutboxDamageTest {
   /** A file per batch, never compacted: each batch's damage stays in a file of its own. */
-  private static final LogWriter.Tuning KEEP_FILES = new LogWriter.Tuning(1_000, 100_000, 0,
-      false, 1);
+  private static final LogWriter.Tuning KEEP_FILES =
+      new LogWriter.Tuning(1_000, 100_000, 0, false, 1);
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   private final ManualClock clock = new ManualClock(Instant.parse("2026-03-01T12:00:00Z"));
   private Path stateDir;
@@ -45,8 +44,13 @@ class OutboxDamageTest {
   @SafeVarargs
   private List<Path> writeBatches(List<LogRecord>... batches) throws IOException {
     StateDir.ensureOwnerOnlyDir(stateDir);
-    try (LogWriter log = LogWriter.start(outboxDir, stateDir.resolve("corrupt"),
-        LogReader.read(outboxDir, true), clock, KEEP_FILES)) {
+    try (LogWriter log =
+        LogWriter.start(
+            outboxDir,
+            stateDir.resolve("corrupt"),
+            LogReader.read(outboxDir, true),
+            clock,
+            KEEP_FILES)) {
       for (List<LogRecord> b : batches) {
         log.append(b);
       }
@@ -71,7 +75,8 @@ class OutboxDamageTest {
   private static List<Integer> frames(Path file) throws IOException {
     ByteBuffer b = ByteBuffer.wrap(Files.readAllBytes(file));
     List<Integer> out = new ArrayList<>();
-    for (int pos = LogFileFormat.HEADER_BYTES; pos < b.limit();
+    for (int pos = LogFileFormat.HEADER_BYTES;
+        pos < b.limit();
         pos += LogFileFormat.FRAME_BYTES + b.getInt(pos + 4)) {
       out.add(pos);
     }
@@ -91,18 +96,19 @@ class OutboxDamageTest {
   }
 
   private DurableOutbox openOutbox(StateDir sd) throws IOException {
-    return DurableOutbox.open(sd, new DurableOutbox.Options(Durability.WRITES, Duration.ofDays(7),
-        clock));
+    return DurableOutbox.open(
+        sd, new DurableOutbox.Options(Durability.WRITES, Duration.ofDays(7), clock));
   }
 
   @Test
   void a_flipped_byte_and_a_torn_tail_are_moved_aside_and_reported_and_the_rest_loads()
       throws IOException {
-    List<Path> batches = writeBatches(
-        List.of(held("a")),
-        List.of(held("b1"), held("b2"), held("b3")),
-        List.of(held("c1"), held("c2")),
-        List.of(held("d"))); // the newest file: a torn end there is an unfinished append
+    List<Path> batches =
+        writeBatches(
+            List.of(held("a")),
+            List.of(held("b1"), held("b2"), held("b3")),
+            List.of(held("c1"), held("c2")),
+            List.of(held("d"))); // the newest file: a torn end there is an unfinished append
     assertThat(batches).hasSize(4);
     Path multi = batches.get(1);
     Path torn = batches.get(2);
@@ -111,38 +117,58 @@ class OutboxDamageTest {
     int c2 = frames(torn).get(1);
     truncate(torn, c2 + 30); // the file ends in the middle of c2
 
-    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+    try (StateDir sd = StateDir.open(stateDir);
+        DurableOutbox o = openOutbox(sd)) {
       assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b1", "b3", "c1", "d");
       assertThat(json(o.find("b3").orElseThrow())).isEqualTo("{\"id\":\"b3\"}");
       assertThat(o.problems()).hasSize(4);
-      assertThat(o.problems().get(0)).contains(multi.getFileName().toString())
-          .contains("offset " + b2).contains("checksum mismatch")
-          .contains("call id probably 'b2'").contains("resumed at offset");
-      assertThat(o.problems().get(2)).contains(torn.getFileName().toString())
-          .contains("offset " + c2).contains("truncated");
+      assertThat(o.problems().get(0))
+          .contains(multi.getFileName().toString())
+          .contains("offset " + b2)
+          .contains("checksum mismatch")
+          .contains("call id probably 'b2'")
+          .contains("resumed at offset");
+      assertThat(o.problems().get(2))
+          .contains(torn.getFileName().toString())
+          .contains("offset " + c2)
+          .contains("truncated");
       // Their side-effect class is past the damage: the calls may not be safe to run again.
-      assertThat(o.problems().get(1)).contains("call 'b2' of a damaged record is kept as"
-          + " interrupted");
+      assertThat(o.problems().get(1))
+          .contains("call 'b2' of a damaged record is kept as" + " interrupted");
       assertThat(o.interruptedIds()).containsExactlyInAnyOrder("b2", "c2");
     }
 
     Path corrupt = stateDir.resolve("corrupt");
     List<Path> aside = files(corrupt);
     assertThat(aside).hasSize(4);
-    assertThat(aside).anySatisfy(p -> assertThat(p.getFileName().toString())
-        .startsWith(multi.getFileName().toString()).doesNotEndWith(".problems.txt"));
-    assertThat(aside).anySatisfy(p -> assertThat(p.getFileName().toString())
-        .startsWith(torn.getFileName().toString()).endsWith(".problems.txt"));
-    Path tornCopy = aside.stream().filter(p -> p.getFileName().toString()
-        .startsWith(torn.getFileName().toString()) && !p.toString().endsWith(".txt"))
-        .findFirst().orElseThrow();
-    assertThat(Files.size(tornCopy)).as("the damaged bytes are kept as found")
-        .isEqualTo(c2 + 30L);
-    assertThat(files(outboxDir)).as("the damaged files left the log")
+    assertThat(aside)
+        .anySatisfy(
+            p ->
+                assertThat(p.getFileName().toString())
+                    .startsWith(multi.getFileName().toString())
+                    .doesNotEndWith(".problems.txt"));
+    assertThat(aside)
+        .anySatisfy(
+            p ->
+                assertThat(p.getFileName().toString())
+                    .startsWith(torn.getFileName().toString())
+                    .endsWith(".problems.txt"));
+    Path tornCopy =
+        aside.stream()
+            .filter(
+                p ->
+                    p.getFileName().toString().startsWith(torn.getFileName().toString())
+                        && !p.toString().endsWith(".txt"))
+            .findFirst()
+            .orElseThrow();
+    assertThat(Files.size(tornCopy)).as("the damaged bytes are kept as found").isEqualTo(c2 + 30L);
+    assertThat(files(outboxDir))
+        .as("the damaged files left the log")
         .noneMatch(p -> p.equals(multi) || p.equals(torn));
 
     // The next start finds a clean log with the same content.
-    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+    try (StateDir sd = StateDir.open(stateDir);
+        DurableOutbox o = openOutbox(sd)) {
       assertThat(o.problems()).isEmpty();
       assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b1", "b3", "c1", "d");
     }
@@ -153,8 +179,12 @@ class OutboxDamageTest {
   void a_damaged_header_is_reported_and_its_records_are_still_read() throws IOException {
     List<Path> batches = writeBatches(List.of(held("a")), List.of(held("b")));
     flipByte(batches.get(0), 10); // the sequence number, covered by the header checksum
-    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
-      assertThat(o.problems()).singleElement().asString().contains("bad header")
+    try (StateDir sd = StateDir.open(stateDir);
+        DurableOutbox o = openOutbox(sd)) {
+      assertThat(o.problems())
+          .singleElement()
+          .asString()
+          .contains("bad header")
           .contains("header checksum mismatch");
       assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b");
     }
@@ -166,12 +196,18 @@ class OutboxDamageTest {
     writeBatches(List.of(held("a")));
     Files.write(outboxDir.resolve(String.format("%020d.batch", 7)), new byte[] {1, 2, 3, 4, 5});
     Files.write(outboxDir.resolve(String.format("%020d.batch", 8)), new byte[0]);
-    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+    try (StateDir sd = StateDir.open(stateDir);
+        DurableOutbox o = openOutbox(sd)) {
       assertThat(o.pendingIds()).containsExactly("a");
-      assertThat(o.problems()).hasSize(2).anySatisfy(p -> assertThat(p)
-          .contains("00000000000000000007.batch").contains("bad header"))
-          .anySatisfy(p -> assertThat(p).contains("00000000000000000008.batch")
-              .contains("shorter (0 bytes)"));
+      assertThat(o.problems())
+          .hasSize(2)
+          .anySatisfy(
+              p -> assertThat(p).contains("00000000000000000007.batch").contains("bad header"))
+          .anySatisfy(
+              p ->
+                  assertThat(p)
+                      .contains("00000000000000000008.batch")
+                      .contains("shorter (0 bytes)"));
     }
     assertThat(files(stateDir.resolve("corrupt"))).hasSize(4);
   }
@@ -183,8 +219,11 @@ class OutboxDamageTest {
     ByteBuffer.wrap(a).putShort(4, (short) 2); // version 2, header checksum recomputed
     ByteBuffer.wrap(a).putInt(24, LogFileFormat.crc(a, 0, 24));
     Files.write(batches.get(0), a);
-    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
-      assertThat(o.problems()).singleElement().asString()
+    try (StateDir sd = StateDir.open(stateDir);
+        DurableOutbox o = openOutbox(sd)) {
+      assertThat(o.problems())
+          .singleElement()
+          .asString()
           .contains("format version 2 is not supported");
     }
   }
@@ -201,15 +240,22 @@ class OutboxDamageTest {
   }
 
   private static LogRecord.Intent intent(String id) {
-    return new LogRecord.Intent(new IntentRecord(id, "s-1", "payments.process-payment@1.0.0",
-        "non_idempotent_write", Instant.parse("2026-03-01T11:59:00Z")), null);
+    return new LogRecord.Intent(
+        new IntentRecord(
+            id,
+            "s-1",
+            "payments.process-payment@1.0.0",
+            "non_idempotent_write",
+            Instant.parse("2026-03-01T11:59:00Z")),
+        null);
   }
 
   /** Persian digits: what {@code %020d} gives under {@code fa-IR} without {@code Locale.ROOT}. */
   private static String persian(String asciiDigits) {
     StringBuilder b = new StringBuilder();
-    asciiDigits.chars().forEach(c -> b.append(Character.isDigit(c) ? (char) ('\u06f0' + c - '0')
-        : (char) c));
+    asciiDigits
+        .chars()
+        .forEach(c -> b.append(Character.isDigit(c) ? (char) ('\u06f0' + c - '0') : (char) c));
     return b.toString();
   }
 
@@ -219,14 +265,19 @@ class OutboxDamageTest {
     Locale before = Locale.getDefault();
     Locale.setDefault(Locale.forLanguageTag("fa-IR"));
     try {
-      assertThat(String.format("%d", 1)).as("the locale really has other digits")
+      assertThat(String.format("%d", 1))
+          .as("the locale really has other digits")
           .isEqualTo("\u06f1");
-      try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+      try (StateDir sd = StateDir.open(stateDir);
+          DurableOutbox o = openOutbox(sd)) {
         o.recordIntentAsync(intent("w-1").intent()).join();
       } // the worker stops while w-1 runs
-      assertThat(files(outboxDir)).isNotEmpty().allSatisfy(p -> assertThat(
-          p.getFileName().toString()).matches("[0-9]{20}\\.(batch|snap)"));
-      try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+      assertThat(files(outboxDir))
+          .isNotEmpty()
+          .allSatisfy(
+              p -> assertThat(p.getFileName().toString()).matches("[0-9]{20}\\.(batch|snap)"));
+      try (StateDir sd = StateDir.open(stateDir);
+          DurableOutbox o = openOutbox(sd)) {
         assertThat(o.wasInterrupted("w-1")).as("a re-invoke is refused").isTrue();
         assertThat(o.problems()).isEmpty();
       }
@@ -243,18 +294,25 @@ class OutboxDamageTest {
     Path misnamed = first.resolveSibling(persian(first.getFileName().toString()));
     Files.move(first, misnamed);
 
-    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+    try (StateDir sd = StateDir.open(stateDir);
+        DurableOutbox o = openOutbox(sd)) {
       assertThat(o.wasInterrupted("w-1")).isTrue();
       assertThat(o.pendingIds()).containsExactly("a");
-      assertThat(o.problems()).singleElement().asString()
+      assertThat(o.problems())
+          .singleElement()
+          .asString()
           .contains(misnamed.getFileName().toString())
           .contains("not named as a log file (" + first.getFileName() + " would be)");
     }
     assertThat(misnamed).as("it left the log").doesNotExist();
-    assertThat(files(stateDir.resolve("corrupt"))).anySatisfy(p -> assertThat(
-        p.getFileName().toString()).startsWith(misnamed.getFileName().toString())
-        .doesNotEndWith(".problems.txt"));
-    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+    assertThat(files(stateDir.resolve("corrupt")))
+        .anySatisfy(
+            p ->
+                assertThat(p.getFileName().toString())
+                    .startsWith(misnamed.getFileName().toString())
+                    .doesNotEndWith(".problems.txt"));
+    try (StateDir sd = StateDir.open(stateDir);
+        DurableOutbox o = openOutbox(sd)) {
       assertThat(o.wasInterrupted("w-1")).as("kept by the start-up rewrite").isTrue();
       assertThat(o.problems()).isEmpty();
     }
@@ -266,14 +324,16 @@ class OutboxDamageTest {
     Files.writeString(outboxDir.resolve("notes.txt"), "hello");
     Files.createDirectory(outboxDir.resolve("extra"));
 
-    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+    try (StateDir sd = StateDir.open(stateDir);
+        DurableOutbox o = openOutbox(sd)) {
       assertThat(o.pendingIds()).containsExactly("a");
-      assertThat(o.problems()).containsExactlyInAnyOrder("notes.txt: not an outbox file",
-          "extra: not an outbox file");
+      assertThat(o.problems())
+          .containsExactlyInAnyOrder("notes.txt: not an outbox file", "extra: not an outbox file");
     }
     assertThat(outboxDir.resolve("notes.txt")).doesNotExist();
     assertThat(outboxDir.resolve("extra")).doesNotExist();
-    assertThat(files(stateDir.resolve("corrupt"))).extracting(p -> p.getFileName().toString())
+    assertThat(files(stateDir.resolve("corrupt")))
+        .extracting(p -> p.getFileName().toString())
         .anySatisfy(n -> assertThat(n).startsWith("notes.txt.").doesNotEndWith(".txt"))
         .anySatisfy(n -> assertThat(n).startsWith("extra."));
     assertThat(OutboxView.read(stateDir).problems()).isEmpty();
@@ -281,8 +341,11 @@ class OutboxDamageTest {
 
   @Test
   void a_damaged_intent_still_refuses_a_second_run_of_its_call() throws IOException {
-    List<Path> batches = writeBatches(List.of(held("a"), intent("w-1"), held("b")),
-        List.of(intent("w-2")), List.of(held("z")));
+    List<Path> batches =
+        writeBatches(
+            List.of(held("a"), intent("w-1"), held("b")),
+            List.of(intent("w-2")),
+            List.of(held("z")));
     Path multi = batches.get(0);
     int w1 = frames(multi).get(1);
     // The start time, well after the call id: the checksum fails, the id still reads.
@@ -290,19 +353,26 @@ class OutboxDamageTest {
     Path torn = batches.get(1);
     truncate(torn, frames(torn).get(0) + LogFileFormat.FRAME_BYTES + 1 + 4 + 3 + 2);
 
-    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+    try (StateDir sd = StateDir.open(stateDir);
+        DurableOutbox o = openOutbox(sd)) {
       assertThat(o.pendingIds()).containsExactlyInAnyOrder("a", "b", "z");
       assertThat(o.wasInterrupted("w-1")).as("a checksum mismatch").isTrue();
       assertThat(o.wasInterrupted("w-2")).as("a torn tail").isTrue();
-      assertThat(o.problems()).anySatisfy(p -> assertThat(p).contains("checksum mismatch")
-              .contains("call id probably 'w-1'"))
-          .anySatisfy(p -> assertThat(p).contains("call 'w-1' of a damaged record is kept as"
-              + " interrupted"))
+      assertThat(o.problems())
+          .anySatisfy(
+              p -> assertThat(p).contains("checksum mismatch").contains("call id probably 'w-1'"))
+          .anySatisfy(
+              p ->
+                  assertThat(p)
+                      .contains("call 'w-1' of a damaged record is kept as" + " interrupted"))
           .anySatisfy(p -> assertThat(p).contains("call 'w-2' of a damaged record"));
-      assertThat(o.entries()).filteredOn(e -> e.callId().equals("w-1")).singleElement()
+      assertThat(o.entries())
+          .filteredOn(e -> e.callId().equals("w-1"))
+          .singleElement()
           .satisfies(e -> assertThat(e.toString()).contains("s-1"));
     }
-    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+    try (StateDir sd = StateDir.open(stateDir);
+        DurableOutbox o = openOutbox(sd)) {
       assertThat(o.interruptedIds()).containsExactlyInAnyOrder("w-1", "w-2");
       assertThat(o.problems()).isEmpty();
     }
@@ -312,7 +382,8 @@ class OutboxDamageTest {
   void a_damaged_result_of_an_idempotent_call_is_not_kept_as_interrupted() throws IOException {
     List<Path> batches = writeBatches(List.of(held("a"), held("b")));
     flipByte(batches.get(0), frames(batches.get(0)).get(1) + LogFileFormat.FRAME_BYTES + 60);
-    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+    try (StateDir sd = StateDir.open(stateDir);
+        DurableOutbox o = openOutbox(sd)) {
       assertThat(o.pendingIds()).containsExactly("a");
       assertThat(o.interruptedIds()).as("running it again is safe").isEmpty();
     }
@@ -327,7 +398,8 @@ class OutboxDamageTest {
     truncate(newest, w1 + LogFileFormat.FRAME_BYTES + 20); // a crash during its append
 
     assertThat(OutboxView.read(stateDir).problems()).as("a reader sees no damage").isEmpty();
-    try (StateDir sd = StateDir.open(stateDir); DurableOutbox o = openOutbox(sd)) {
+    try (StateDir sd = StateDir.open(stateDir);
+        DurableOutbox o = openOutbox(sd)) {
       assertThat(o.problems()).isEmpty();
       assertThat(o.pendingIds()).containsExactly("a");
       assertThat(o.interruptedIds()).as("its append never returned: it never ran").isEmpty();

@@ -9,7 +9,11 @@ public final class Results {
   private Results() {}
 
   public static HeldResult result(String callId, String sideEffectClass, String json) {
-    return new HeldResult(callId, "session-1", "pay.charge@1.0.0", sideEffectClass,
+    return new HeldResult(
+        callId,
+        "session-1",
+        "pay.charge@1.0.0",
+        sideEffectClass,
         Instant.parse("2026-01-02T03:04:05.123456789Z"),
         new CallOutcome.Payload(json.getBytes(StandardCharsets.UTF_8)));
   }

@@ -29,8 +29,7 @@ class CatalogChangeTest {
   }
 
   private static ToolDescriptor.Builder tool(String name, String version) {
-    return ToolDescriptor.builder(name).version(version)
-        .sideEffectClass(SideEffectClass.READ_ONLY);
+    return ToolDescriptor.builder(name).version(version).sideEffectClass(SideEffectClass.READ_ONLY);
   }
 
   private static HandlerCatalog.Entry entry(ToolDescriptor.Builder d) {
@@ -102,8 +101,8 @@ class CatalogChangeTest {
   void max_concurrency_change_is_an_advertisement_change() {
     HandlerCatalog.Entry e = entry(tool("a", "1").maxConcurrency(3));
 
-    CatalogChange change = CatalogChange.between(catalog(e),
-        catalog(e.withOverrides(5, Optional.empty())));
+    CatalogChange change =
+        CatalogChange.between(catalog(e), catalog(e.withOverrides(5, Optional.empty())));
 
     assertThat(change.replaced()).containsExactly("a@1");
     assertThat(change.advertisementChanged()).isTrue();
@@ -113,8 +112,8 @@ class CatalogChangeTest {
   void max_concurrency_zero_and_one_advertise_the_same() {
     HandlerCatalog.Entry e = entry(tool("a", "1").maxConcurrency(0));
 
-    CatalogChange change = CatalogChange.between(catalog(e),
-        catalog(e.withOverrides(1, Optional.empty())));
+    CatalogChange change =
+        CatalogChange.between(catalog(e), catalog(e.withOverrides(1, Optional.empty())));
 
     assertThat(change.none()).isTrue();
     assertThat(change.advertisementChanged()).isFalse();
@@ -123,9 +122,10 @@ class CatalogChangeTest {
   @Test
   void contract_version_or_descriptor_hash_change_is_an_advertisement_change() {
     HandlerCatalog before = catalog(entry(tool("a", "1")), entry(tool("b", "1")));
-    HandlerCatalog after = catalog(
-        entry(tool("a", "1").contractVersion("2")),
-        entry(tool("b", "1").sideEffectClass(SideEffectClass.IDEMPOTENT_WRITE)));
+    HandlerCatalog after =
+        catalog(
+            entry(tool("a", "1").contractVersion("2")),
+            entry(tool("b", "1").sideEffectClass(SideEffectClass.IDEMPOTENT_WRITE)));
 
     CatalogChange change = CatalogChange.between(before, after);
 
@@ -161,23 +161,34 @@ class CatalogChangeTest {
   void reloaded_jars(@TempDir Path tmp) throws IOException {
     Path dir = Files.createDirectories(tmp.resolve("plugins"));
     TestPlugins build = new TestPlugins(tmp.resolve("build"));
-    String descriptor = "ToolDescriptor.builder(\"p\").version(\"1\")"
-        + ".sideEffectClass(SideEffectClass.READ_ONLY).maxConcurrency(%d).build()";
-    build.jar().handler("p.Handler", descriptor.formatted(2), "", "return ToolResult.text(\"v1\");")
+    String descriptor =
+        "ToolDescriptor.builder(\"p\").version(\"1\")"
+            + ".sideEffectClass(SideEffectClass.READ_ONLY).maxConcurrency(%d).build()";
+    build
+        .jar()
+        .handler("p.Handler", descriptor.formatted(2), "", "return ToolResult.text(\"v1\");")
         .writeTo(dir.resolve("p.jar"));
     PluginLoader loader = new PluginLoader();
     LoadResult v1 = loader.load(dir);
 
-    swap(dir, tmp, build.jar().handler("p.Handler", descriptor.formatted(2), "",
-        "return ToolResult.text(\"v2\");"));
+    swap(
+        dir,
+        tmp,
+        build
+            .jar()
+            .handler("p.Handler", descriptor.formatted(2), "", "return ToolResult.text(\"v2\");"));
     LoadResult v2 = loader.reload(dir, v1);
     CatalogChange newCode = CatalogChange.between(v1.catalog(), v2.catalog());
     assertThat(newCode.replaced()).containsExactly("p@1");
     assertThat(newCode.advertisementChanged()).isFalse();
     assertThat(newCode.summary()).isEqualTo("added= replaced=p@1 removed=");
 
-    swap(dir, tmp, build.jar().handler("p.Handler", descriptor.formatted(3), "",
-        "return ToolResult.text(\"v2\");"));
+    swap(
+        dir,
+        tmp,
+        build
+            .jar()
+            .handler("p.Handler", descriptor.formatted(3), "", "return ToolResult.text(\"v2\");"));
     LoadResult v3 = loader.reload(dir, v2);
     CatalogChange wider = CatalogChange.between(v2.catalog(), v3.catalog());
     assertThat(wider.replaced()).containsExactly("p@1");
@@ -189,7 +200,10 @@ class CatalogChangeTest {
 
   private static void swap(Path dir, Path tmp, TestPlugins.JarBuilder jar) throws IOException {
     Path staged = jar.writeTo(tmp.resolve("staging/p.jar"));
-    Files.move(staged, dir.resolve("p.jar"), StandardCopyOption.REPLACE_EXISTING,
+    Files.move(
+        staged,
+        dir.resolve("p.jar"),
+        StandardCopyOption.REPLACE_EXISTING,
         StandardCopyOption.ATOMIC_MOVE);
   }
 }

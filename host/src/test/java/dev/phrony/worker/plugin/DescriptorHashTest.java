@@ -29,13 +29,14 @@ class DescriptorHashTest {
     // "required":["city"],"type":"object"},"side_effect_class":"read_only",
     // "tool":"weather.get-forecast","version":"1.0.0"} (no whitespace, keys sorted at every
     // depth). If this changes, every advertised descriptor_hash changes with it.
-    assertThat(DescriptorHash.of(forecast(SCHEMA).build())).isEqualTo(
-        "sha256:65d7bc63031500e89cbb71d38fe8a271e3a60e18b1755aed03d2d5a89e9314ce");
+    assertThat(DescriptorHash.of(forecast(SCHEMA).build()))
+        .isEqualTo("sha256:65d7bc63031500e89cbb71d38fe8a271e3a60e18b1755aed03d2d5a89e9314ce");
   }
 
   @Test
   void ignores_schema_whitespace_and_key_order() {
-    String reordered = """
+    String reordered =
+        """
         {
           "properties" : { "city" : { "type" : "string" } },
           "required" : [ "city" ],
@@ -56,8 +57,10 @@ class DescriptorHashTest {
   void changes_with_the_version_or_the_side_effect_class() {
     String base = DescriptorHash.of(forecast(SCHEMA).build());
     assertThat(DescriptorHash.of(forecast(SCHEMA).version("1.0.1").build())).isNotEqualTo(base);
-    assertThat(DescriptorHash.of(forecast(SCHEMA)
-        .sideEffectClass(SideEffectClass.IDEMPOTENT_WRITE).build())).isNotEqualTo(base);
+    assertThat(
+            DescriptorHash.of(
+                forecast(SCHEMA).sideEffectClass(SideEffectClass.IDEMPOTENT_WRITE).build()))
+        .isNotEqualTo(base);
   }
 
   @Test

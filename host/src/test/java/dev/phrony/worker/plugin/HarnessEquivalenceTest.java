@@ -31,22 +31,22 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * One JSON mapping on both sides: a handler whose records are mapped with Jackson annotations,
- * and which bundles a Jackson of its own in its lib/ as an author would, gives the same bytes in
- * the plugin authors' harness (classes on the test class path, as in a plugin's unit test) and in
- * a real host (loaded as a plugin, over gRPC). Before the annotations were shared with plugins,
- * the host saw the plugin's own copy of @JsonProperty as a different class and ignored it; before
- * the harness carried its pipeline apart from the test class path, a plugin's older Jackson there
+ * One JSON mapping on both sides: a handler whose records are mapped with Jackson annotations, and
+ * which bundles a Jackson of its own in its lib/ as an author would, gives the same bytes in the
+ * plugin authors' harness (classes on the test class path, as in a plugin's unit test) and in a
+ * real host (loaded as a plugin, over gRPC). Before the annotations were shared with plugins, the
+ * host saw the plugin's own copy of @JsonProperty as a different class and ignored it; before the
+ * harness carried its pipeline apart from the test class path, a plugin's older Jackson there
  * replaced the pipeline's, and the harness failed to start.
  */
 class HarnessEquivalenceTest {
   private static final String ARGS = "{\"user_name\":\"Ada\"}";
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   /** The handler also says which Jackson it sees itself: its own, not the pipeline's. */
-  private static final String HANDLER = """
+  private static final String HANDLER =
+      """
       package greet;
       import com.fasterxml.jackson.annotation.JsonProperty;
       import com.fasterxml.jackson.databind.ObjectMapper;
@@ -67,7 +67,8 @@ class HarnessEquivalenceTest {
       """;
 
   /** A plugin author's test, run as surefire runs it: on a flat class path, as a main class. */
-  private static final String AUTHORS_TEST = """
+  private static final String AUTHORS_TEST =
+      """
       package greet;
       import dev.phrony.worker.harness.HandlerHarness;
       public final class AuthorsTest {
@@ -89,10 +90,9 @@ class HarnessEquivalenceTest {
     Path jar = plugin(hostJackson());
 
     String harness;
-    try (URLClassLoader test = new URLClassLoader(new URL[] {jar.toUri().toURL()},
-        getClass().getClassLoader())) {
-      ToolHandler h = (ToolHandler) test.loadClass("greet.SayHello").getConstructor()
-          .newInstance();
+    try (URLClassLoader test =
+        new URLClassLoader(new URL[] {jar.toUri().toURL()}, getClass().getClassLoader())) {
+      ToolHandler h = (ToolHandler) test.loadClass("greet.SayHello").getConstructor().newInstance();
       try (HandlerHarness hh = HandlerHarness.of(h)) {
         harness = HandlerHarness.payloadText(hh.call(ARGS));
       }
@@ -113,10 +113,14 @@ class HarnessEquivalenceTest {
     }
     assertThat(oldJackson).hasSize(3);
     Path jar = plugin(oldJackson);
-    Path test = new TestPlugins(tmp.resolve("build-test")).jar().classpath(jar)
-        .classpath(TestPlugins.codeSource(HandlerHarness.class)).classpath(oldJackson
-            .toArray(Path[]::new))
-        .source("greet.AuthorsTest", AUTHORS_TEST).writeTo(tmp.resolve("authors-test.jar"));
+    Path test =
+        new TestPlugins(tmp.resolve("build-test"))
+            .jar()
+            .classpath(jar)
+            .classpath(TestPlugins.codeSource(HandlerHarness.class))
+            .classpath(oldJackson.toArray(Path[]::new))
+            .source("greet.AuthorsTest", AUTHORS_TEST)
+            .writeTo(tmp.resolve("authors-test.jar"));
 
     // The plugin's test class path as Maven mediates it when the plugin depends on the older
     // jackson-databind: this test's own (the harness, the plugin API, SLF4J and much else), with
@@ -131,18 +135,22 @@ class HarnessEquivalenceTest {
     testClasspath.addAll(oldJackson);
     testClasspath.addAll(List.of(jar, test));
 
-    ChildJvm.Result run = ChildJvm.run(testClasspath, "greet.AuthorsTest",
-        Duration.ofMinutes(2), ARGS);
+    ChildJvm.Result run =
+        ChildJvm.run(testClasspath, "greet.AuthorsTest", Duration.ofMinutes(2), ARGS);
     assertThat(run.exitCode()).as(run.output()).isZero();
-    assertThat(run.output()).contains("test class path: jackson-databind " + old + "\n")
-        .contains("of: " + greeting(old) + "\n").contains("forTool: " + greeting(old) + "\n");
+    assertThat(run.output())
+        .contains("test class path: jackson-databind " + old + "\n")
+        .contains("of: " + greeting(old) + "\n")
+        .contains("forTool: " + greeting(old) + "\n");
     assertThat(served()).isEqualTo(greeting(old));
   }
 
   /** The jars of the host's own Jackson 2 (databind, core, annotations). */
   private static List<Path> hostJackson() {
-    return List.of(TestPlugins.codeSource(ObjectMapper.class),
-        TestPlugins.codeSource(JsonFactory.class), TestPlugins.codeSource(JsonProperty.class));
+    return List.of(
+        TestPlugins.codeSource(ObjectMapper.class),
+        TestPlugins.codeSource(JsonFactory.class),
+        TestPlugins.codeSource(JsonProperty.class));
   }
 
   private static String greeting(String jackson) {
@@ -152,9 +160,13 @@ class HarnessEquivalenceTest {
   /** plugins/greet/: greet.jar, compiled against {@code jackson}, which lib/ bundles. */
   private Path plugin(List<Path> jackson) throws IOException {
     Path plugin = tmp.resolve("plugins/greet");
-    Path jar = new TestPlugins(tmp.resolve("build")).jar().classpath(jackson.toArray(Path[]::new))
-        .source("greet.SayHello", HANDLER).service("greet.SayHello")
-        .writeTo(plugin.resolve("greet.jar"));
+    Path jar =
+        new TestPlugins(tmp.resolve("build"))
+            .jar()
+            .classpath(jackson.toArray(Path[]::new))
+            .source("greet.SayHello", HANDLER)
+            .service("greet.SayHello")
+            .writeTo(plugin.resolve("greet.jar"));
     Path lib = Files.createDirectories(plugin.resolve("lib"));
     for (Path j : jackson) {
       Files.copy(j, lib.resolve(j.getFileName()));
@@ -167,12 +179,14 @@ class HarnessEquivalenceTest {
     LoadResult loaded = new PluginLoader().load(tmp.resolve("plugins"));
     assertThat(loaded.problems()).isEmpty();
     try (LocalRuntime rt = LocalRuntime.builder().port(0).start();
-        WorkClient client = new WorkClient(WorkOptions.defaults(rt.target(),
-            new WorkerIdentity("w1", "", "")), loaded.catalog(), new MemoryOutbox())) {
+        WorkClient client =
+            new WorkClient(
+                WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", "")),
+                loaded.catalog(),
+                new MemoryOutbox())) {
       client.start();
       Await.until("registered", client::registered);
-      Outcome o = rt.dispatch(Call.of("greet.say-hello", "1.0.0", ARGS)).get(20,
-          TimeUnit.SECONDS);
+      Outcome o = rt.dispatch(Call.of("greet.say-hello", "1.0.0", ARGS)).get(20, TimeUnit.SECONDS);
       assertThat(o).isInstanceOf(Outcome.Result.class);
       return o.text();
     }

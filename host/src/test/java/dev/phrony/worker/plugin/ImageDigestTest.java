@@ -14,8 +14,11 @@ class ImageDigestTest {
   private static final String C = "c".repeat(64);
 
   private static PluginSource plugin(String path, String... shas) {
-    return new PluginSource(Path.of(path), java.util.Arrays.stream(shas)
-        .map(s -> new PluginSource.Jar(Path.of(path, s.substring(0, 1) + ".jar"), s)).toList());
+    return new PluginSource(
+        Path.of(path),
+        java.util.Arrays.stream(shas)
+            .map(s -> new PluginSource.Jar(Path.of(path, s.substring(0, 1) + ".jar"), s))
+            .toList());
   }
 
   @Test

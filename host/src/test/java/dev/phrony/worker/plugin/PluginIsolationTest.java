@@ -1,6 +1,5 @@
 package dev.phrony.worker.plugin;
 
-import dev.phrony.worker.call.ContextClassLoader;
 import static dev.phrony.worker.plugin.TestPlugins.descriptor;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -9,6 +8,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import dev.phrony.worker.api.ToolHandler;
 import dev.phrony.worker.api.ToolResult;
+import dev.phrony.worker.call.ContextClassLoader;
 import java.io.IOException;
 import java.net.URL;
 import java.net.URLClassLoader;
@@ -23,21 +23,24 @@ import org.slf4j.LoggerFactory;
 /** What a plugin can and cannot see, with real jars and real classloaders. */
 class PluginIsolationTest {
 
-  private static final List<String> HOST_ONLY = List.of(
-      "io.grpc.Channel",
-      "com.fasterxml.jackson.databind.ObjectMapper",
-      "com.google.protobuf.Message",
-      "picocli.CommandLine",
-      "dev.phrony.worker.plugin.PluginLoader");
+  private static final List<String> HOST_ONLY =
+      List.of(
+          "io.grpc.Channel",
+          "com.fasterxml.jackson.databind.ObjectMapper",
+          "com.google.protobuf.Message",
+          "picocli.CommandLine",
+          "dev.phrony.worker.plugin.PluginLoader");
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   /** A handler that tries to load host classes itself, both ways a library would. */
   private Path probePlugin(Path jar) throws IOException {
-    return new TestPlugins(tmp.resolve("build")).jar()
+    return new TestPlugins(tmp.resolve("build"))
+        .jar()
         .classpath(TestPlugins.codeSource(LoggerFactory.class))
-        .handler("iso.Probe", descriptor("probe", "1", "read_only"),
+        .handler(
+            "iso.Probe",
+            descriptor("probe", "1", "read_only"),
             """
             static String probe(String name, ClassLoader loader) {
               try {
@@ -65,8 +68,7 @@ class PluginIsolationTest {
 
   @Test
   @SuppressWarnings("try")
-  void plugin_cannot_load_host_classes_by_its_own_loader_or_the_context_loader()
-      throws Exception {
+  void plugin_cannot_load_host_classes_by_its_own_loader_or_the_context_loader() throws Exception {
     Path dir = tmp.resolve("plugins");
     probePlugin(dir.resolve("probe.jar"));
     HandlerCatalog.Entry probe = loadClean(dir).find("probe", "1").orElseThrow();
@@ -76,9 +78,11 @@ class PluginIsolationTest {
       result = probe.handler().handle(FakeCall.withArgs(String.join(",", HOST_ONLY)));
     }
 
-    assertThat(((ToolResult.Text) result).text().lines()).containsExactlyElementsOf(
-        HOST_ONLY.stream()
-            .map(n -> n + " own=ClassNotFoundException tccl=ClassNotFoundException").toList());
+    assertThat(((ToolResult.Text) result).text().lines())
+        .containsExactlyElementsOf(
+            HOST_ONLY.stream()
+                .map(n -> n + " own=ClassNotFoundException tccl=ClassNotFoundException")
+                .toList());
     // the host itself does have them
     for (String name : HOST_ONLY) {
       assertThat(Class.forName(name, false, getClass().getClassLoader())).isNotNull();
@@ -107,7 +111,8 @@ class PluginIsolationTest {
     } finally {
       logger.detachAppender(appender);
     }
-    assertThat(appender.list).extracting(ILoggingEvent::getFormattedMessage)
+    assertThat(appender.list)
+        .extracting(ILoggingEvent::getFormattedMessage)
         .containsExactly("probe ran");
   }
 
@@ -116,14 +121,24 @@ class PluginIsolationTest {
     TestPlugins build = new TestPlugins(tmp.resolve("build"));
     Path dir = tmp.resolve("plugins");
     for (String v : List.of("v1", "v2")) {
-      Path lib = build.jar()
-          .source("lib.Greeter", "package lib; public class Greeter { public static String "
-              + "greet() { return \"" + v + "\"; } }")
-          .writeTo(tmp.resolve("greeter-" + v + ".jar"));
+      Path lib =
+          build
+              .jar()
+              .source(
+                  "lib.Greeter",
+                  "package lib; public class Greeter { public static String "
+                      + "greet() { return \""
+                      + v
+                      + "\"; } }")
+              .writeTo(tmp.resolve("greeter-" + v + ".jar"));
       Path folder = dir.resolve("greeter-" + v);
-      build.jar()
+      build
+          .jar()
           .classpath(lib)
-          .handler("g" + v + ".Handler", descriptor("greet." + v, "1", "read_only"), "",
+          .handler(
+              "g" + v + ".Handler",
+              descriptor("greet." + v, "1", "read_only"),
+              "",
               "return ToolResult.text(lib.Greeter.greet());")
           .writeTo(folder.resolve("greeter-" + v + ".jar"));
       Files.copy(lib, Files.createDirectories(folder.resolve("lib")).resolve("greeter.jar"));
@@ -146,10 +161,11 @@ class PluginIsolationTest {
     Files.createDirectories(hostDir.resolve("META-INF/services"));
     Files.writeString(hostDir.resolve(PluginLoader.SERVICES_FILE), "host.Leaked\n");
     Files.writeString(hostDir.resolve("host-only.txt"), "host");
-    try (URLClassLoader host = new URLClassLoader(new URL[] {hostDir.toUri().toURL()},
-        getClass().getClassLoader())) {
+    try (URLClassLoader host =
+        new URLClassLoader(new URL[] {hostDir.toUri().toURL()}, getClass().getClassLoader())) {
       Path dir = tmp.resolve("plugins");
-      new TestPlugins(tmp.resolve("build")).jar()
+      new TestPlugins(tmp.resolve("build"))
+          .jar()
           .handler("own.Handler", descriptor("own", "1", "read_only"))
           .entry("own.txt", new byte[] {1})
           .writeTo(dir.resolve("own.jar"));
@@ -157,11 +173,14 @@ class PluginIsolationTest {
       LoadResult result = new PluginLoader(host).load(dir);
 
       assertThat(result.problems()).isEmpty();
-      assertThat(result.catalog().entries()).extracting(HandlerCatalog.Entry::key)
+      assertThat(result.catalog().entries())
+          .extracting(HandlerCatalog.Entry::key)
           .containsExactly("own@1");
       ClassLoader plugin = result.catalog().entries().getFirst().classLoader();
       assertThat(Collections.list(plugin.getResources(PluginLoader.SERVICES_FILE)))
-          .singleElement().asString().contains("own.jar!");
+          .singleElement()
+          .asString()
+          .contains("own.jar!");
       assertThat(host.getResource("host-only.txt")).isNotNull();
       assertThat(plugin.getResource("host-only.txt")).isNull();
       assertThat(plugin.getResource("dev/phrony/worker/plugin/PluginLoader.class")).isNull();

@@ -24,8 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class PluginLoaderReloadTest {
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
   Path dir;
   TestPlugins build;
   final PluginLoader loader = new PluginLoader();
@@ -38,8 +37,12 @@ class PluginLoaderReloadTest {
 
   /** A jar serving {@code tool@1} whose calls answer {@code answer}. */
   private Path plugin(String name, String tool, String answer) throws IOException {
-    return build.jar()
-        .handler(name + ".Handler", descriptor(tool, "1", "read_only"), "",
+    return build
+        .jar()
+        .handler(
+            name + ".Handler",
+            descriptor(tool, "1", "read_only"),
+            "",
             "return ToolResult.text(\"" + answer + "\");")
         .writeTo(dir.resolve(name + ".jar"));
   }
@@ -47,12 +50,17 @@ class PluginLoaderReloadTest {
   /** Swaps a jar in as a deployment would: written beside, then moved over the old one. */
   private void replace(String jarName, TestPlugins.JarBuilder jar) throws IOException {
     Path staged = jar.writeTo(tmp.resolve("staging").resolve(jarName));
-    Files.move(staged, dir.resolve(jarName), StandardCopyOption.REPLACE_EXISTING,
+    Files.move(
+        staged,
+        dir.resolve(jarName),
+        StandardCopyOption.REPLACE_EXISTING,
         StandardCopyOption.ATOMIC_MOVE);
   }
 
   private static HandlerCatalog.Entry entry(LoadResult r, String key) {
-    return r.catalog().entries().stream().filter(e -> e.key().equals(key)).findFirst()
+    return r.catalog().entries().stream()
+        .filter(e -> e.key().equals(key))
+        .findFirst()
         .orElseThrow(() -> new AssertionError(key + " not served"));
   }
 
@@ -75,7 +83,8 @@ class PluginLoaderReloadTest {
       assertThat(entry(second, key).handler()).isSameAs(entry(first, key).handler());
       assertThat(entry(second, key).classLoader()).isSameAs(entry(first, key).classLoader());
     }
-    assertThat(second.classLoaders()).containsExactlyInAnyOrderElementsOf(first.classLoaders())
+    assertThat(second.classLoaders())
+        .containsExactlyInAnyOrderElementsOf(first.classLoaders())
         .hasSize(2);
     assertThat(first.unusedBy(second)).isEmpty();
     assertThat(second.plugins()).isEqualTo(first.plugins());
@@ -92,22 +101,29 @@ class PluginLoaderReloadTest {
     HandlerCatalog.Entry a1 = entry(first, "a@1");
     HandlerCatalog.Entry b1 = entry(first, "b@1");
 
-    replace("b.jar", build.jar().handler("b.Handler", descriptor("b", "1", "read_only"), "",
-        "return ToolResult.text(\"B2\");"));
+    replace(
+        "b.jar",
+        build
+            .jar()
+            .handler(
+                "b.Handler",
+                descriptor("b", "1", "read_only"),
+                "",
+                "return ToolResult.text(\"B2\");"));
     LoadResult second = loader.reload(dir, first);
 
     assertThat(second.problems()).isEmpty();
     assertThat(entry(second, "a@1")).isSameAs(a1);
     HandlerCatalog.Entry b2 = entry(second, "b@1");
     assertThat(b2.handler()).isNotSameAs(b1.handler());
-    assertThat(b2.classLoader()).isInstanceOf(PluginClassLoader.class)
+    assertThat(b2.classLoader())
+        .isInstanceOf(PluginClassLoader.class)
         .isNotSameAs(b1.classLoader())
         .isSameAs(b2.handler().getClass().getClassLoader());
     assertThat(answer(b2)).isEqualTo(ToolResult.text("B2"));
     assertThat(answer(b1)).isEqualTo(ToolResult.text("B1")); // in-flight code intact
     assertThat(first.unusedBy(second)).containsExactly(b1.classLoader());
-    assertThat(second.classLoaders()).containsExactlyInAnyOrder(a1.classLoader(),
-        b2.classLoader());
+    assertThat(second.classLoaders()).containsExactlyInAnyOrder(a1.classLoader(), b2.classLoader());
     assertThat(second.imageDigest()).isNotEqualTo(first.imageDigest());
   }
 
@@ -119,12 +135,14 @@ class PluginLoaderReloadTest {
     plugin("c", "c", "C");
     LoadResult second = loader.reload(dir, first);
 
-    assertThat(second.catalog().entries()).extracting(HandlerCatalog.Entry::key)
+    assertThat(second.catalog().entries())
+        .extracting(HandlerCatalog.Entry::key)
         .containsExactly("a@1", "c@1");
     assertThat(entry(second, "a@1")).isSameAs(entry(first, "a@1"));
     assertThat(answer(entry(second, "c@1"))).isEqualTo(ToolResult.text("C"));
     assertThat(first.unusedBy(second)).isEmpty();
-    assertThat(second.loaded()).extracting(p -> p.source().path())
+    assertThat(second.loaded())
+        .extracting(p -> p.source().path())
         .containsExactly(dir.resolve("a.jar"), dir.resolve("c.jar"));
   }
 
@@ -138,7 +156,8 @@ class PluginLoaderReloadTest {
     Files.delete(dir.resolve("b.jar"));
     LoadResult second = loader.reload(dir, first);
 
-    assertThat(second.catalog().entries()).extracting(HandlerCatalog.Entry::key)
+    assertThat(second.catalog().entries())
+        .extracting(HandlerCatalog.Entry::key)
         .containsExactly("a@1");
     assertThat(first.unusedBy(second)).containsExactly(gone);
     assertThat(second.classLoaders()).doesNotContain(gone);
@@ -153,12 +172,13 @@ class PluginLoaderReloadTest {
 
   @Test
   void close_logs_failures_and_goes_on() {
-    URLClassLoader failing = new URLClassLoader(new URL[0]) {
-      @Override
-      public void close() throws IOException {
-        throw new IOException("disk gone");
-      }
-    };
+    URLClassLoader failing =
+        new URLClassLoader(new URL[0]) {
+          @Override
+          public void close() throws IOException {
+            throw new IOException("disk gone");
+          }
+        };
     URLClassLoader fine = new URLClassLoader(new URL[0]);
     ClassLoader notCloseable = ClassLoader.getPlatformClassLoader();
 
@@ -170,21 +190,27 @@ class PluginLoaderReloadTest {
   @Test
   void key_refused_as_a_duplicate_is_served_by_the_kept_plugin_once_the_other_offer_is_gone()
       throws IOException {
-    build.jar()
+    build
+        .jar()
         .handler("dupa.Handler", descriptor("dup", "1", "read_only"))
         .handler("dupa.Only", descriptor("dup-a.only", "1", "read_only"))
         .writeTo(dir.resolve("dup-a.jar"));
-    build.jar()
+    build
+        .jar()
         .handler("dupb.Handler", descriptor("dup", "1", "read_only"))
         .writeTo(dir.resolve("dup-b.jar"));
     LoadResult first = loader.load(dir);
     assertThat(first.catalog().find("dup", "1")).isEmpty();
-    assertThat(first.problems()).extracting(LoadProblem::plugin).containsExactly(
-        dir.resolve("dup-a.jar").toString(), dir.resolve("dup-b.jar").toString());
+    assertThat(first.problems())
+        .extracting(LoadProblem::plugin)
+        .containsExactly(dir.resolve("dup-a.jar").toString(), dir.resolve("dup-b.jar").toString());
     // Both keep their classloaders: their entries are kept for a later reload.
     assertThat(first.classLoaders()).hasSize(2);
-    HandlerCatalog.Entry refused = first.loaded().getFirst().entries().stream()
-        .filter(e -> e.key().equals("dup@1")).findFirst().orElseThrow();
+    HandlerCatalog.Entry refused =
+        first.loaded().getFirst().entries().stream()
+            .filter(e -> e.key().equals("dup@1"))
+            .findFirst()
+            .orElseThrow();
 
     // Unchanged: still refused, with the same problems.
     LoadResult again = loader.reload(dir, first);
@@ -198,8 +224,7 @@ class PluginLoaderReloadTest {
     assertThat(second.problems()).isEmpty();
     assertThat(second.catalog().find("dup", "1")).containsSame(refused);
     assertThat(entry(second, "dup-a.only@1")).isSameAs(entry(first, "dup-a.only@1"));
-    assertThat(again.unusedBy(second)).containsExactly(
-        first.loaded().get(1).classLoader());
+    assertThat(again.unusedBy(second)).containsExactly(first.loaded().get(1).classLoader());
   }
 
   @Test
@@ -214,29 +239,40 @@ class PluginLoaderReloadTest {
     Files.move(corrupt, dir.resolve("b.jar"), StandardCopyOption.REPLACE_EXISTING);
     LoadResult second = loader.reload(dir, first);
 
-    assertThat(second.problems()).isEqualTo(new PluginLoader().load(dir).problems())
-        .singleElement().satisfies(p -> {
-          assertThat(p.plugin()).isEqualTo(dir.resolve("b.jar").toString());
-          assertThat(p.reason()).startsWith("b.jar is not a valid jar (");
-        });
-    assertThat(second.catalog().entries()).extracting(HandlerCatalog.Entry::key)
+    assertThat(second.problems())
+        .isEqualTo(new PluginLoader().load(dir).problems())
+        .singleElement()
+        .satisfies(
+            p -> {
+              assertThat(p.plugin()).isEqualTo(dir.resolve("b.jar").toString());
+              assertThat(p.reason()).startsWith("b.jar is not a valid jar (");
+            });
+    assertThat(second.catalog().entries())
+        .extracting(HandlerCatalog.Entry::key)
         .containsExactly("a@1");
     assertThat(entry(second, "a@1")).isSameAs(entry(first, "a@1"));
-    assertThat(second.plugins()).extracting(PluginSource::path)
+    assertThat(second.plugins())
+        .extracting(PluginSource::path)
         .containsExactly(dir.resolve("a.jar"), dir.resolve("b.jar"));
-    assertThat(second.loaded()).extracting(p -> p.source().path())
+    assertThat(second.loaded())
+        .extracting(p -> p.source().path())
         .containsExactly(dir.resolve("a.jar"));
     assertThat(first.unusedBy(second)).containsExactly(bLoader);
   }
 
   @Test
   void plugin_with_problems_before_is_loaded_again_and_once_fixed_is_served() throws Exception {
-    build.jar()
-        .handler("ct.Throws", descriptor("ct", "1", "read_only"),
-            "public Throws() { throw new IllegalStateException(\"no config\"); }", "return null;")
+    build
+        .jar()
+        .handler(
+            "ct.Throws",
+            descriptor("ct", "1", "read_only"),
+            "public Throws() { throw new IllegalStateException(\"no config\"); }",
+            "return null;")
         .writeTo(dir.resolve("ct.jar"));
     LoadResult first = loader.load(dir);
-    assertThat(first.problems()).singleElement()
+    assertThat(first.problems())
+        .singleElement()
         .satisfies(p -> assertThat(p.reason()).contains("no config"));
     assertThat(first.loaded()).isEmpty();
     assertThat(first.classLoaders()).isEmpty();
@@ -244,8 +280,15 @@ class PluginLoaderReloadTest {
     LoadResult unchanged = loader.reload(dir, first);
     assertThat(unchanged.problems()).isEqualTo(first.problems());
 
-    replace("ct.jar", build.jar().handler("ct.Throws", descriptor("ct", "1", "read_only"), "",
-        "return ToolResult.text(\"fixed\");"));
+    replace(
+        "ct.jar",
+        build
+            .jar()
+            .handler(
+                "ct.Throws",
+                descriptor("ct", "1", "read_only"),
+                "",
+                "return ToolResult.text(\"fixed\");"));
     LoadResult fixed = loader.reload(dir, unchanged);
     assertThat(fixed.problems()).isEmpty();
     assertThat(answer(entry(fixed, "ct@1"))).isEqualTo(ToolResult.text("fixed"));
@@ -253,13 +296,21 @@ class PluginLoaderReloadTest {
 
   @Test
   void folder_plugin_whose_jar_list_changes_is_loaded_fresh() throws IOException {
-    Path depJar = build.jar()
-        .source("dep.Util", "package dep; public class Util { public static String hi() { "
-            + "return \"from lib\"; } }")
-        .writeTo(tmp.resolve("dep.jar"));
-    build.jar()
+    Path depJar =
+        build
+            .jar()
+            .source(
+                "dep.Util",
+                "package dep; public class Util { public static String hi() { "
+                    + "return \"from lib\"; } }")
+            .writeTo(tmp.resolve("dep.jar"));
+    build
+        .jar()
         .classpath(depJar)
-        .handler("folder.Handler", descriptor("folder", "1", "read_only"), "",
+        .handler(
+            "folder.Handler",
+            descriptor("folder", "1", "read_only"),
+            "",
             "return ToolResult.text(dep.Util.hi());")
         .writeTo(dir.resolve("folder/folder.jar"));
     Files.copy(depJar, Files.createDirectories(dir.resolve("folder/lib")).resolve("dep.jar"));
@@ -284,11 +335,14 @@ class PluginLoaderReloadTest {
     TestPlugins.corruptJar(dir.resolve("z.jar"));
     LoadResult r = loader.load(dir);
 
-    assertThat(r.loaded()).singleElement().satisfies(p -> {
-      assertThat(p.source()).isEqualTo(r.plugins().getFirst());
-      assertThat(p.entries()).containsExactlyElementsOf(r.catalog().entries());
-      assertThat(p.classLoader()).isSameAs(entry(r, "a@1").classLoader());
-    });
+    assertThat(r.loaded())
+        .singleElement()
+        .satisfies(
+            p -> {
+              assertThat(p.source()).isEqualTo(r.plugins().getFirst());
+              assertThat(p.entries()).containsExactlyElementsOf(r.catalog().entries());
+              assertThat(p.classLoader()).isSameAs(entry(r, "a@1").classLoader());
+            });
     LoadResult handMade = new LoadResult(r.catalog(), r.problems(), r.plugins());
     assertThat(handMade.loaded()).isEmpty();
     assertThat(handMade.classLoaders()).isEmpty();

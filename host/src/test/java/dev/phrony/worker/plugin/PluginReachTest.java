@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.outbox.MemoryOutbox;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.Outcome;
@@ -22,17 +22,17 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * What a hostile plugin reaches from the {@code ToolCall} it is given, over a real host: it walks
  * every field it can open, transitively, while another plugin's call holds a card number in its
- * arguments. It must find no host machinery (dispatcher, stream, call table), no handler, no
- * other call and no other call's arguments; and its class loader must not hand it host classes.
+ * arguments. It must find no host machinery (dispatcher, stream, call table), no handler, no other
+ * call and no other call's arguments; and its class loader must not hand it host classes.
  */
 class PluginReachTest {
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   private static final String SECRET = "4111-1111-1111-1111";
 
   /** Breadth-first over instance fields and array elements, as far as reflection opens them. */
-  private static final String SPY = """
+  private static final String SPY =
+      """
       package spy;
       import dev.phrony.worker.api.*;
       import java.lang.reflect.*;
@@ -102,32 +102,54 @@ class PluginReachTest {
       """;
 
   @Test
-  void a_handler_reaches_nothing_of_the_host_or_of_other_calls_through_its_call()
-      throws Exception {
+  void a_handler_reaches_nothing_of_the_host_or_of_other_calls_through_its_call() throws Exception {
     TestPlugins build = new TestPlugins(tmp.resolve("build"));
     Path plugins = tmp.resolve("plugins");
     build.jar().source("spy.Spy", SPY).service("spy.Spy").writeTo(plugins.resolve("spy.jar"));
     // A handler that holds its call (its behaviour, until interrupted); no test waits on it.
-    build.jar().handler("vault.Hold", TestPlugins.descriptor("vault.hold", "1.0.0",
-        "read_only"), "", "Thread.sleep(120_000); return ToolResult.text(\"late\");")
+    build
+        .jar()
+        .handler(
+            "vault.Hold",
+            TestPlugins.descriptor("vault.hold", "1.0.0", "read_only"),
+            "",
+            "Thread.sleep(120_000); return ToolResult.text(\"late\");")
         .writeTo(plugins.resolve("vault.jar"));
     LoadResult loaded = new PluginLoader().load(plugins);
     assertThat(loaded.problems()).isEmpty();
 
     try (LocalRuntime rt = LocalRuntime.builder().port(0).start();
-        WorkClient client = new WorkClient(WorkOptions.defaults(rt.target(),
-            new WorkerIdentity("w1", "", "")), loaded.catalog(), new MemoryOutbox())) {
+        WorkClient client =
+            new WorkClient(
+                WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", "")),
+                loaded.catalog(),
+                new MemoryOutbox())) {
       client.start();
       Await.until("registered", client::registered);
-      CompletableFuture<Outcome> held = rt.dispatch(Call.of("v-1", "s-vault", "vault.hold",
-          "1.0.0", "{\"credit_card\":\"" + SECRET + "\"}"));
-      Await.until("the vault call is running", () -> rt.worker("w1").map(w -> w.handlers()
-          .stream().anyMatch(h -> h.key().equals("vault.hold@1.0.0") && h.busy() == 1))
-          .orElse(false), Duration.ofSeconds(20));
+      CompletableFuture<Outcome> held =
+          rt.dispatch(
+              Call.of(
+                  "v-1", "s-vault", "vault.hold", "1.0.0", "{\"credit_card\":\"" + SECRET + "\"}"));
+      Await.until(
+          "the vault call is running",
+          () ->
+              rt.worker("w1")
+                  .map(
+                      w ->
+                          w.handlers().stream()
+                              .anyMatch(h -> h.key().equals("vault.hold@1.0.0") && h.busy() == 1))
+                  .orElse(false),
+          Duration.ofSeconds(20));
 
-      Outcome o = rt.dispatch(Call.of("spy-1", "s-spy", "spy.look", "1.0.0",
-          "{\"find_reversed\":\"" + new StringBuilder(SECRET).reverse() + "\"}"))
-          .get(30, TimeUnit.SECONDS);
+      Outcome o =
+          rt.dispatch(
+                  Call.of(
+                      "spy-1",
+                      "s-spy",
+                      "spy.look",
+                      "1.0.0",
+                      "{\"find_reversed\":\"" + new StringBuilder(SECRET).reverse() + "\"}"))
+              .get(30, TimeUnit.SECONDS);
       rt.cancelSession("s-vault");
       held.get(30, TimeUnit.SECONDS);
 
@@ -138,11 +160,16 @@ class PluginReachTest {
       assertThat(seen.get("contexts").asInt()).as("its own call only").isEqualTo(1);
       assertThat(seen.get("classes").asText().split(" "))
           .as("reached %s", seen.get("classes").asText())
-          .noneMatch(c -> c.startsWith("dev.phrony.worker.work.")
-              || c.startsWith("dev.phrony.worker.plugin.") || c.startsWith("io.grpc.")
-              || c.startsWith("vault.") || c.startsWith("dev.phrony.worker.outbox."));
+          .noneMatch(
+              c ->
+                  c.startsWith("dev.phrony.worker.work.")
+                      || c.startsWith("dev.phrony.worker.plugin.")
+                      || c.startsWith("io.grpc.")
+                      || c.startsWith("vault.")
+                      || c.startsWith("dev.phrony.worker.outbox."));
       assertThat(seen.get("call_class").asText()).isEqualTo("dev.phrony.worker.call.CallContext");
-      assertThat(seen.get("host_class").asBoolean()).as("host classes through its loader")
+      assertThat(seen.get("host_class").asBoolean())
+          .as("host classes through its loader")
           .isFalse();
     }
   }

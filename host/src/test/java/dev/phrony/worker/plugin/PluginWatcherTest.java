@@ -23,18 +23,18 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The plugins folder's watch on a fake clock (the rescan drives it, no WatchService) except for
- * the one test of real filesystem events.
+ * The plugins folder's watch on a fake clock (the rescan drives it, no WatchService) except for the
+ * one test of real filesystem events.
  */
 class PluginWatcherTest {
   private static final Duration SETTLE = Duration.ofSeconds(1);
   private static final Duration RESCAN = Duration.ofMillis(100);
   private static final Duration MS = Duration.ofMillis(1);
+
   /** Long enough for any change to be seen by a rescan and settle. */
   private static final Duration ENOUGH = RESCAN.plus(SETTLE).multipliedBy(3);
 
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   private Path plugins;
   private Path staging;
@@ -180,8 +180,15 @@ class PluginWatcherTest {
     copyIn("p/p.jar", jar("p"));
     copyIn("p/lib/dep.jar", jar("dep"));
     start();
-    for (String hidden : List.of(".a.jar", ".staging/b.jar", ".staging/lib/c.jar", "p/.d.jar",
-        "p/.git/config", "p/lib/.e.jar", "p/lib/.x/f.jar")) {
+    for (String hidden :
+        List.of(
+            ".a.jar",
+            ".staging/b.jar",
+            ".staging/lib/c.jar",
+            "p/.d.jar",
+            "p/.git/config",
+            "p/lib/.e.jar",
+            "p/lib/.x/f.jar")) {
       copyIn(hidden, jar("hidden"));
       timers.advance(ENOUGH);
       assertThat(fired).as(hidden).hasValue(0);
@@ -190,10 +197,11 @@ class PluginWatcherTest {
 
   @Test
   void callbackThatThrowsDoesNotStopLaterChanges() throws IOException {
-    start(() -> {
-      fired.incrementAndGet();
-      throw new IllegalStateException("reload failed");
-    });
+    start(
+        () -> {
+          fired.incrementAndGet();
+          throw new IllegalStateException("reload failed");
+        });
     copyIn("d.jar", jar("d"));
     timers.advance(ENOUGH);
     assertThat(fired).hasValue(1);
@@ -246,8 +254,9 @@ class PluginWatcherTest {
   @Test
   void fileEventsDriveItWithoutTheRescan() throws IOException {
     copyIn("p/lib/dep.jar", jar("dep"));
-    watcher = new PluginWatcher(plugins, timers, SETTLE, Duration.ofHours(1),
-        fired::incrementAndGet, true);
+    watcher =
+        new PluginWatcher(
+            plugins, timers, SETTLE, Duration.ofHours(1), fired::incrementAndGet, true);
     watcher.start();
     assertThat(watchThreadAlive()).isTrue();
 
@@ -266,10 +275,13 @@ class PluginWatcherTest {
 
   /** Moves fake time while waiting (25x real time at most): an hour's rescan never comes. */
   private void awaitFired(int n) {
-    Await.until("callback #" + n, () -> {
-      timers.advance(Duration.ofMillis(50));
-      return fired.get() >= n;
-    }, Duration.ofSeconds(10));
+    Await.until(
+        "callback #" + n,
+        () -> {
+          timers.advance(Duration.ofMillis(50));
+          return fired.get() >= n;
+        },
+        Duration.ofSeconds(10));
     assertThat(fired).hasValue(n);
   }
 

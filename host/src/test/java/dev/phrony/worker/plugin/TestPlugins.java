@@ -30,8 +30,8 @@ import javax.tools.ToolProvider;
 
 /**
  * Builds real plugin jars for tests: compiles Java sources with {@code javax.tools} against the
- * plugin API (and whatever else a test adds), then packages the classes, a services file and
- * any extra entries with {@code java.util.jar}.
+ * plugin API (and whatever else a test adds), then packages the classes, a services file and any
+ * extra entries with {@code java.util.jar}.
  *
  * <pre>{@code
  * TestPlugins plugins = new TestPlugins(tempDir.resolve("build"));
@@ -44,7 +44,9 @@ public final class TestPlugins {
   private final Path workDir;
   private int builds;
 
-  /** @param workDir scratch space for sources and classes (not the plugins directory) */
+  /**
+   * @param workDir scratch space for sources and classes (not the plugins directory)
+   */
   public TestPlugins(Path workDir) {
     this.workDir = workDir;
   }
@@ -64,8 +66,13 @@ public final class TestPlugins {
 
   /** Source expression of a descriptor, e.g. {@code descriptor("echo", "1.0.0", "read_only")}. */
   public static String descriptor(String tool, String version, String sideEffectClass) {
-    return "ToolDescriptor.builder(\"" + tool + "\").version(\"" + version
-        + "\").sideEffectClass(\"" + sideEffectClass + "\").build()";
+    return "ToolDescriptor.builder(\""
+        + tool
+        + "\").version(\""
+        + version
+        + "\").sideEffectClass(\""
+        + sideEffectClass
+        + "\").build()";
   }
 
   /**
@@ -73,15 +80,23 @@ public final class TestPlugins {
    * whose {@code handle} runs {@code handleBody} ({@code dev.phrony.worker.api.*} is imported).
    * {@code members} are added to the class as they are (fields, constructors, static blocks).
    */
-  public static String handlerSource(String className, String descriptorExpression,
-      String handleBody, String members) {
+  public static String handlerSource(
+      String className, String descriptorExpression, String handleBody, String members) {
     int dot = className.lastIndexOf('.');
-    return "package " + className.substring(0, dot) + ";\n"
+    return "package "
+        + className.substring(0, dot)
+        + ";\n"
         + "import dev.phrony.worker.api.*;\n"
-        + "public final class " + className.substring(dot + 1) + " implements ToolHandler {\n"
-        + members + "\n"
-        + "  @Override public ToolDescriptor descriptor() { return " + descriptorExpression + "; }\n"
-        + "  @Override public ToolResult handle(ToolCall call) throws Exception { " + handleBody
+        + "public final class "
+        + className.substring(dot + 1)
+        + " implements ToolHandler {\n"
+        + members
+        + "\n"
+        + "  @Override public ToolDescriptor descriptor() { return "
+        + descriptorExpression
+        + "; }\n"
+        + "  @Override public ToolResult handle(ToolCall call) throws Exception { "
+        + handleBody
         + " }\n"
         + "}\n";
   }
@@ -127,13 +142,13 @@ public final class TestPlugins {
 
     /** Adds a handler with a trivial {@code handle} and lists it in the services file. */
     public JarBuilder handler(String className, String descriptorExpression) {
-      return handler(className, descriptorExpression, "", "return ToolResult.text(\""
-          + className + "\");");
+      return handler(
+          className, descriptorExpression, "", "return ToolResult.text(\"" + className + "\");");
     }
 
     /** Adds a handler (see {@link TestPlugins#handlerSource}) and lists it as a service. */
-    public JarBuilder handler(String className, String descriptorExpression, String members,
-        String handleBody) {
+    public JarBuilder handler(
+        String className, String descriptorExpression, String members, String handleBody) {
       source(className, handlerSource(className, descriptorExpression, handleBody, members));
       return service(className);
     }
@@ -181,7 +196,9 @@ public final class TestPlugins {
           }
         }
         if (!services.isEmpty()) {
-          put(out, PluginLoader.SERVICES_FILE,
+          put(
+              out,
+              PluginLoader.SERVICES_FILE,
               (String.join("\n", services) + "\n").getBytes(StandardCharsets.UTF_8));
         }
         for (var e : entries.entrySet()) {
@@ -212,17 +229,30 @@ public final class TestPlugins {
       }
       JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
       DiagnosticCollector<JavaFileObject> diagnostics = new DiagnosticCollector<>();
-      try (StandardJavaFileManager fm = javac.getStandardFileManager(diagnostics, null,
-          StandardCharsets.UTF_8)) {
-        List<String> options = List.of("--release", "21", "-proc:none", "-d", classes.toString(),
-            "-classpath", classpath.stream().map(Path::toString)
-                .collect(Collectors.joining(java.io.File.pathSeparator)));
-        boolean ok = javac.getTask(null, fm, diagnostics, options, null,
-            fm.getJavaFileObjectsFromPaths(files)).call();
+      try (StandardJavaFileManager fm =
+          javac.getStandardFileManager(diagnostics, null, StandardCharsets.UTF_8)) {
+        List<String> options =
+            List.of(
+                "--release",
+                "21",
+                "-proc:none",
+                "-d",
+                classes.toString(),
+                "-classpath",
+                classpath.stream()
+                    .map(Path::toString)
+                    .collect(Collectors.joining(java.io.File.pathSeparator)));
+        boolean ok =
+            javac
+                .getTask(
+                    null, fm, diagnostics, options, null, fm.getJavaFileObjectsFromPaths(files))
+                .call();
         if (!ok) {
-          throw new IllegalArgumentException("test plugin does not compile:\n"
-              + diagnostics.getDiagnostics().stream().map(Object::toString)
-                  .collect(Collectors.joining("\n")));
+          throw new IllegalArgumentException(
+              "test plugin does not compile:\n"
+                  + diagnostics.getDiagnostics().stream()
+                      .map(Object::toString)
+                      .collect(Collectors.joining("\n")));
         }
       }
       return classes;

@@ -4,12 +4,12 @@ import static dev.phrony.worker.plugin.TestPlugins.descriptor;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.phrony.runtime.v1.WorkClientMsg;
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.plugin.PluginLoader;
 import dev.phrony.worker.plugin.TestPlugins;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.Event;
 import dev.phrony.worker.testkit.LocalRuntime;
@@ -38,8 +38,7 @@ import org.junit.jupiter.api.io.TempDir;
  * that a replaced plugin's classloader is closed only once its generation is gone.
  */
 class PluginReloaderTest {
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   private Path dir;
   private TestPlugins build;
@@ -65,27 +64,46 @@ class PluginReloaderTest {
   }
 
   private TestPlugins.JarBuilder plugin(String pkg, String tool, int max, String answer) {
-    return build.jar().handler(pkg + ".Handler",
-        descriptor(tool, "1", "read_only").replace(".build()", ".maxConcurrency(" + max
-            + ").build()"), "", "return ToolResult.text(\"" + answer + "\");");
+    return build
+        .jar()
+        .handler(
+            pkg + ".Handler",
+            descriptor(tool, "1", "read_only")
+                .replace(".build()", ".maxConcurrency(" + max + ").build()"),
+            "",
+            "return ToolResult.text(\"" + answer + "\");");
   }
 
   /** As a deployment does it: written beside the folder, then moved in. */
   private void deploy(String jarName, TestPlugins.JarBuilder jar) throws IOException {
     Path staged = jar.writeTo(tmp.resolve("staging").resolve(jarName));
-    Files.move(staged, dir.resolve(jarName), StandardCopyOption.REPLACE_EXISTING,
+    Files.move(
+        staged,
+        dir.resolve(jarName),
+        StandardCopyOption.REPLACE_EXISTING,
         StandardCopyOption.ATOMIC_MOVE);
   }
 
   private PluginReloader start(boolean strict) {
     LoadResult first = new PluginLoader().load(dir);
     HandlerOverrides.Applied applied = HandlerOverrides.apply(List.of(), first.catalog());
-    client = new WorkClient(WorkOptions.defaults(rt.target(), new WorkerIdentity("w", "", "")),
-        applied.served(), new MemoryOutbox());
+    client =
+        new WorkClient(
+            WorkOptions.defaults(rt.target(), new WorkerIdentity("w", "", "")),
+            applied.served(),
+            new MemoryOutbox());
     client.start();
     Await.until("registered", client::registered);
-    return new PluginReloader(dir, strict, List.of(), first, applied, client, kept::add,
-        outcomes::add, InstantSource.system());
+    return new PluginReloader(
+        dir,
+        strict,
+        List.of(),
+        first,
+        applied,
+        client,
+        kept::add,
+        outcomes::add,
+        InstantSource.system());
   }
 
   private String answer(String tool) throws Exception {
@@ -105,10 +123,10 @@ class PluginReloaderTest {
     deploy("a.jar", plugin("a", "a", 2, "A1"));
     deploy("b.jar", plugin("b", "b", 2, "B"));
     try (PluginReloader reloader = start(false)) {
-      ClassLoader a1 = reloader.served().loaded().catalog().find("a", "1").orElseThrow()
-          .classLoader();
-      ClassLoader b = reloader.served().loaded().catalog().find("b", "1").orElseThrow()
-          .classLoader();
+      ClassLoader a1 =
+          reloader.served().loaded().catalog().find("a", "1").orElseThrow().classLoader();
+      ClassLoader b =
+          reloader.served().loaded().catalog().find("b", "1").orElseThrow().classLoader();
       assertThat(answer("a")).isEqualTo("A1");
 
       deploy("a.jar", plugin("a", "a", 4, "A2")); // another concurrency: another advertisement
@@ -120,7 +138,9 @@ class PluginReloaderTest {
       assertThat(o.message()).startsWith("plugins_reloaded added= replaced=a@1 removed=");
       assertThat(kept).as("the generation is kept before it registers").containsExactly(2);
       assertThat(rt.worker("w.g2")).isPresent();
-      Await.until("the old generation closed and its loader with it", () -> closed(a1),
+      Await.until(
+          "the old generation closed and its loader with it",
+          () -> closed(a1),
           Duration.ofSeconds(20));
       assertThat(closed(b)).as("the unchanged plugin keeps its loader").isFalse();
       assertThat(answer("a")).isEqualTo("A2");
@@ -129,8 +149,7 @@ class PluginReloaderTest {
   }
 
   @Test
-  void strict_refuses_a_reload_with_a_problem_and_the_running_generation_stays()
-      throws Exception {
+  void strict_refuses_a_reload_with_a_problem_and_the_running_generation_stays() throws Exception {
     deploy("a.jar", plugin("a", "a", 2, "A"));
     try (PluginReloader reloader = start(true)) {
       deploy("b.jar", plugin("b", "b", 2, "B"));
@@ -173,12 +192,18 @@ class PluginReloaderTest {
       PluginReloader.Outcome o = reloader.reload("test").get(30, TimeUnit.SECONDS);
       assertThat(o.result()).isEqualTo(PluginReloader.Result.UNCHANGED);
       assertThat(rt.events().subList(events, rt.events().size()))
-          .filteredOn(e -> e.clientMsg() == null
-              || e.clientMsg().getBodyCase() != WorkClientMsg.BodyCase.HEARTBEAT)
-          .filteredOn(e -> e.serverMsg() == null || e.serverMsg().getBodyCase()
-              != dev.phrony.runtime.v1.WorkServerMsg.BodyCase.HEARTBEAT_ACK)
+          .filteredOn(
+              e ->
+                  e.clientMsg() == null
+                      || e.clientMsg().getBodyCase() != WorkClientMsg.BodyCase.HEARTBEAT)
+          .filteredOn(
+              e ->
+                  e.serverMsg() == null
+                      || e.serverMsg().getBodyCase()
+                          != dev.phrony.runtime.v1.WorkServerMsg.BodyCase.HEARTBEAT_ACK)
           .isEmpty();
-      assertThat(outcomes).extracting(PluginReloader.Outcome::result)
+      assertThat(outcomes)
+          .extracting(PluginReloader.Outcome::result)
           .containsExactly(PluginReloader.Result.UNCHANGED);
     }
   }

@@ -14,8 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class StateDirTest {
-  @TempDir
-  Path tmp;
+  @TempDir Path tmp;
 
   private final long self = ProcessHandle.current().pid();
 
@@ -59,32 +58,38 @@ class StateDirTest {
   @Test
   @SuppressWarnings("try") // held for its lock only
   void an_empty_dir_of_this_user_is_used_and_its_mode_left_as_it_is() throws IOException {
-    Path dir = Files.createDirectory(tmp.resolve("volume"),
-        PosixFilePermissions.asFileAttribute(mode("rwxr-xr-x")));
+    Path dir =
+        Files.createDirectory(
+            tmp.resolve("volume"), PosixFilePermissions.asFileAttribute(mode("rwxr-xr-x")));
     try (StateDir sd = StateDir.open(dir)) {
       assertThat(Files.getPosixFilePermissions(dir)).isEqualTo(mode("rwxr-xr-x"));
-      assertThat(Files.getPosixFilePermissions(dir.resolve("lock")))
-          .isEqualTo(mode("rw-------"));
+      assertThat(Files.getPosixFilePermissions(dir.resolve("lock"))).isEqualTo(mode("rw-------"));
     }
     try (StateDir sd = StateDir.open(dir)) {
-      assertThat(Files.getPosixFilePermissions(dir)).as("now a state dir, made by the worker")
+      assertThat(Files.getPosixFilePermissions(dir))
+          .as("now a state dir, made by the worker")
           .isEqualTo(mode("rwx------"));
     }
   }
 
   @Test
   void a_dir_holding_anything_else_is_refused_and_left_untouched() throws IOException {
-    Path shared = Files.createDirectory(tmp.resolve("shared"),
-        PosixFilePermissions.asFileAttribute(mode("rwxrwxrwx")));
+    Path shared =
+        Files.createDirectory(
+            tmp.resolve("shared"), PosixFilePermissions.asFileAttribute(mode("rwxrwxrwx")));
     Files.setPosixFilePermissions(shared, mode("rwxrwxrwx")); // past the umask
     Files.writeString(shared.resolve("report.txt"), "someone else's");
     Files.createDirectory(shared.resolve("cache"));
 
     assertThatThrownBy(() -> StateDir.open(shared))
         .isInstanceOf(StateDirRefusedException.class)
-        .hasMessage("state dir " + shared + " is not a phrony-worker state dir: it holds 2"
-            + " entries ('cache', 'report.txt'). Nothing was changed; point the state dir at a"
-            + " new or empty directory of its own, e.g. " + shared.resolve("phrony-worker"));
+        .hasMessage(
+            "state dir "
+                + shared
+                + " is not a phrony-worker state dir: it holds 2"
+                + " entries ('cache', 'report.txt'). Nothing was changed; point the state dir at a"
+                + " new or empty directory of its own, e.g. "
+                + shared.resolve("phrony-worker"));
     assertThat(Files.getPosixFilePermissions(shared)).isEqualTo(mode("rwxrwxrwx"));
     try (var list = Files.list(shared)) {
       assertThat(list.map(p -> p.getFileName().toString()))
@@ -106,7 +111,8 @@ class StateDirTest {
     } catch (IOException e) {
       org.junit.jupiter.api.Assumptions.abort("only root can give a dir away here: " + e);
     }
-    assertThatThrownBy(() -> StateDir.open(dir)).isInstanceOf(StateDirRefusedException.class)
+    assertThatThrownBy(() -> StateDir.open(dir))
+        .isInstanceOf(StateDirRefusedException.class)
         .hasMessageContaining("belongs to uid 54321, not this user");
     assertThat(dir.resolve("lock")).doesNotExist();
   }
@@ -114,8 +120,9 @@ class StateDirTest {
   @Test
   @SuppressWarnings("try") // held for its lock only
   void a_folder_of_the_state_dir_that_is_a_link_is_refused_not_followed() throws IOException {
-    Path elsewhere = Files.createDirectory(tmp.resolve("elsewhere"),
-        PosixFilePermissions.asFileAttribute(mode("rwxr-xr-x")));
+    Path elsewhere =
+        Files.createDirectory(
+            tmp.resolve("elsewhere"), PosixFilePermissions.asFileAttribute(mode("rwxr-xr-x")));
     Path dir = tmp.resolve("state");
     try (StateDir sd = StateDir.open(dir)) {
       Files.createSymbolicLink(dir.resolve("outbox"), elsewhere);
@@ -131,14 +138,18 @@ class StateDirTest {
     Path dir = tmp.resolve("state");
     try (StateDir first = StateDir.open(dir)) {
       assertThatThrownBy(() -> StateDir.open(dir))
-          .isInstanceOfSatisfying(StateDirLockedException.class, e -> {
-            assertThat(e.getMessage()).contains(dir.toAbsolutePath().toString())
-                .contains("pid " + self);
-            assertThat(e.holderPid()).hasValue(self);
-            assertThat(e.dir()).isEqualTo(dir.toAbsolutePath());
-          });
+          .isInstanceOfSatisfying(
+              StateDirLockedException.class,
+              e -> {
+                assertThat(e.getMessage())
+                    .contains(dir.toAbsolutePath().toString())
+                    .contains("pid " + self);
+                assertThat(e.holderPid()).hasValue(self);
+                assertThat(e.dir()).isEqualTo(dir.toAbsolutePath());
+              });
       assertThatThrownBy(() -> StateDir.open(tmp.resolve("./state/../state")))
-          .as("the same dir spelled differently").isInstanceOf(StateDirLockedException.class);
+          .as("the same dir spelled differently")
+          .isInstanceOf(StateDirLockedException.class);
       // The failed attempts must not have released the OS lock.
       ChildJvm.Result probe = ChildJvm.run(LockProbeMain.class, dir.toString());
       assertThat(probe.exitCode()).as(probe.output()).isEqualTo(2);
@@ -156,7 +167,8 @@ class StateDirTest {
     try (StateDir sd = StateDir.open(dir)) {
       ChildJvm.Result r = ChildJvm.run(LockProbeMain.class, dir.toString());
       assertThat(r.exitCode()).as(r.output()).isEqualTo(2);
-      assertThat(r.output()).contains("REFUSED state dir " + dir.toAbsolutePath())
+      assertThat(r.output())
+          .contains("REFUSED state dir " + dir.toAbsolutePath())
           .contains("locked by another phrony-worker (pid " + self + ")");
     }
     ChildJvm.Result r = ChildJvm.run(LockProbeMain.class, dir.toString());
@@ -170,10 +182,12 @@ class StateDirTest {
     AtomicInteger calls = new AtomicInteger();
     String id;
     try (StateDir sd = StateDir.open(dir)) {
-      id = sd.workerId(() -> {
-        calls.incrementAndGet();
-        return dev.phrony.worker.work.WorkerIdentity.generateId();
-      });
+      id =
+          sd.workerId(
+              () -> {
+                calls.incrementAndGet();
+                return dev.phrony.worker.work.WorkerIdentity.generateId();
+              });
       assertThat(id).matches("[A-Za-z0-9.-]+-[0-9a-f]{8}");
       assertThat(sd.workerId(() -> "other-00000000")).isEqualTo(id);
       assertThat(Files.getPosixFilePermissions(dir.resolve("worker-id")))
@@ -199,7 +213,9 @@ class StateDirTest {
   @Test
   void a_file_where_the_dir_should_be_is_a_clear_error() throws IOException {
     Path file = Files.writeString(tmp.resolve("state"), "x");
-    assertThatThrownBy(() -> StateDir.open(file)).isInstanceOf(IOException.class)
-        .hasMessageContaining(file.toString()).hasMessageContaining("not a directory");
+    assertThatThrownBy(() -> StateDir.open(file))
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining(file.toString())
+        .hasMessageContaining("not a directory");
   }
 }

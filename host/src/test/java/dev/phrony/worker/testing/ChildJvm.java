@@ -18,18 +18,24 @@ public final class ChildJvm {
   private ChildJvm() {}
 
   public static Process start(Class<?> main, String... args) throws IOException {
-    return new ProcessBuilder(command(System.getProperty("java.class.path"), main.getName(),
-        args)).redirectErrorStream(true).start();
+    return new ProcessBuilder(command(System.getProperty("java.class.path"), main.getName(), args))
+        .redirectErrorStream(true)
+        .start();
   }
 
   private static List<String> command(String classpath, String main, String... args) {
-    List<String> cmd = new ArrayList<>(List.of(
-        System.getProperty("java.home") + "/bin/java",
-        "-cp", classpath,
-        "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto",
-        "-Dslf4j.provider=org.slf4j.helpers.NOP_FallbackServiceProvider",
-        "-Dslf4j.internal.verbosity=WARN",
-        main));
+    List<String> cmd =
+        new ArrayList<>(
+            List.of(
+                System.getProperty("java.home") + "/bin/java",
+                "-cp",
+                classpath,
+                "-XX:TieredStopAtLevel=1",
+                "-XX:+UseSerialGC",
+                "-Xshare:auto",
+                "-Dslf4j.provider=org.slf4j.helpers.NOP_FallbackServiceProvider",
+                "-Dslf4j.internal.verbosity=WARN",
+                main));
     cmd.addAll(List.of(args));
     return cmd;
   }
@@ -54,13 +60,21 @@ public final class ChildJvm {
       throws IOException, InterruptedException {
     Path out = Files.createTempFile("child-jvm-", ".out");
     try {
-      Process p = new ProcessBuilder(command(classpath.stream().map(Path::toString)
-          .collect(Collectors.joining(File.pathSeparator)), main, args))
-          .redirectErrorStream(true).redirectOutput(out.toFile()).start();
+      Process p =
+          new ProcessBuilder(
+                  command(
+                      classpath.stream()
+                          .map(Path::toString)
+                          .collect(Collectors.joining(File.pathSeparator)),
+                      main,
+                      args))
+              .redirectErrorStream(true)
+              .redirectOutput(out.toFile())
+              .start();
       if (!p.waitFor(deadline.toMillis(), TimeUnit.MILLISECONDS)) {
         p.destroyForcibly().waitFor();
-        throw new AssertionError(main + " did not end within " + deadline + ":\n"
-            + Files.readString(out));
+        throw new AssertionError(
+            main + " did not end within " + deadline + ":\n" + Files.readString(out));
       }
       return new Result(p.exitValue(), Files.readString(out));
     } finally {

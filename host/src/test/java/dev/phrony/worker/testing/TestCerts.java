@@ -31,8 +31,8 @@ import org.bouncycastle.operator.OperatorCreationException;
 import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
 
 /**
- * A private CA and the certificates a TLS test needs, made in the test and written as PEM files:
- * a server certificate for {@code 127.0.0.1} and {@code localhost}, and client certificates for
+ * A private CA and the certificates a TLS test needs, made in the test and written as PEM files: a
+ * server certificate for {@code 127.0.0.1} and {@code localhost}, and client certificates for
  * mutual TLS. BouncyCastle issues them: the JDK can verify certificates but has no public API to
  * make one.
  */
@@ -62,8 +62,7 @@ public final class TestCerts {
     X500Name subject = new X500Name("CN=" + name);
     X509v3CertificateBuilder b = builder(subject, subject, keys);
     b.addExtension(Extension.basicConstraints, true, new BasicConstraints(true));
-    b.addExtension(Extension.keyUsage, true,
-        new KeyUsage(KeyUsage.keyCertSign | KeyUsage.cRLSign));
+    b.addExtension(Extension.keyUsage, true, new KeyUsage(KeyUsage.keyCertSign | KeyUsage.cRLSign));
     X509Certificate cert = sign(b, keys.getPrivate());
     Path pem = writeCert(dir.resolve(name + "-ca.pem"), cert);
     return new TestCerts(dir, keys, cert, pem);
@@ -86,33 +85,44 @@ public final class TestCerts {
 
   private Pem issue(String name, KeyPurposeId purpose, boolean serverNames) throws Exception {
     KeyPair keys = keyPair();
-    X509v3CertificateBuilder b = builder(new X500Name(ca.getSubjectX500Principal().getName()),
-        new X500Name("CN=" + name), keys);
+    X509v3CertificateBuilder b =
+        builder(
+            new X500Name(ca.getSubjectX500Principal().getName()), new X500Name("CN=" + name), keys);
     b.addExtension(Extension.basicConstraints, true, new BasicConstraints(false));
     b.addExtension(Extension.keyUsage, true, new KeyUsage(KeyUsage.digitalSignature));
     b.addExtension(Extension.extendedKeyUsage, false, new ExtendedKeyUsage(purpose));
     if (serverNames) {
-      b.addExtension(Extension.subjectAlternativeName, false, new GeneralNames(new GeneralName[] {
-          new GeneralName(GeneralName.iPAddress,
-              InetAddress.getByName("127.0.0.1").getHostAddress()),
-          new GeneralName(GeneralName.dNSName, "localhost")}));
+      b.addExtension(
+          Extension.subjectAlternativeName,
+          false,
+          new GeneralNames(
+              new GeneralName[] {
+                new GeneralName(
+                    GeneralName.iPAddress, InetAddress.getByName("127.0.0.1").getHostAddress()),
+                new GeneralName(GeneralName.dNSName, "localhost")
+              }));
     }
     X509Certificate cert = sign(b, caKeys.getPrivate());
-    return new Pem(writeCert(dir.resolve(name + ".pem"), cert),
+    return new Pem(
+        writeCert(dir.resolve(name + ".pem"), cert),
         writeKey(dir.resolve(name + "-key.pem"), keys.getPrivate()));
   }
 
   private static X509v3CertificateBuilder builder(X500Name issuer, X500Name subject, KeyPair keys) {
     Instant now = Instant.now(); // a certificate's validity window is checked on real time
-    return new JcaX509v3CertificateBuilder(issuer, BigInteger.valueOf(SERIAL.incrementAndGet()),
-        Date.from(now.minus(Duration.ofHours(1))), Date.from(now.plus(Duration.ofDays(1))),
-        subject, keys.getPublic());
+    return new JcaX509v3CertificateBuilder(
+        issuer,
+        BigInteger.valueOf(SERIAL.incrementAndGet()),
+        Date.from(now.minus(Duration.ofHours(1))),
+        Date.from(now.plus(Duration.ofDays(1))),
+        subject,
+        keys.getPublic());
   }
 
   private static X509Certificate sign(X509v3CertificateBuilder b, PrivateKey signer)
       throws OperatorCreationException, GeneralSecurityException {
-    return new JcaX509CertificateConverter().getCertificate(
-        b.build(new JcaContentSignerBuilder("SHA256withECDSA").build(signer)));
+    return new JcaX509CertificateConverter()
+        .getCertificate(b.build(new JcaContentSignerBuilder("SHA256withECDSA").build(signer)));
   }
 
   private static KeyPair keyPair() throws GeneralSecurityException {
@@ -131,8 +141,12 @@ public final class TestCerts {
   }
 
   private static String pem(String type, byte[] der) {
-    return "-----BEGIN " + type + "-----\n"
+    return "-----BEGIN "
+        + type
+        + "-----\n"
         + Base64.getMimeEncoder(64, new byte[] {'\n'}).encodeToString(der)
-        + "\n-----END " + type + "-----\n";
+        + "\n-----END "
+        + type
+        + "-----\n";
   }
 }

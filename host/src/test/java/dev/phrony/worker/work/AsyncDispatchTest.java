@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
 import dev.phrony.runtime.v1.WorkInvoke;
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolCall;
@@ -13,8 +12,9 @@ import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.call.CallPipeline;
 import dev.phrony.worker.call.JsonCodec;
-import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.ops.WorkerMetrics;
+import dev.phrony.worker.outbox.MemoryOutbox;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.FakeScheduler;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -28,8 +28,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Asynchronous handlers in the dispatcher: started inline on the stream's I/O thread (here the
- * test's thread), finished when their stage completes, cancelled through their stage, and moved
- * to threads of their own once they have blocked that thread three starts in a row.
+ * test's thread), finished when their stage completes, cancelled through their stage, and moved to
+ * threads of their own once they have blocked that thread three starts in a row.
  */
 class AsyncDispatchTest {
   private final FakeScheduler timers = new FakeScheduler();
@@ -47,8 +47,11 @@ class AsyncDispatchTest {
 
     @Override
     public ToolDescriptor descriptor() {
-      return ToolDescriptor.builder("a").version("1.0.0").maxConcurrency(4)
-          .sideEffectClass(SideEffectClass.READ_ONLY).build();
+      return ToolDescriptor.builder("a")
+          .version("1.0.0")
+          .maxConcurrency(4)
+          .sideEffectClass(SideEffectClass.READ_ONLY)
+          .build();
     }
 
     @Override
@@ -67,8 +70,12 @@ class AsyncDispatchTest {
   }
 
   private static WorkInvoke.Builder msg(String callId) {
-    return WorkInvoke.newBuilder().setCallId(callId).setSessionId("s1").setTool("a")
-        .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8("{}"));
+    return WorkInvoke.newBuilder()
+        .setCallId(callId)
+        .setSessionId("s1")
+        .setTool("a")
+        .setVersion("1.0.0")
+        .setArgs(ByteString.copyFromUtf8("{}"));
   }
 
   private static CallOutcome outcome(FakeSink.Sent s) {
@@ -77,8 +84,8 @@ class AsyncDispatchTest {
 
   @Test
   void a_handler_that_answers_at_once_is_answered_inline_before_the_invoke_returns() {
-    AsyncHandler h = new AsyncHandler(c -> CompletableFuture.completedFuture(
-        ToolResult.json("{\"ok\":true}")));
+    AsyncHandler h =
+        new AsyncHandler(c -> CompletableFuture.completedFuture(ToolResult.json("{\"ok\":true}")));
     Dispatcher d = dispatcher(h);
     d.onInvoke(invoke("c1"), sink);
     FakeSink.Sent sent = sink.sent.poll();
@@ -98,8 +105,10 @@ class AsyncDispatchTest {
     assertThat(d.busy("a@1.0.0")).isEqualTo(1);
     sink.assertNothingMore();
     Thread.ofPlatform().start(() -> later.complete(ToolResult.text("done"))).join();
-    assertThat(new String(((CallOutcome.Payload) outcome(sink.next())).bytes(),
-        StandardCharsets.UTF_8)).isEqualTo("done");
+    assertThat(
+            new String(
+                ((CallOutcome.Payload) outcome(sink.next())).bytes(), StandardCharsets.UTF_8))
+        .isEqualTo("done");
     Await.until("slot freed", () -> d.busy("a@1.0.0") == 0);
   }
 
@@ -148,36 +157,46 @@ class AsyncDispatchTest {
   }
 
   @Test
-  void a_handler_that_blocks_three_starts_in_a_row_is_moved_off_the_io_thread()
-      throws Exception {
+  void a_handler_that_blocks_three_starts_in_a_row_is_moved_off_the_io_thread() throws Exception {
     // Each call says how long its start keeps the thread: it moves the test's clock by that.
     long[] heldMs = {25, 0, 25, 25, 21, 0};
     int[] n = {0};
-    AsyncHandler h = new AsyncHandler(c -> {
-      timers.manualClock().advance(Duration.ofMillis(heldMs[n[0]++]));
-      return CompletableFuture.completedFuture(ToolResult.text("ok"));
-    });
+    AsyncHandler h =
+        new AsyncHandler(
+            c -> {
+              timers.manualClock().advance(Duration.ofMillis(heldMs[n[0]++]));
+              return CompletableFuture.completedFuture(ToolResult.text("ok"));
+            });
     Dispatcher d = dispatcher(h);
     for (int i = 1; i <= 5; i++) {
       d.onInvoke(invoke("c" + i), sink);
       assertThat(outcome(sink.next())).isInstanceOf(CallOutcome.Payload.class);
     }
-    assertThat(h.startedOn).as("slow, fast (the count starts again), slow, slow, slow")
-        .containsOnly(Thread.currentThread()).hasSize(5);
+    assertThat(h.startedOn)
+        .as("slow, fast (the count starts again), slow, slow, slow")
+        .containsOnly(Thread.currentThread())
+        .hasSize(5);
     d.onInvoke(invoke("c6"), sink);
     assertThat(outcome(sink.next())).isInstanceOf(CallOutcome.Payload.class);
-    assertThat(h.startedOn.get(5)).as("after three slow starts in a row")
+    assertThat(h.startedOn.get(5))
+        .as("after three slow starts in a row")
         .isNotSameAs(Thread.currentThread())
         .satisfies(t -> assertThat(t.isVirtual()).isTrue());
   }
 
   @Test
   void away_from_the_io_thread_it_starts_on_a_virtual_thread_of_its_own() throws Exception {
-    AsyncHandler h = new AsyncHandler(c -> CompletableFuture.completedFuture(
-        ToolResult.text("ok")));
-    Dispatcher d = new Dispatcher(TestHandler.catalog(h), outbox,
-        new CallPipeline(new JsonCodec(), new CallPipeline.Settings(1 << 20, false)), timers,
-        WorkerMetrics.NONE, () -> false, null);
+    AsyncHandler h =
+        new AsyncHandler(c -> CompletableFuture.completedFuture(ToolResult.text("ok")));
+    Dispatcher d =
+        new Dispatcher(
+            TestHandler.catalog(h),
+            outbox,
+            new CallPipeline(new JsonCodec(), new CallPipeline.Settings(1 << 20, false)),
+            timers,
+            WorkerMetrics.NONE,
+            () -> false,
+            null);
     d.onInvoke(invoke("c1"), sink);
     assertThat(outcome(sink.next())).isInstanceOf(CallOutcome.Payload.class);
     assertThat(h.startedOn).singleElement().satisfies(t -> assertThat(t.isVirtual()).isTrue());
@@ -188,18 +207,21 @@ class AsyncDispatchTest {
       throws Exception {
     CountDownLatch inside = new CountDownLatch(1);
     CountDownLatch letGo = new CountDownLatch(1);
-    Dispatcher d = dispatcher(new AsyncHandler(c -> {
-      inside.countDown();
-      try {
-        letGo.await(); // breaks the promise: blocks the thread it was called on
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      return CompletableFuture.completedFuture(ToolResult.text("late"));
-    }));
+    Dispatcher d =
+        dispatcher(
+            new AsyncHandler(
+                c -> {
+                  inside.countDown();
+                  try {
+                    letGo.await(); // breaks the promise: blocks the thread it was called on
+                  } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                  }
+                  return CompletableFuture.completedFuture(ToolResult.text("late"));
+                }));
     assertThat(d.reportStalledStart()).isEmpty();
-    Thread io = Thread.ofPlatform().name("phrony-work-io-test").start(
-        () -> d.onInvoke(invoke("c1"), sink));
+    Thread io =
+        Thread.ofPlatform().name("phrony-work-io-test").start(() -> d.onInvoke(invoke("c1"), sink));
     inside.await();
     timers.manualClock().advance(Duration.ofMillis(Dispatcher.STALLED_START_MS - 1));
     assertThat(d.reportStalledStart()).as("under a second").isEmpty();
@@ -208,8 +230,8 @@ class AsyncDispatchTest {
     assertThat(stall.callId()).isEqualTo("c1");
     assertThat(stall.key()).isEqualTo("a@1.0.0");
     assertThat(stall.heldMs()).isEqualTo(Dispatcher.STALLED_START_MS);
-    assertThat(stall.where()).anySatisfy(f -> assertThat(f.getClassName())
-        .startsWith(AsyncHandler.class.getName()));
+    assertThat(stall.where())
+        .anySatisfy(f -> assertThat(f.getClassName()).startsWith(AsyncHandler.class.getName()));
     letGo.countDown();
     io.join();
     assertThat(outcome(sink.next())).isInstanceOf(CallOutcome.Payload.class);

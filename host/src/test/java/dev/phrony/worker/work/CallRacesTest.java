@@ -4,11 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
 import dev.phrony.runtime.v1.WorkInvoke;
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.state.StateDir;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.FakeScheduler;
 import io.grpc.Status;
 import java.nio.file.Path;
@@ -23,15 +23,14 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The five races of issue 12, each forced into the interleaving that broke the old call core
- * (latches and a gated disk, no sleeps). Each failed there: the old dispatcher sent the result of
- * a call cancelled during its hold (race 1), ran a write cancelled during its intent a second
- * time (race 2), orphaned {@code s:av:1:1} for a NOT_FOUND naming {@code s:av:1:12} (race 3, in
- * {@link NotFoundCallTest} and below), left every deadline timer queued (race 4), and could lose
- * a slot when a re-invoke attached while the call finished (race 5).
+ * (latches and a gated disk, no sleeps). Each failed there: the old dispatcher sent the result of a
+ * call cancelled during its hold (race 1), ran a write cancelled during its intent a second time
+ * (race 2), orphaned {@code s:av:1:1} for a NOT_FOUND naming {@code s:av:1:12} (race 3, in {@link
+ * NotFoundCallTest} and below), left every deadline timer queued (race 4), and could lose a slot
+ * when a re-invoke attached while the call finished (race 5).
  */
 class CallRacesTest {
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   private final FakeScheduler timers = new FakeScheduler();
   private final FakeSink sink = new FakeSink();
@@ -59,8 +58,12 @@ class CallRacesTest {
   }
 
   private static WorkInvoke.Builder msg(String callId, String tool, long deadlineUnixMs) {
-    return WorkInvoke.newBuilder().setCallId(callId).setSessionId("s").setTool(tool)
-        .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8("{}"))
+    return WorkInvoke.newBuilder()
+        .setCallId(callId)
+        .setSessionId("s")
+        .setTool(tool)
+        .setVersion("1.0.0")
+        .setArgs(ByteString.copyFromUtf8("{}"))
         .setDeadlineUnixMs(deadlineUnixMs);
   }
 
@@ -91,8 +94,9 @@ class CallRacesTest {
     assertThat(d.runningCount()).isZero();
     // The runtime forgot the call; if it invokes it again, the held result answers (rule 5).
     d.onInvoke(invoke("p1", "pay", 0), sink);
-    assertThat(sink.next()).isInstanceOfSatisfying(FakeSink.Result.class,
-        r -> assertThat(r.held().callId()).isEqualTo("p1"));
+    assertThat(sink.next())
+        .isInstanceOfSatisfying(
+            FakeSink.Result.class, r -> assertThat(r.held().callId()).isEqualTo("p1"));
     assertThat(pay.runs).hasValue(1);
   }
 
@@ -107,8 +111,10 @@ class CallRacesTest {
     intent.proceed();
     Await.until("interrupted", () -> durable.wasInterrupted("p1"));
     d.onInvoke(invoke("p1", "pay", 0), sink); // a recovering runtime asks again
-    assertThat(sink.next()).isInstanceOfSatisfying(FakeSink.Nack.class,
-        n -> assertThat(n.code()).isEqualTo("previous_attempt_interrupted"));
+    assertThat(sink.next())
+        .isInstanceOfSatisfying(
+            FakeSink.Nack.class,
+            n -> assertThat(n.code()).isEqualTo("previous_attempt_interrupted"));
     assertThat(pay.runs).as("handler runs for p1").hasValue(0);
     assertThat(d.busy("pay@1.0.0")).isZero();
     sink.assertNothingMore();
@@ -141,10 +147,14 @@ class CallRacesTest {
   @Test
   void race4_every_deadline_timer_is_cancelled_when_its_call_ends() throws Exception {
     TestHandler t = TestHandler.of("t", 500, call -> ToolResult.json("{}"));
-    TestHandler block = TestHandler.of("block", 10, call -> {
-      release.await();
-      return ToolResult.json("{}");
-    });
+    TestHandler block =
+        TestHandler.of(
+            "block",
+            10,
+            call -> {
+              release.await();
+              return ToolResult.json("{}");
+            });
     Dispatcher d = dispatcher(t, block);
     long hour = timers.clock().millis() + 3_600_000;
     for (int i = 0; i < 500; i++) {
@@ -177,11 +187,15 @@ class CallRacesTest {
   void race5_a_reinvoke_attaching_while_the_call_finishes_keeps_the_slot_count_exact()
       throws Exception {
     CountDownLatch returned = new CountDownLatch(1);
-    TestHandler t = TestHandler.of("t", 2, call -> {
-      release.await();
-      returned.countDown();
-      return ToolResult.json("{}");
-    });
+    TestHandler t =
+        TestHandler.of(
+            "t",
+            2,
+            call -> {
+              release.await();
+              returned.countDown();
+              return ToolResult.json("{}");
+            });
     Dispatcher d = dispatcher(t);
     FakeSink old = new FakeSink();
     d.onInvoke(invoke("c1", "t", 0), old);
@@ -193,35 +207,49 @@ class CallRacesTest {
     // behind each other in the order the old code raced them in: attach, finish, take slot.
     CountDownLatch owner = new CountDownLatch(1);
     CountDownLatch holding = new CountDownLatch(1);
-    Thread blocker = Thread.ofVirtual().start(() -> d.execute(() -> {
-      holding.countDown();
-      await(owner);
-    }));
+    Thread blocker =
+        Thread.ofVirtual()
+            .start(
+                () ->
+                    d.execute(
+                        () -> {
+                          holding.countDown();
+                          await(owner);
+                        }));
     holding.await();
     d.onInvoke(invoke("c1", "t", 0), sink); // queued: attaches and takes a slot
     release.countDown();
     returned.await(); // the handler returned; its completion is queued behind the invoke
     owner.countDown();
     blocker.join();
-    assertThat(sink.next()).isInstanceOfSatisfying(FakeSink.Result.class,
-        r -> assertThat(r.held().callId()).isEqualTo("c1"));
+    assertThat(sink.next())
+        .isInstanceOfSatisfying(
+            FakeSink.Result.class, r -> assertThat(r.held().callId()).isEqualTo("c1"));
     assertThat(d.busy("t@1.0.0")).as("no slot lost").isZero();
     assertThat(old.sent).isEmpty();
     assertThat(t.runs).hasValue(1);
     // Both slots are still there.
     d.onInvoke(invoke("c2", "t", 0), sink);
     d.onInvoke(invoke("c3", "t", 0), sink);
-    assertThat(Set.of(((FakeSink.Result) sink.next()).held().callId(),
-        ((FakeSink.Result) sink.next()).held().callId())).containsExactlyInAnyOrder("c2", "c3");
+    assertThat(
+            Set.of(
+                ((FakeSink.Result) sink.next()).held().callId(),
+                ((FakeSink.Result) sink.next()).held().callId()))
+        .containsExactlyInAnyOrder("c2", "c3");
   }
 
   @Test
   void a_result_from_an_earlier_stream_is_orphaned_when_the_new_stream_s_window_closes()
       throws Exception {
-    Dispatcher d = dispatcher(TestHandler.of("t", 1, call -> {
-      release.await();
-      return ToolResult.json("{}");
-    }));
+    Dispatcher d =
+        dispatcher(
+            TestHandler.of(
+                "t",
+                1,
+                call -> {
+                  release.await();
+                  return ToolResult.json("{}");
+                }));
     d.onInvoke(invoke("c1", "t", 0), sink);
     sink.live = false;
     d.onStreamEnded(sink, Status.UNAVAILABLE);

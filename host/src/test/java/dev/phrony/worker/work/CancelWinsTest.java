@@ -78,20 +78,49 @@ class CancelWinsTest {
     final List<Outbound> written = new ArrayList<>();
     int requested;
 
-    @Override public boolean isReady() { return true; }
-    @Override public void setOnReadyHandler(Runnable r) {}
-    @Override public void disableAutoInboundFlowControl() {}
-    @Override public void disableAutoRequestWithInitial(int n) { requested += n; }
-    @Override public void request(int n) { requested += n; }
-    @Override public void setMessageCompression(boolean enable) {}
-    @Override public void cancel(String message, Throwable cause) {}
-    @Override public void onNext(Outbound value) { written.add(value); }
-    @Override public void onError(Throwable t) {}
-    @Override public void onCompleted() {}
+    @Override
+    public boolean isReady() {
+      return true;
+    }
+
+    @Override
+    public void setOnReadyHandler(Runnable r) {}
+
+    @Override
+    public void disableAutoInboundFlowControl() {}
+
+    @Override
+    public void disableAutoRequestWithInitial(int n) {
+      requested += n;
+    }
+
+    @Override
+    public void request(int n) {
+      requested += n;
+    }
+
+    @Override
+    public void setMessageCompression(boolean enable) {}
+
+    @Override
+    public void cancel(String message, Throwable cause) {}
+
+    @Override
+    public void onNext(Outbound value) {
+      written.add(value);
+    }
+
+    @Override
+    public void onError(Throwable t) {}
+
+    @Override
+    public void onCompleted() {}
 
     List<String> answered() {
-      return written.stream().map(Outbound::resultOrNackCallId)
-          .filter(java.util.Objects::nonNull).toList();
+      return written.stream()
+          .map(Outbound::resultOrNackCallId)
+          .filter(java.util.Objects::nonNull)
+          .toList();
     }
   }
 
@@ -99,16 +128,33 @@ class CancelWinsTest {
   private final FakeScheduler timers = new FakeScheduler();
   private final RecordingCall call = new RecordingCall();
   private final List<CompletableFuture<ToolResult>> pending = new ArrayList<>();
-  private final AsyncDispatchTest.AsyncHandler handler = new AsyncDispatchTest.AsyncHandler(c -> {
-    CompletableFuture<ToolResult> f = new CompletableFuture<>();
-    pending.add(f);
-    return f;
-  });
-  private final Dispatcher dispatcher = new Dispatcher(TestHandler.catalog(handler),
-      new MemoryOutbox(), new CallPipeline(new JsonCodec(), new CallPipeline.Settings(1 << 20,
-          false)), timers, WorkerMetrics.NONE, loop::inLoop, loop);
-  private final WorkSession session = new WorkSession(1, dispatcher.initialHandlers(), dispatcher,
-      new WorkerIdentity("w1", "", ""), timers, Set.of(), WorkerMetrics.NONE, loop::write, loop);
+  private final AsyncDispatchTest.AsyncHandler handler =
+      new AsyncDispatchTest.AsyncHandler(
+          c -> {
+            CompletableFuture<ToolResult> f = new CompletableFuture<>();
+            pending.add(f);
+            return f;
+          });
+  private final Dispatcher dispatcher =
+      new Dispatcher(
+          TestHandler.catalog(handler),
+          new MemoryOutbox(),
+          new CallPipeline(new JsonCodec(), new CallPipeline.Settings(1 << 20, false)),
+          timers,
+          WorkerMetrics.NONE,
+          loop::inLoop,
+          loop);
+  private final WorkSession session =
+      new WorkSession(
+          1,
+          dispatcher.initialHandlers(),
+          dispatcher,
+          new WorkerIdentity("w1", "", ""),
+          timers,
+          Set.of(),
+          WorkerMetrics.NONE,
+          loop::write,
+          loop);
 
   @Test
   void a_result_finished_after_its_cancel_was_read_behind_a_slice_is_never_written() {
@@ -119,11 +165,13 @@ class CancelWinsTest {
 
     // One read: more messages than a slice handles, then the cancel.
     for (int i = 0; i < InboundSlices.FIRST_SLICE * 2; i++) {
-      deliver(WorkServerMsg.newBuilder().setHeartbeatAck(WorkHeartbeatAck.getDefaultInstance())
-          .build());
+      deliver(
+          WorkServerMsg.newBuilder()
+              .setHeartbeatAck(WorkHeartbeatAck.getDefaultInstance())
+              .build());
     }
-    deliver(WorkServerMsg.newBuilder().setCancel(WorkToolCancel.newBuilder().setCallId("c1"))
-        .build());
+    deliver(
+        WorkServerMsg.newBuilder().setCancel(WorkToolCancel.newBuilder().setCallId("c1")).build());
     // The handler finishes on another thread before the loop has handled the cancel.
     pending.get(0).complete(ToolResult.json("{\"paid\":true}"));
     loop.runAll();
@@ -137,8 +185,8 @@ class CancelWinsTest {
   void a_call_invoked_again_after_its_cancel_is_answered_again() {
     open();
     deliver(invoke("c1"));
-    deliver(WorkServerMsg.newBuilder().setCancel(WorkToolCancel.newBuilder().setCallId("c1"))
-        .build());
+    deliver(
+        WorkServerMsg.newBuilder().setCancel(WorkToolCancel.newBuilder().setCallId("c1")).build());
     loop.runAll();
     // A new attempt of the same call id, after the cancel was taken in: its answer goes out.
     deliver(invoke("c1"));
@@ -154,8 +202,10 @@ class CancelWinsTest {
     open();
     int before = call.requested;
     for (int i = 0; i < WorkSession.INBOUND_BATCH / 2; i++) {
-      deliver(WorkServerMsg.newBuilder().setHeartbeatAck(WorkHeartbeatAck.getDefaultInstance())
-          .build());
+      deliver(
+          WorkServerMsg.newBuilder()
+              .setHeartbeatAck(WorkHeartbeatAck.getDefaultInstance())
+              .build());
     }
     // Nothing handled yet (the loop has not run), and the credit is topped up all the same, so a
     // cancel behind these messages is delivered as soon as its bytes arrive.
@@ -165,8 +215,10 @@ class CancelWinsTest {
   private void open() {
     session.beforeStart(call);
     session.register();
-    deliver(WorkServerMsg.newBuilder().setRegistered(WorkRegistered.newBuilder()
-        .setWorkerId("w1").setLeaseTtlMs(30_000)).build());
+    deliver(
+        WorkServerMsg.newBuilder()
+            .setRegistered(WorkRegistered.newBuilder().setWorkerId("w1").setLeaseTtlMs(30_000))
+            .build());
     loop.runAll();
   }
 
@@ -175,8 +227,14 @@ class CancelWinsTest {
   }
 
   private static WorkServerMsg invoke(String callId) {
-    return WorkServerMsg.newBuilder().setInvoke(WorkInvoke.newBuilder().setCallId(callId)
-        .setSessionId("s").setTool("a").setVersion("1.0.0").setArgs(
-            com.google.protobuf.ByteString.copyFromUtf8("{}"))).build();
+    return WorkServerMsg.newBuilder()
+        .setInvoke(
+            WorkInvoke.newBuilder()
+                .setCallId(callId)
+                .setSessionId("s")
+                .setTool("a")
+                .setVersion("1.0.0")
+                .setArgs(com.google.protobuf.ByteString.copyFromUtf8("{}")))
+        .build();
   }
 }

@@ -4,16 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
 import dev.phrony.runtime.v1.WorkInvoke;
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.ops.MicrometerMetrics;
 import dev.phrony.worker.outbox.MemoryOutbox;
+import dev.phrony.worker.testkit.Await;
+import dev.phrony.worker.testkit.FakeScheduler;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.concurrent.CountDownLatch;
-import dev.phrony.worker.testkit.FakeScheduler;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -38,13 +38,20 @@ class DispatcherMetricsTest {
   }
 
   private static WorkInvoke.Builder msg(String callId, String tool, String args) {
-    return WorkInvoke.newBuilder().setCallId(callId).setSessionId("s1").setTool(tool)
-        .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8(args));
+    return WorkInvoke.newBuilder()
+        .setCallId(callId)
+        .setSessionId("s1")
+        .setTool(tool)
+        .setVersion("1.0.0")
+        .setArgs(ByteString.copyFromUtf8(args));
   }
 
   private double count(String tool, String outcome, String code) {
-    Counter c = registry.find(MicrometerMetrics.INVOCATIONS)
-        .tags("tool", tool, "outcome", outcome, "code", code).counter();
+    Counter c =
+        registry
+            .find(MicrometerMetrics.INVOCATIONS)
+            .tags("tool", tool, "outcome", outcome, "code", code)
+            .counter();
     return c == null ? -1 : c.count();
   }
 
@@ -59,15 +66,24 @@ class DispatcherMetricsTest {
   @Test
   void outcomes_slots_and_handler_time_are_counted_per_tool_at_version() throws Exception {
     TestHandler ok = TestHandler.of("ok", 4, call -> ToolResult.json("{}"));
-    TestHandler fail = TestHandler.of("fail", 4, call -> {
-      throw new ToolException("not_today", "no");
-    });
-    TestHandler block = TestHandler.of("block", 2, call -> {
-      release.await();
-      return ToolResult.json("{}");
-    });
-    Dispatcher d = TestDispatchers.of(TestHandler.catalog(ok, fail, block), new MemoryOutbox(),
-        timers, 1 << 20, metrics);
+    TestHandler fail =
+        TestHandler.of(
+            "fail",
+            4,
+            call -> {
+              throw new ToolException("not_today", "no");
+            });
+    TestHandler block =
+        TestHandler.of(
+            "block",
+            2,
+            call -> {
+              release.await();
+              return ToolResult.json("{}");
+            });
+    Dispatcher d =
+        TestDispatchers.of(
+            TestHandler.catalog(ok, fail, block), new MemoryOutbox(), timers, 1 << 20, metrics);
 
     d.onInvoke(invoke("c1", "ok", "{}"), sink);
     sink.next();
@@ -106,30 +122,45 @@ class DispatcherMetricsTest {
     release.countDown();
     Await.until("b2 answered", () -> count("block@1.0.0", "result", "") == 1);
 
-    assertThat(registry.get(MicrometerMetrics.HANDLER_DURATION).tag("tool", "ok@1.0.0").timer()
-        .count()).isEqualTo(1);
+    assertThat(
+            registry
+                .get(MicrometerMetrics.HANDLER_DURATION)
+                .tag("tool", "ok@1.0.0")
+                .timer()
+                .count())
+        .isEqualTo(1);
     // Invalid args never reached the handler: only the result was timed.
     String scrape = registry.scrape();
     assertThat(scrape)
-        .contains("phrony_worker_invocations_total{code=\"\",outcome=\"result\",tool=\"ok@1.0.0\"} 1")
+        .contains(
+            "phrony_worker_invocations_total{code=\"\",outcome=\"result\",tool=\"ok@1.0.0\"} 1")
         .contains("phrony_worker_handler_duration_seconds_bucket{tool=\"ok@1.0.0\",le=\"0.005\"}")
         .containsPattern("(?m)^phrony_worker_slots_in_use_ratio 0\\.0$")
         .contains("phrony_worker_slots_max{tool=\"block@1.0.0\"} 2")
-        .contains("jvm_memory_used_bytes").contains("jvm_threads_live_threads")
+        .contains("jvm_memory_used_bytes")
+        .contains("jvm_threads_live_threads")
         .contains("process_cpu_usage")
-        .doesNotContain("c1").doesNotContain("s1");
+        .doesNotContain("c1")
+        .doesNotContain("s1");
   }
 
   @Test
   void a_passed_deadline_counts_as_deadline_exceeded() throws Exception {
-    TestHandler block = TestHandler.of("block", 1, call -> {
-      release.await();
-      return ToolResult.json("{}");
-    });
-    Dispatcher d = TestDispatchers.of(TestHandler.catalog(block), new MemoryOutbox(), timers,
-        1 << 20, metrics);
-    d.onInvoke(Inbound.Invoke.of(msg("c1", "block", "{}")
-        .setDeadlineUnixMs(timers.clock().millis() + 10).build()), sink);
+    TestHandler block =
+        TestHandler.of(
+            "block",
+            1,
+            call -> {
+              release.await();
+              return ToolResult.json("{}");
+            });
+    Dispatcher d =
+        TestDispatchers.of(
+            TestHandler.catalog(block), new MemoryOutbox(), timers, 1 << 20, metrics);
+    d.onInvoke(
+        Inbound.Invoke.of(
+            msg("c1", "block", "{}").setDeadlineUnixMs(timers.clock().millis() + 10).build()),
+        sink);
     timers.advance(java.time.Duration.ofMillis(10));
     sink.next();
     assertThat(count("block@1.0.0", "deadline_exceeded", "")).isEqualTo(1);

@@ -4,13 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
 import dev.phrony.runtime.v1.WorkInvoke;
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.call.CallOutcome;
-import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.ops.WorkerMetrics;
+import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.FakeScheduler;
 import io.grpc.Status;
 import java.nio.charset.StandardCharsets;
@@ -38,8 +38,8 @@ class DispatcherTest {
   }
 
   private Dispatcher dispatcher(int maxResultBytes, TestHandler... handlers) {
-    return TestDispatchers.of(TestHandler.catalog(handlers), outbox, timers, maxResultBytes,
-        WorkerMetrics.NONE);
+    return TestDispatchers.of(
+        TestHandler.catalog(handlers), outbox, timers, maxResultBytes, WorkerMetrics.NONE);
   }
 
   private static Inbound.Invoke invoke(String callId, String tool, String args) {
@@ -47,25 +47,35 @@ class DispatcherTest {
   }
 
   private static WorkInvoke.Builder msg(String callId, String tool, String args) {
-    return WorkInvoke.newBuilder().setCallId(callId).setSessionId("s1").setTool(tool)
-        .setVersion("1.0.0").setArgs(ByteString.copyFromUtf8(args));
+    return WorkInvoke.newBuilder()
+        .setCallId(callId)
+        .setSessionId("s1")
+        .setTool(tool)
+        .setVersion("1.0.0")
+        .setArgs(ByteString.copyFromUtf8(args));
   }
 
   private TestHandler blocking(String tool, int max) {
-    return TestHandler.of(tool, max, call -> {
-      release.await();
-      return ToolResult.json("{\"ok\":true}");
-    });
+    return TestHandler.of(
+        tool,
+        max,
+        call -> {
+          release.await();
+          return ToolResult.json("{\"ok\":true}");
+        });
   }
 
   /** {@code t@1.0.0} with one slot: call {@code c1} waits for {@link #release}, others answer. */
   private TestHandler firstBlocks() {
-    return TestHandler.of("t", 1, call -> {
-      if (call.callId().equals("c1")) {
-        release.await();
-      }
-      return ToolResult.json("{\"ok\":true}");
-    });
+    return TestHandler.of(
+        "t",
+        1,
+        call -> {
+          if (call.callId().equals("c1")) {
+            release.await();
+          }
+          return ToolResult.json("{\"ok\":true}");
+        });
   }
 
   private static String payload(FakeSink.Sent s) {
@@ -88,8 +98,12 @@ class DispatcherTest {
     timers.advance(Dispatcher.SLOT_GRACE.minusMillis(1));
     sink.assertNothingMore(); // it waits a while for a cancel that would make room
     timers.advance(Duration.ofMillis(1));
-    assertThat(sink.next()).isEqualTo(new FakeSink.Nack("c3", "capacity_exhausted",
-        "t@1.0.0 is running its maximum of 2 calls on this worker"));
+    assertThat(sink.next())
+        .isEqualTo(
+            new FakeSink.Nack(
+                "c3",
+                "capacity_exhausted",
+                "t@1.0.0 is running its maximum of 2 calls on this worker"));
     assertThat(d.busy("t@1.0.0")).isEqualTo(2);
     release.countDown();
     assertThat(payload(sink.next())).isEqualTo("{\"ok\":true}");
@@ -112,7 +126,8 @@ class DispatcherTest {
     d.onCancel("c1", sink);
     assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c2");
     assertThat(((FakeSink.Result) sink.next()).held().callId())
-        .as("waiting invokes take freed slots in order").isEqualTo("c3");
+        .as("waiting invokes take freed slots in order")
+        .isEqualTo("c3");
     TestDispatchers.settle(d);
     timers.advance(Dispatcher.SLOT_GRACE);
     sink.assertNothingMore();
@@ -120,8 +135,7 @@ class DispatcherTest {
   }
 
   @Test
-  void an_invoke_waiting_for_a_slot_is_dropped_by_its_cancel_or_its_streams_end()
-      throws Exception {
+  void an_invoke_waiting_for_a_slot_is_dropped_by_its_cancel_or_its_streams_end() throws Exception {
     Dispatcher d = dispatcher(firstBlocks());
     d.onInvoke(invoke("c1", "t", "{}"), sink);
     d.onInvoke(invoke("c2", "t", "{}"), sink);
@@ -163,7 +177,8 @@ class DispatcherTest {
     assertThat(((FakeSink.Nack) sink.next()).code()).isEqualTo("unknown_tool");
     d.onInvoke(Inbound.Invoke.of(msg("c1b", "t", "{}").setVersion("2.0.0").build()), sink);
     assertThat(((FakeSink.Nack) sink.next()).code())
-        .as("a served tool at a version not served").isEqualTo("unknown_tool");
+        .as("a served tool at a version not served")
+        .isEqualTo("unknown_tool");
     d.onInvoke(invoke("c2", "t", "{not json"), sink);
     assertThat(((FakeSink.Nack) sink.next()).code()).isEqualTo("invalid_args");
     d.startDraining();
@@ -174,10 +189,15 @@ class DispatcherTest {
   @Test
   void invalid_args_never_reach_the_handler_and_give_their_slot_back() throws Exception {
     AtomicInteger runs = new AtomicInteger();
-    Dispatcher d = dispatcher(TestHandler.of("t", 1, call -> {
-      runs.incrementAndGet();
-      return ToolResult.json("{}");
-    }));
+    Dispatcher d =
+        dispatcher(
+            TestHandler.of(
+                "t",
+                1,
+                call -> {
+                  runs.incrementAndGet();
+                  return ToolResult.json("{}");
+                }));
     d.onInvoke(invoke("c1", "t", "{\"a\":"), sink);
     assertThat(((FakeSink.Nack) sink.next()).callId()).isEqualTo("c1");
     assertThat(d.busy("t@1.0.0")).isZero();
@@ -191,17 +211,22 @@ class DispatcherTest {
       throws Exception {
     CountDownLatch started = new CountDownLatch(1);
     CountDownLatch finish = new CountDownLatch(1);
-    Dispatcher d = dispatcher(TestHandler.of("t", 1, call -> {
-      started.countDown();
-      while (true) { // ignores interruption, as rule 4 says a handler may
-        try {
-          finish.await();
-          return ToolResult.json("{}");
-        } catch (InterruptedException e) {
-          // keep waiting
-        }
-      }
-    }));
+    Dispatcher d =
+        dispatcher(
+            TestHandler.of(
+                "t",
+                1,
+                call -> {
+                  started.countDown();
+                  while (true) { // ignores interruption, as rule 4 says a handler may
+                    try {
+                      finish.await();
+                      return ToolResult.json("{}");
+                    } catch (InterruptedException e) {
+                      // keep waiting
+                    }
+                  }
+                }));
     d.onInvoke(invoke("c1", "t", "{}"), sink);
     started.await();
     d.startDraining();
@@ -248,18 +273,22 @@ class DispatcherTest {
       throws Exception {
     CountDownLatch interrupted = new CountDownLatch(1);
     CountDownLatch started = new CountDownLatch(1);
-    TestHandler h = TestHandler.of("t", 1, call -> {
-      if (call.callId().equals("c1")) {
-        started.countDown();
-        try {
-          release.await();
-        } catch (InterruptedException e) {
-          interrupted.countDown();
-        }
-        return ToolResult.json("{\"late\":true}"); // ignores the cancel on purpose
-      }
-      return ToolResult.json("{}");
-    });
+    TestHandler h =
+        TestHandler.of(
+            "t",
+            1,
+            call -> {
+              if (call.callId().equals("c1")) {
+                started.countDown();
+                try {
+                  release.await();
+                } catch (InterruptedException e) {
+                  interrupted.countDown();
+                }
+                return ToolResult.json("{\"late\":true}"); // ignores the cancel on purpose
+              }
+              return ToolResult.json("{}");
+            });
     Dispatcher d = dispatcher(h);
     d.onInvoke(invoke("c1", "t", "{}"), sink);
     started.await();
@@ -278,24 +307,31 @@ class DispatcherTest {
   @Test
   void a_passed_deadline_interrupts_the_handler_and_answers_deadline_exceeded() throws Exception {
     CountDownLatch interrupted = new CountDownLatch(1);
-    TestHandler h = TestHandler.of("t", 1, call -> {
-      try {
-        release.await();
-      } catch (InterruptedException e) {
-        interrupted.countDown();
-        throw e;
-      }
-      return ToolResult.json("{}");
-    });
+    TestHandler h =
+        TestHandler.of(
+            "t",
+            1,
+            call -> {
+              try {
+                release.await();
+              } catch (InterruptedException e) {
+                interrupted.countDown();
+                throw e;
+              }
+              return ToolResult.json("{}");
+            });
     Dispatcher d = dispatcher(h);
-    d.onInvoke(Inbound.Invoke.of(msg("c1", "t", "{}")
-        .setDeadlineUnixMs(timers.clock().millis() + 50).build()), sink);
+    d.onInvoke(
+        Inbound.Invoke.of(
+            msg("c1", "t", "{}").setDeadlineUnixMs(timers.clock().millis() + 50).build()),
+        sink);
     Await.until("handler started", () -> h.runs.get() == 1);
     timers.advance(Duration.ofMillis(49));
     assertThat(sink.sent).isEmpty();
     timers.advance(Duration.ofMillis(1));
-    assertThat(error(sink.next())).isEqualTo(
-        new CallOutcome.Error("deadline_exceeded", "the call's deadline passed after 50 ms"));
+    assertThat(error(sink.next()))
+        .isEqualTo(
+            new CallOutcome.Error("deadline_exceeded", "the call's deadline passed after 50 ms"));
     assertThat(interrupted.await(10, TimeUnit.SECONDS)).isTrue();
     assertThat(d.busy("t@1.0.0")).isZero();
     Await.until("the interrupted handler finished", () -> d.runningApart() == 0);
@@ -305,29 +341,41 @@ class DispatcherTest {
   @Test
   void outcomes_map_to_results_and_errors() throws Exception {
     record Out(String city, int n) {}
-    Dispatcher d = dispatcher(40,
-        TestHandler.of("value", 1, call -> ToolResult.of(new Out("Oslo", 3))),
-        TestHandler.of("text", 1, call -> ToolResult.text("plain words")),
-        TestHandler.of("tool-error", 1, call -> {
-          throw new ToolException("invalid_args", "city is required");
-        }),
-        TestHandler.of("crash", 1, call -> {
-          throw new IllegalStateException("boom");
-        }),
-        TestHandler.of("big", 1, call -> ToolResult.text("x".repeat(41))),
-        TestHandler.of("typed", 1, call -> ToolResult.of(call.args(Out.class).city())));
+    Dispatcher d =
+        dispatcher(
+            40,
+            TestHandler.of("value", 1, call -> ToolResult.of(new Out("Oslo", 3))),
+            TestHandler.of("text", 1, call -> ToolResult.text("plain words")),
+            TestHandler.of(
+                "tool-error",
+                1,
+                call -> {
+                  throw new ToolException("invalid_args", "city is required");
+                }),
+            TestHandler.of(
+                "crash",
+                1,
+                call -> {
+                  throw new IllegalStateException("boom");
+                }),
+            TestHandler.of("big", 1, call -> ToolResult.text("x".repeat(41))),
+            TestHandler.of("typed", 1, call -> ToolResult.of(call.args(Out.class).city())));
     d.onInvoke(invoke("c1", "value", "{}"), sink);
     assertThat(payload(sink.next())).isEqualTo("{\"city\":\"Oslo\",\"n\":3}");
     d.onInvoke(invoke("c2", "text", "{}"), sink);
     assertThat(payload(sink.next())).isEqualTo("plain words");
     d.onInvoke(invoke("c3", "tool-error", "{}"), sink);
-    assertThat(error(sink.next())).isEqualTo(new CallOutcome.Error("invalid_args", "city is required"));
+    assertThat(error(sink.next()))
+        .isEqualTo(new CallOutcome.Error("invalid_args", "city is required"));
     d.onInvoke(invoke("c4", "crash", "{}"), sink);
-    assertThat(error(sink.next())).satisfies(e -> {
-      assertThat(e.code()).isEqualTo("internal");
-      assertThat(e.message()).as("no exception text for the model")
-          .matches("internal error \\(ref [0-9a-f]{8}\\)");
-    });
+    assertThat(error(sink.next()))
+        .satisfies(
+            e -> {
+              assertThat(e.code()).isEqualTo("internal");
+              assertThat(e.message())
+                  .as("no exception text for the model")
+                  .matches("internal error \\(ref [0-9a-f]{8}\\)");
+            });
     d.onInvoke(invoke("c5", "big", "{}"), sink);
     assertThat(error(sink.next()).code()).isEqualTo("result_too_large");
     d.onInvoke(invoke("c6", "typed", "{\"city\":\"Bergen\",\"extra\":1}"), sink);
@@ -361,14 +409,21 @@ class DispatcherTest {
   @Test
   void the_handler_runs_with_its_plugin_classloader_as_context_loader() throws Exception {
     ClassLoader[] seen = new ClassLoader[1];
-    TestHandler h = TestHandler.of("t", 1, call -> {
-      seen[0] = Thread.currentThread().getContextClassLoader();
-      return ToolResult.json("{}");
-    });
+    TestHandler h =
+        TestHandler.of(
+            "t",
+            1,
+            call -> {
+              seen[0] = Thread.currentThread().getContextClassLoader();
+              return ToolResult.json("{}");
+            });
     ClassLoader marker = new ClassLoader(getClass().getClassLoader()) {};
     HandlerCatalog.Entry e = HandlerCatalog.Entry.of(h, "test");
-    HandlerCatalog catalog = HandlerCatalog.of(java.util.List.of(new HandlerCatalog.Entry(
-        e.descriptor(), h, marker, "test", e.descriptorHash(), e.argsCheck())));
+    HandlerCatalog catalog =
+        HandlerCatalog.of(
+            java.util.List.of(
+                new HandlerCatalog.Entry(
+                    e.descriptor(), h, marker, "test", e.descriptorHash(), e.argsCheck())));
     Dispatcher d = TestDispatchers.of(catalog, outbox, timers);
     d.onInvoke(invoke("c1", "t", "{}"), sink);
     sink.next();

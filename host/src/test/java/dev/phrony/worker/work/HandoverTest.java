@@ -4,14 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkInFlightCall;
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
-import dev.phrony.worker.testkit.FakeScheduler;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.Event;
+import dev.phrony.worker.testkit.FakeScheduler;
 import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.Outcome;
 import dev.phrony.worker.testkit.WorkerView;
@@ -25,8 +25,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * A plugin reload handed over to a new generation's stream, step by step, against LocalRuntime
- * on the same fake clock as the worker's timers: leases lapse only when the test moves time.
+ * A plugin reload handed over to a new generation's stream, step by step, against LocalRuntime on
+ * the same fake clock as the worker's timers: leases lapse only when the test moves time.
  */
 class HandoverTest {
   private static final Duration TTL = Duration.ofSeconds(10);
@@ -44,21 +44,38 @@ class HandoverTest {
 
   /** A handler that answers with its generation's name, blocking until released when asked to. */
   private TestHandler echo(String name, int max) {
-    return new TestHandler("echo", "1.0.0", max, SideEffectClass.READ_ONLY, call -> {
-      of(started, call.callId()).complete(null);
-      if (call.callId().startsWith("block")) {
-        of(release, call.callId()).get(30, TimeUnit.SECONDS);
-      }
-      return ToolResult.json("{\"by\":\"" + name + "\"}");
-    });
+    return new TestHandler(
+        "echo",
+        "1.0.0",
+        max,
+        SideEffectClass.READ_ONLY,
+        call -> {
+          of(started, call.callId()).complete(null);
+          if (call.callId().startsWith("block")) {
+            of(release, call.callId()).get(30, TimeUnit.SECONDS);
+          }
+          return ToolResult.json("{\"by\":\"" + name + "\"}");
+        });
   }
 
   private void start(HandlerCatalog catalog, boolean leaveRoutingOnDrain) {
-    rt = LocalRuntime.builder().port(0).clock(timers.clock()).leaseTtl(TTL)
-        .queueWait(Duration.ofMinutes(5)).executionTimeout(Duration.ofMinutes(5)).start();
-    client = new WorkClient(WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", ""))
-        .withDrainTimeout(DRAIN).withLeaveRoutingOnDrain(leaveRoutingOnDrain), catalog,
-        new MemoryOutbox(), timers, bound -> bound / 2);
+    rt =
+        LocalRuntime.builder()
+            .port(0)
+            .clock(timers.clock())
+            .leaseTtl(TTL)
+            .queueWait(Duration.ofMinutes(5))
+            .executionTimeout(Duration.ofMinutes(5))
+            .start();
+    client =
+        new WorkClient(
+            WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", ""))
+                .withDrainTimeout(DRAIN)
+                .withLeaveRoutingOnDrain(leaveRoutingOnDrain),
+            catalog,
+            new MemoryOutbox(),
+            timers,
+            bound -> bound / 2);
     client.start();
     Await.until("registered", client::registered);
   }
@@ -78,33 +95,49 @@ class HandoverTest {
   void the_old_stream_serves_what_still_reaches_it_and_closes_only_once_nothing_is_left_on_it()
       throws Exception {
     start(TestHandler.catalog(echo("g1", 4)), false);
-    CompletableFuture<Outcome> running = rt.dispatch(Call.of("block-1", "s", "echo", "1.0.0", "{}"));
+    CompletableFuture<Outcome> running =
+        rt.dispatch(Call.of("block-1", "s", "echo", "1.0.0", "{}"));
     of(started, "block-1").get(30, TimeUnit.SECONDS);
 
     // Another concurrency is another advertisement: a new generation on a stream of its own.
-    CompletableFuture<Void> handedOver = client.serve(TestHandler.catalog(echo("g2", 8),
-        TestHandler.of("fresh", 1, c -> ToolResult.json("{\"fresh\":true}"))), 2, "").retired();
+    CompletableFuture<Void> handedOver =
+        client
+            .serve(
+                TestHandler.catalog(
+                    echo("g2", 8),
+                    TestHandler.of("fresh", 1, c -> ToolResult.json("{\"fresh\":true}"))),
+                2,
+                "")
+            .retired();
     Await.until("generation 2 registered", () -> connected("w1.g2"));
     awaitHandedOver();
     assertThat(client.streamsOpen()).isEqualTo(2);
     assertThat(registers().get(1).getInFlightList())
         .as("a call running on the open old stream is not moved to the new id")
-        .extracting(WorkInFlightCall::getCallId).doesNotContain("block-1");
+        .extracting(WorkInFlightCall::getCallId)
+        .doesNotContain("block-1");
 
     // The old lease has not lapsed: the runtime still routes echo to w1, which serves it.
-    Outcome onOld = rt.dispatch(Call.of("late", "s", "echo", "1.0.0", "{}")).get(30, TimeUnit.SECONDS);
+    Outcome onOld =
+        rt.dispatch(Call.of("late", "s", "echo", "1.0.0", "{}")).get(30, TimeUnit.SECONDS);
     assertThat(onOld.text()).isEqualTo("{\"by\":\"g1\"}");
-    assertThat(rt.events()).filteredOn(Event.about("late"))
+    assertThat(rt.events())
+        .filteredOn(Event.about("late"))
         .filteredOn(Event.in(WorkClientMsg.BodyCase.RESULT))
-        .extracting(Event::workerId).containsExactly("w1");
+        .extracting(Event::workerId)
+        .containsExactly("w1");
     assertThat(rt.dispatch(Call.of("fresh", "1.0.0", "{}")).get(30, TimeUnit.SECONDS).text())
-        .as("a new key is served at once").isEqualTo("{\"fresh\":true}");
+        .as("a new key is served at once")
+        .isEqualTo("{\"fresh\":true}");
 
     // Past the lease: the old stream is out of routing, but a call still runs on it.
     advance(TTL.plus(WorkClient.LAPSE_MARGIN).plusSeconds(1));
     assertThat(rt.worker("w1")).get().extracting(WorkerView::leaseExpired).isEqualTo(true);
-    assertThat(rt.dispatch(Call.of("next", "s", "echo", "1.0.0", "{}")).get(30, TimeUnit.SECONDS)
-        .text()).isEqualTo("{\"by\":\"g2\"}");
+    assertThat(
+            rt.dispatch(Call.of("next", "s", "echo", "1.0.0", "{}"))
+                .get(30, TimeUnit.SECONDS)
+                .text())
+        .isEqualTo("{\"by\":\"g2\"}");
     assertThat(connected("w1")).as("never closed while a call runs on it").isTrue();
     assertThat(handedOver).isNotDone();
 
@@ -112,8 +145,9 @@ class HandoverTest {
     assertThat(running.get(30, TimeUnit.SECONDS).text()).isEqualTo("{\"by\":\"g1\"}");
     handedOver.get(30, TimeUnit.SECONDS);
     Await.until("the old stream closed", () -> !connected("w1") && client.streamsOpen() == 1);
-    assertThat(rt.events()).noneMatch(e -> Event.end().test(e)
-        && e.status().getCode() == io.grpc.Status.Code.NOT_FOUND);
+    assertThat(rt.events())
+        .noneMatch(
+            e -> Event.end().test(e) && e.status().getCode() == io.grpc.Status.Code.NOT_FOUND);
     assertThat(client.generation()).isEqualTo(2);
     assertThat(client.registered()).isTrue();
   }
@@ -123,10 +157,14 @@ class HandoverTest {
     start(TestHandler.catalog(echo("g1", 4)), false);
     rt.withholdResultAcks(true);
     rt.dispatch(Call.of("quick", "s", "echo", "1.0.0", "{}"));
-    Await.until("its result reached the runtime", () -> rt.events().stream()
-        .anyMatch(Event.about("quick").and(Event.in(WorkClientMsg.BodyCase.RESULT))));
+    Await.until(
+        "its result reached the runtime",
+        () ->
+            rt.events().stream()
+                .anyMatch(Event.about("quick").and(Event.in(WorkClientMsg.BodyCase.RESULT))));
 
-    CompletableFuture<Void> handedOver = client.serve(TestHandler.catalog(echo("g2", 8)), 2, "").retired();
+    CompletableFuture<Void> handedOver =
+        client.serve(TestHandler.catalog(echo("g2", 8)), 2, "").retired();
     Await.until("generation 2 registered", () -> connected("w1.g2"));
     awaitHandedOver();
     advance(TTL.plus(WorkClient.LAPSE_MARGIN).plusSeconds(1));
@@ -143,9 +181,11 @@ class HandoverTest {
       throws Exception {
     start(TestHandler.catalog(echo("g1", 4)), false);
     int before = rt.events().size();
-    client.serve(TestHandler.catalog(echo("rebuilt", 4)), 2, "").retired().get(30, TimeUnit.SECONDS);
-    assertThat(rt.events().subList(before, rt.events().size()))
-        .as("nothing on the wire").isEmpty();
+    client
+        .serve(TestHandler.catalog(echo("rebuilt", 4)), 2, "")
+        .retired()
+        .get(30, TimeUnit.SECONDS);
+    assertThat(rt.events().subList(before, rt.events().size())).as("nothing on the wire").isEmpty();
     assertThat(client.generation()).isEqualTo(1);
     assertThat(client.streamsOpen()).isEqualTo(1);
     assertThat(rt.dispatch(Call.of("echo", "1.0.0", "{}")).get(30, TimeUnit.SECONDS).text())
@@ -162,12 +202,18 @@ class HandoverTest {
     awaitHandedOver();
 
     // echo rebuilt with the same descriptor, while the old registration is still routed to.
-    client.serve(TestHandler.catalog(echo("rebuilt", 4), fresh), 3, "").retired()
+    client
+        .serve(TestHandler.catalog(echo("rebuilt", 4), fresh), 3, "")
+        .retired()
         .get(30, TimeUnit.SECONDS);
-    Outcome o = rt.dispatch(Call.of("on-old", "s", "echo", "1.0.0", "{}")).get(30, TimeUnit.SECONDS);
-    assertThat(rt.events()).filteredOn(Event.about("on-old"))
+    Outcome o =
+        rt.dispatch(Call.of("on-old", "s", "echo", "1.0.0", "{}")).get(30, TimeUnit.SECONDS);
+    assertThat(rt.events())
+        .filteredOn(Event.about("on-old"))
         .filteredOn(Event.in(WorkClientMsg.BodyCase.RESULT))
-        .extracting(Event::workerId).as("the old lease still routes here").containsExactly("w1");
+        .extracting(Event::workerId)
+        .as("the old lease still routes here")
+        .containsExactly("w1");
     assertThat(o.text()).isEqualTo("{\"by\":\"rebuilt\"}");
   }
 
@@ -175,27 +221,32 @@ class HandoverTest {
   void a_drain_leaves_routing_first_and_serves_what_still_comes_without_refusing_it()
       throws Exception {
     start(TestHandler.catalog(echo("g1", 4)), true);
-    CompletableFuture<Outcome> running = rt.dispatch(Call.of("block-1", "s", "echo", "1.0.0", "{}"));
+    CompletableFuture<Outcome> running =
+        rt.dispatch(Call.of("block-1", "s", "echo", "1.0.0", "{}"));
     of(started, "block-1").get(30, TimeUnit.SECONDS);
-    CompletableFuture<Void> drained = CompletableFuture.runAsync(() -> {
-      try {
-        client.drain();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    });
+    CompletableFuture<Void> drained =
+        CompletableFuture.runAsync(
+            () -> {
+              try {
+                client.drain();
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            });
     Await.until("leaving routing", () -> !client.readiness().ready());
-    Outcome during = rt.dispatch(Call.of("during", "s", "echo", "1.0.0", "{}"))
-        .get(30, TimeUnit.SECONDS);
+    Outcome during =
+        rt.dispatch(Call.of("during", "s", "echo", "1.0.0", "{}")).get(30, TimeUnit.SECONDS);
     assertThat(during.text()).as("served, not nacked draining").isEqualTo("{\"by\":\"g1\"}");
 
     of(release, "block-1").complete(null);
     assertThat(running.get(30, TimeUnit.SECONDS).text()).isEqualTo("{\"by\":\"g1\"}");
     assertThat(drained).as("the lease has not lapsed yet").isNotDone();
-    Await.until("drained once the lease lapsed", () -> {
-      advance(Duration.ofSeconds(1));
-      return drained.isDone();
-    });
+    Await.until(
+        "drained once the lease lapsed",
+        () -> {
+          advance(Duration.ofSeconds(1));
+          return drained.isDone();
+        });
     assertThat(rt.events()).filteredOn(Event.in(WorkClientMsg.BodyCase.NACK)).isEmpty();
     assertThat(connected("w1")).isFalse();
   }
@@ -207,18 +258,29 @@ class HandoverTest {
    */
   private void advance(Duration d) {
     for (Duration left = d; left.isPositive(); left = left.minusSeconds(1)) {
-      Await.until("heartbeats acked", () -> client.openStreams().stream()
-          .filter(s -> s.registered() && !s.leaving())
-          .allMatch(s -> s.leaseLapses().isAfter(timers.clock().instant()
-              .plus(TTL.dividedBy(2)).minusSeconds(1))));
+      Await.until(
+          "heartbeats acked",
+          () ->
+              client.openStreams().stream()
+                  .filter(s -> s.registered() && !s.leaving())
+                  .allMatch(
+                      s ->
+                          s.leaseLapses()
+                              .isAfter(
+                                  timers
+                                      .clock()
+                                      .instant()
+                                      .plus(TTL.dividedBy(2))
+                                      .minusSeconds(1))));
       timers.advance(left.compareTo(Duration.ofSeconds(1)) < 0 ? left : Duration.ofSeconds(1));
     }
   }
 
   /** The streams of older generations have left routing (the new one registered and took over). */
   private void awaitHandedOver() {
-    Await.until("the old stream left routing", () -> client.openStreams().stream()
-        .anyMatch(WorkSession::leaving));
+    Await.until(
+        "the old stream left routing",
+        () -> client.openStreams().stream().anyMatch(WorkSession::leaving));
   }
 
   private boolean connected(String workerId) {
@@ -226,7 +288,9 @@ class HandoverTest {
   }
 
   private List<dev.phrony.runtime.v1.WorkRegister> registers() {
-    return rt.events().stream().filter(Event.in(WorkClientMsg.BodyCase.REGISTER))
-        .map(e -> e.clientMsg().getRegister()).toList();
+    return rt.events().stream()
+        .filter(Event.in(WorkClientMsg.BodyCase.REGISTER))
+        .map(e -> e.clientMsg().getRegister())
+        .toList();
   }
 }

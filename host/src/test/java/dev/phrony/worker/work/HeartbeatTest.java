@@ -12,8 +12,8 @@ class HeartbeatTest {
   private final FakeScheduler timers = new FakeScheduler();
   private final AtomicInteger sent = new AtomicInteger();
   private final AtomicInteger expired = new AtomicInteger();
-  private final Heartbeat hb = new Heartbeat(timers, sent::incrementAndGet,
-      expired::incrementAndGet);
+  private final Heartbeat hb =
+      new Heartbeat(timers, sent::incrementAndGet, expired::incrementAndGet);
 
   @Test
   void sends_every_half_ttl_and_expires_after_a_whole_ttl_without_ack() {

@@ -27,10 +27,11 @@ class InboundSlicesTest {
     log.add(msg);
     if (!flushQueued) {
       flushQueued = true;
-      tasks.add(() -> {
-        log.add("flush");
-        flushQueued = false;
-      });
+      tasks.add(
+          () -> {
+            log.add("flush");
+            flushQueued = false;
+          });
     }
   }
 
@@ -80,7 +81,8 @@ class InboundSlicesTest {
       }
     }
     assertThat(perSlice).containsExactly(8, 16, 32, 64, 64, 3, 8, 2);
-    assertThat(log).filteredOn(e -> !e.equals("flush"))
+    assertThat(log)
+        .filteredOn(e -> !e.equals("flush"))
         .containsExactlyElementsOf(messages(0, burst + 10));
     assertThat(InboundSlices.FIRST_SLICE).isEqualTo(8);
     assertThat(InboundSlices.MAX_SLICE).isEqualTo(64);
@@ -90,12 +92,14 @@ class InboundSlicesTest {
   void a_message_added_while_a_slice_runs_is_handled_after_those_before_it() {
     InboundSlices slices = new InboundSlices(loop);
     for (String m : messages(0, 10)) {
-      slices.add(() -> {
-        log.add(m);
-        if (m.equals("m1")) {
-          slices.add(() -> log.add("late")); // gRPC delivers buffered messages when asked for more
-        }
-      });
+      slices.add(
+          () -> {
+            log.add(m);
+            if (m.equals("m1")) {
+              slices.add(
+                  () -> log.add("late")); // gRPC delivers buffered messages when asked for more
+            }
+          });
     }
     runTasks();
 
@@ -126,10 +130,17 @@ class InboundSlicesTest {
   void adds_from_another_thread_run_on_the_loop_in_order() throws Exception {
     InboundSlices slices = new InboundSlices(loop);
     List<Thread> ranOn = new ArrayList<>();
-    Thread connecting = new Thread(() -> messages(0, 12).forEach(m -> slices.add(() -> {
-      log.add(m);
-      ranOn.add(Thread.currentThread());
-    })));
+    Thread connecting =
+        new Thread(
+            () ->
+                messages(0, 12)
+                    .forEach(
+                        m ->
+                            slices.add(
+                                () -> {
+                                  log.add(m);
+                                  ranOn.add(Thread.currentThread());
+                                })));
     connecting.start();
     connecting.join();
     assertThat(log).isEmpty();
@@ -143,12 +154,13 @@ class InboundSlicesTest {
   void a_task_that_throws_leaves_the_rest_to_the_next_slice() {
     InboundSlices slices = new InboundSlices(loop);
     for (String m : messages(0, 6)) {
-      slices.add(() -> {
-        if (m.equals("m3")) {
-          throw new IllegalStateException("boom");
-        }
-        log.add(m);
-      });
+      slices.add(
+          () -> {
+            if (m.equals("m3")) {
+              throw new IllegalStateException("boom");
+            }
+            log.add(m);
+          });
     }
 
     assertThatThrownBy(() -> tasks.poll().run()).hasMessage("boom");
@@ -159,9 +171,11 @@ class InboundSlicesTest {
 
   @Test
   void a_loop_that_refuses_tasks_gets_them_run_at_once() {
-    InboundSlices slices = new InboundSlices(task -> {
-      throw new RejectedExecutionException("shutting down");
-    });
+    InboundSlices slices =
+        new InboundSlices(
+            task -> {
+              throw new RejectedExecutionException("shutting down");
+            });
     slices.add(() -> log.add("m0"));
     slices.add(() -> log.add("m1"));
     assertThat(log).containsExactly("m0", "m1");

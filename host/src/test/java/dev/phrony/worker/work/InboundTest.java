@@ -27,10 +27,12 @@ class InboundTest {
   @Test
   void invokes_and_acks_read_by_hand_equal_the_generated_parse() throws Exception {
     for (int i = 0; i < 2_000; i++) {
-      WorkServerMsg msg = i % 3 == 0
-          ? WorkServerMsg.newBuilder().setResultAck(WorkResultAck.newBuilder()
-              .setCallId(text())).build()
-          : WorkServerMsg.newBuilder().setInvoke(randomInvoke()).build();
+      WorkServerMsg msg =
+          i % 3 == 0
+              ? WorkServerMsg.newBuilder()
+                  .setResultAck(WorkResultAck.newBuilder().setCallId(text()))
+                  .build()
+              : WorkServerMsg.newBuilder().setInvoke(randomInvoke()).build();
       byte[] bytes = msg.toByteArray();
       Inbound expected = Inbound.of(WorkServerMsg.parseFrom(bytes));
       assertThat(new Inbound.Plain().read(bytes)).as("read by hand: %s", msg).isEqualTo(expected);
@@ -46,9 +48,15 @@ class InboundTest {
     // same value, prefixes, same-length neighbours and back again.
     String[] tools = {"echo", "echo", "echp", "echo2", "ech", "", "echo", "表", "表", "é"};
     for (int i = 0; i < tools.length; i++) {
-      WorkInvoke invoke = WorkInvoke.newBuilder().setCallId("c" + i).setTool(tools[i])
-          .setVersion(i % 2 == 0 ? "1.0.0" : "1.0.1").setSideEffectClass("read_only")
-          .setAgentVersionId(i < 5 ? "av" : "av2").setArgs(ByteString.copyFromUtf8("{}")).build();
+      WorkInvoke invoke =
+          WorkInvoke.newBuilder()
+              .setCallId("c" + i)
+              .setTool(tools[i])
+              .setVersion(i % 2 == 0 ? "1.0.0" : "1.0.1")
+              .setSideEffectClass("read_only")
+              .setAgentVersionId(i < 5 ? "av" : "av2")
+              .setArgs(ByteString.copyFromUtf8("{}"))
+              .build();
       byte[] bytes = WorkServerMsg.newBuilder().setInvoke(invoke).build().toByteArray();
       assertThat(new Inbound.Plain().read(bytes)).isEqualTo(Inbound.Invoke.of(invoke));
     }
@@ -60,13 +68,15 @@ class InboundTest {
 
   @Test
   void other_messages_are_the_generated_ones() throws Exception {
-    for (WorkServerMsg msg : new WorkServerMsg[] {
-        WorkServerMsg.getDefaultInstance(),
-        WorkServerMsg.newBuilder().setRegistered(WorkRegistered.newBuilder()
-            .setLeaseTtlMs(30_000)).build(),
-        WorkServerMsg.newBuilder().setCancel(WorkToolCancel.newBuilder().setCallId("c1")).build(),
-        WorkServerMsg.newBuilder().setHeartbeatAck(WorkHeartbeatAck.getDefaultInstance())
-            .build()}) {
+    for (WorkServerMsg msg :
+        new WorkServerMsg[] {
+          WorkServerMsg.getDefaultInstance(),
+          WorkServerMsg.newBuilder()
+              .setRegistered(WorkRegistered.newBuilder().setLeaseTtlMs(30_000))
+              .build(),
+          WorkServerMsg.newBuilder().setCancel(WorkToolCancel.newBuilder().setCallId("c1")).build(),
+          WorkServerMsg.newBuilder().setHeartbeatAck(WorkHeartbeatAck.getDefaultInstance()).build()
+        }) {
       assertThat(new Inbound.Plain().read(msg.toByteArray())).isNull();
       assertThat(parse(msg.toByteArray(), true)).isEqualTo(new Inbound.Other(msg));
     }
@@ -77,20 +87,29 @@ class InboundTest {
     WorkInvoke invoke = randomInvoke();
     byte[] one = WorkServerMsg.newBuilder().setInvoke(invoke).build().toByteArray();
     byte[] other = WorkServerMsg.newBuilder().setInvoke(randomInvoke()).build().toByteArray();
-    byte[] ack = WorkServerMsg.newBuilder().setResultAck(WorkResultAck.newBuilder()
-        .setCallId("a")).build().toByteArray();
+    byte[] ack =
+        WorkServerMsg.newBuilder()
+            .setResultAck(WorkResultAck.newBuilder().setCallId("a"))
+            .build()
+            .toByteArray();
     byte[][] odd = {
-        // an unknown field inside the invoke
-        WorkServerMsg.newBuilder().setInvoke(invoke.toBuilder().setUnknownFields(
-            UnknownFieldSet.newBuilder().addField(99, UnknownFieldSet.Field.newBuilder()
-                .addVarint(5).build()).build())).build().toByteArray(),
-        concat(one, other), // the same body twice: protobuf merges the two
-        concat(one, ack), // two bodies: the last one wins
-        concat(ack, one),
-        // call_id (field 1) sent as a varint: an unknown field to the generated parser
-        concat(new byte[] {0x12, 0x02, 0x08, 0x07}),
-        // an unknown top-level field after the invoke
-        concat(one, new byte[] {(byte) 0xa0, 0x06, 0x01}),
+      // an unknown field inside the invoke
+      WorkServerMsg.newBuilder()
+          .setInvoke(
+              invoke.toBuilder()
+                  .setUnknownFields(
+                      UnknownFieldSet.newBuilder()
+                          .addField(99, UnknownFieldSet.Field.newBuilder().addVarint(5).build())
+                          .build()))
+          .build()
+          .toByteArray(),
+      concat(one, other), // the same body twice: protobuf merges the two
+      concat(one, ack), // two bodies: the last one wins
+      concat(ack, one),
+      // call_id (field 1) sent as a varint: an unknown field to the generated parser
+      concat(new byte[] {0x12, 0x02, 0x08, 0x07}),
+      // an unknown top-level field after the invoke
+      concat(one, new byte[] {(byte) 0xa0, 0x06, 0x01}),
     };
     for (byte[] bytes : odd) {
       assertThat(new Inbound.Plain().read(bytes)).isNull();
@@ -103,21 +122,23 @@ class InboundTest {
     byte[] badUtf8 = concat(new byte[] {0x12, 0x03, 0x0a, 0x01, (byte) 0xff});
     byte[] truncated = concat(new byte[] {0x12, 0x09, 0x0a, 0x01, 'c'});
     for (byte[] bytes : new byte[][] {badUtf8, truncated}) {
-      assertThatThrownBy(() -> parse(bytes, true)).isInstanceOfSatisfying(
-          StatusRuntimeException.class,
-          e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INTERNAL));
+      assertThatThrownBy(() -> parse(bytes, true))
+          .isInstanceOfSatisfying(
+              StatusRuntimeException.class,
+              e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INTERNAL));
     }
   }
 
   @Test
   void a_stream_that_knew_less_than_it_had_is_read_whole() {
     byte[] bytes = WorkServerMsg.newBuilder().setInvoke(randomInvoke()).build().toByteArray();
-    InputStream underCounting = new KnownLengthStream(bytes) {
-      @Override
-      public int available() {
-        return Math.min(3, super.available());
-      }
-    };
+    InputStream underCounting =
+        new KnownLengthStream(bytes) {
+          @Override
+          public int available() {
+            return Math.min(3, super.available());
+          }
+        };
     assertThat(Inbound.marshaller().parse(underCounting))
         .isEqualTo(new Inbound.Plain().read(bytes));
   }
@@ -173,8 +194,8 @@ class InboundTest {
   }
 
   private static Inbound parse(byte[] bytes, boolean knownLength) {
-    return Inbound.marshaller().parse(knownLength ? new KnownLengthStream(bytes)
-        : new ByteArrayInputStream(bytes));
+    return Inbound.marshaller()
+        .parse(knownLength ? new KnownLengthStream(bytes) : new ByteArrayInputStream(bytes));
   }
 
   private static byte[] concat(byte[]... parts) {

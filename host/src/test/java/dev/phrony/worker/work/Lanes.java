@@ -16,23 +16,26 @@ final class Lanes {
   }
 
   /**
-   * Runs {@code lanes} lanes of {@code callsEach} calls and waits for all (5 minutes at most);
-   * lane {@code l}'s random source is seeded {@code seed * 1000 + l}, so a run can be repeated.
+   * Runs {@code lanes} lanes of {@code callsEach} calls and waits for all (5 minutes at most); lane
+   * {@code l}'s random source is seeded {@code seed * 1000 + l}, so a run can be repeated.
    */
   static void run(int lanes, int callsEach, long seed, Body body) throws Exception {
     List<CompletableFuture<Void>> all = new ArrayList<>();
     for (int lane = 0; lane < lanes; lane++) {
       int l = lane;
       SplittableRandom random = new SplittableRandom(seed * 1_000 + lane);
-      all.add(CompletableFuture.runAsync(() -> {
-        for (int i = 0; i < callsEach; i++) {
-          try {
-            body.call(l, i, random);
-          } catch (Exception e) {
-            throw new IllegalStateException("lane " + l + " call " + i, e);
-          }
-        }
-      }, runnable -> Thread.ofVirtual().start(runnable)));
+      all.add(
+          CompletableFuture.runAsync(
+              () -> {
+                for (int i = 0; i < callsEach; i++) {
+                  try {
+                    body.call(l, i, random);
+                  } catch (Exception e) {
+                    throw new IllegalStateException("lane " + l + " call " + i, e);
+                  }
+                }
+              },
+              runnable -> Thread.ofVirtual().start(runnable)));
     }
     CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).get(5, TimeUnit.MINUTES);
   }

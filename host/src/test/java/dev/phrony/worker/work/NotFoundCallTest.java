@@ -8,9 +8,9 @@ import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.runtime.v1.WorkRegistered;
 import dev.phrony.runtime.v1.WorkServerMsg;
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.MemoryOutbox;
+import dev.phrony.worker.testkit.Await;
 import io.grpc.Server;
 import io.grpc.Status;
 import io.grpc.netty.NettyServerBuilder;
@@ -22,17 +22,17 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.Test;
 
 /**
- * Rule 9: a stream that still ends with NOT_FOUND for a call id (a race the worker cannot
- * always avoid, e.g. a cancel crossing our result) marks that call orphaned; the worker
- * reconnects and never sends or advertises it again. The server here is a real gRPC server
- * that forgets the call on purpose.
+ * Rule 9: a stream that still ends with NOT_FOUND for a call id (a race the worker cannot always
+ * avoid, e.g. a cancel crossing our result) marks that call orphaned; the worker reconnects and
+ * never sends or advertises it again. The server here is a real gRPC server that forgets the call
+ * on purpose.
  */
 class NotFoundCallTest {
 
   /**
-   * On the first stream, invokes {@code callIds} one after the other (the next once the result
-   * of the one before arrives), and rejects the result of {@code rejected} as the runtime rejects
-   * a result for a call it does not know.
+   * On the first stream, invokes {@code callIds} one after the other (the next once the result of
+   * the one before arrives), and rejects the result of {@code rejected} as the runtime rejects a
+   * result for a call it does not know.
    */
   private static final class ForgetfulRuntime extends RuntimeGrpc.RuntimeImplBase {
     final List<WorkClientMsg> registers = new CopyOnWriteArrayList<>();
@@ -46,8 +46,14 @@ class NotFoundCallTest {
     }
 
     private static WorkServerMsg invoke(String callId) {
-      return WorkServerMsg.newBuilder().setInvoke(WorkInvoke.newBuilder().setCallId(callId)
-          .setTool("t").setVersion("1.0.0").setArgs(ByteString.copyFromUtf8("{}"))).build();
+      return WorkServerMsg.newBuilder()
+          .setInvoke(
+              WorkInvoke.newBuilder()
+                  .setCallId(callId)
+                  .setTool("t")
+                  .setVersion("1.0.0")
+                  .setArgs(ByteString.copyFromUtf8("{}")))
+          .build();
     }
 
     @Override
@@ -58,8 +64,13 @@ class NotFoundCallTest {
         public void onNext(WorkClientMsg m) {
           if (m.hasRegister()) {
             registers.add(m);
-            out.onNext(WorkServerMsg.newBuilder().setRegistered(WorkRegistered.newBuilder()
-                .setWorkerId(m.getRegister().getWorkerId()).setLeaseTtlMs(30_000)).build());
+            out.onNext(
+                WorkServerMsg.newBuilder()
+                    .setRegistered(
+                        WorkRegistered.newBuilder()
+                            .setWorkerId(m.getRegister().getWorkerId())
+                            .setLeaseTtlMs(30_000))
+                    .build());
             if (first) {
               out.onNext(invoke(callIds.getFirst()));
             }
@@ -67,8 +78,10 @@ class NotFoundCallTest {
             results.add(m);
             String id = m.getResult().getCallId();
             if (id.equals(rejected)) {
-              out.onError(Status.NOT_FOUND.withDescription("unknown call_id \"" + id + "\"")
-                  .asRuntimeException());
+              out.onError(
+                  Status.NOT_FOUND
+                      .withDescription("unknown call_id \"" + id + "\"")
+                      .asRuntimeException());
             } else if (callIds.indexOf(id) + 1 < callIds.size()) {
               out.onNext(invoke(callIds.get(callIds.indexOf(id) + 1)));
             }
@@ -91,17 +104,20 @@ class NotFoundCallTest {
     void run(WorkClient client, MemoryOutbox outbox) throws Exception;
   }
 
-  private static void against(RuntimeGrpc.RuntimeImplBase service, String payload,
-      Scenario scenario) throws Exception {
-    Server server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
-        .addService(service).build().start();
+  private static void against(
+      RuntimeGrpc.RuntimeImplBase service, String payload, Scenario scenario) throws Exception {
+    Server server =
+        NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+            .addService(service)
+            .build()
+            .start();
     MemoryOutbox outbox = new MemoryOutbox();
     TestHandler handler = TestHandler.of("t", 2, call -> ToolResult.json(payload));
-    WorkOptions options = WorkOptions.defaults("127.0.0.1:" + server.getPort(),
-            new WorkerIdentity("w1", "", ""))
-        .withBackoff(Duration.ofMillis(10), Duration.ofMillis(50));
-    try (WorkClient client = new WorkClient(options, TestHandler.catalog(handler), outbox,
-        null, bound -> 0)) {
+    WorkOptions options =
+        WorkOptions.defaults("127.0.0.1:" + server.getPort(), new WorkerIdentity("w1", "", ""))
+            .withBackoff(Duration.ofMillis(10), Duration.ofMillis(50));
+    try (WorkClient client =
+        new WorkClient(options, TestHandler.catalog(handler), outbox, null, bound -> 0)) {
       client.start();
       scenario.run(client, outbox);
     } finally {
@@ -113,25 +129,32 @@ class NotFoundCallTest {
   void only_the_call_id_named_by_not_found_is_orphaned_not_ids_it_contains() throws Exception {
     // s:av:1:1 is answered (and its result kept, no ack), then s:av:1:12 is rejected.
     ForgetfulRuntime service = new ForgetfulRuntime("s:av:1:12", "s:av:1:1", "s:av:1:12");
-    against(service, "{}", (client, outbox) -> {
-      Await.until("second register", () -> service.registers.size() >= 2);
-      assertThat(outbox.isOrphaned("s:av:1:12")).isTrue();
-      assertThat(outbox.isOrphaned("s:av:1:1")).as("a prefix of the unknown id").isFalse();
-      assertThat(service.registers.get(1).getRegister().getInFlightList())
-          .extracting(c -> c.getCallId()).containsExactly("s:av:1:1");
-    });
+    against(
+        service,
+        "{}",
+        (client, outbox) -> {
+          Await.until("second register", () -> service.registers.size() >= 2);
+          assertThat(outbox.isOrphaned("s:av:1:12")).isTrue();
+          assertThat(outbox.isOrphaned("s:av:1:1")).as("a prefix of the unknown id").isFalse();
+          assertThat(service.registers.get(1).getRegister().getInFlightList())
+              .extracting(c -> c.getCallId())
+              .containsExactly("s:av:1:1");
+        });
   }
 
   @Test
   void a_not_found_call_is_orphaned_and_never_sent_again() throws Exception {
     ForgetfulRuntime service = new ForgetfulRuntime("c-lost", "c-lost");
-    against(service, "{\"paid\":true}", (client, outbox) -> {
-      Await.until("second register", () -> service.registers.size() >= 2);
-      assertThat(outbox.isOrphaned("c-lost")).isTrue();
-      assertThat(service.registers.get(1).getRegister().getInFlightList()).isEmpty();
-      Await.until("registered again", client::registered);
-      assertThat(service.results).hasSize(1);
-      assertThat(outbox.find("c-lost")).isPresent(); // kept for an operator
-    });
+    against(
+        service,
+        "{\"paid\":true}",
+        (client, outbox) -> {
+          Await.until("second register", () -> service.registers.size() >= 2);
+          assertThat(outbox.isOrphaned("c-lost")).isTrue();
+          assertThat(service.registers.get(1).getRegister().getInFlightList()).isEmpty();
+          Await.until("registered again", client::registered);
+          assertThat(service.results).hasSize(1);
+          assertThat(outbox.find("c-lost")).isPresent(); // kept for an operator
+        });
   }
 }

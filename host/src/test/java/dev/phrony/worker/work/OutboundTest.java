@@ -31,14 +31,19 @@ class OutboundTest {
         byte[] payload = new byte[size];
         random.nextBytes(payload);
         Outbound.Result r = new Outbound.Result(id, payload);
-        WorkClientMsg generated = WorkClientMsg.newBuilder().setResult(WorkToolResult
-            .newBuilder().setCallId(id).setPayload(ByteString.copyFrom(payload))).build();
+        WorkClientMsg generated =
+            WorkClientMsg.newBuilder()
+                .setResult(
+                    WorkToolResult.newBuilder()
+                        .setCallId(id)
+                        .setPayload(ByteString.copyFrom(payload)))
+                .build();
 
-        assertThat(Outbound.encode(r)).as("%s, %d bytes", id, size)
+        assertThat(Outbound.encode(r))
+            .as("%s, %d bytes", id, size)
             .isEqualTo(generated.toByteArray());
         assertThat(drained(Outbound.MARSHALLER.stream(r))).isEqualTo(generated.toByteArray());
-        assertThat(Outbound.MARSHALLER.stream(r).readAllBytes())
-            .isEqualTo(generated.toByteArray());
+        assertThat(Outbound.MARSHALLER.stream(r).readAllBytes()).isEqualTo(generated.toByteArray());
         assertThat(Outbound.MARSHALLER.parse(Outbound.MARSHALLER.stream(r)))
             .isEqualTo(new Outbound.Proto(generated));
       }
@@ -48,9 +53,14 @@ class OutboundTest {
   @Test
   void gRPC_sizes_a_result_s_frame_from_its_stream_and_copies_it_once() throws Exception {
     InputStream s = Outbound.MARSHALLER.stream(new Outbound.Result("c-1", new byte[300]));
-    int length = WorkClientMsg.newBuilder().setResult(WorkToolResult.newBuilder()
-        .setCallId("c-1").setPayload(ByteString.copyFrom(new byte[300]))).build()
-        .getSerializedSize();
+    int length =
+        WorkClientMsg.newBuilder()
+            .setResult(
+                WorkToolResult.newBuilder()
+                    .setCallId("c-1")
+                    .setPayload(ByteString.copyFrom(new byte[300])))
+            .build()
+            .getSerializedSize();
 
     assertThat(s).isInstanceOf(KnownLength.class).isInstanceOf(Drainable.class);
     assertThat(s.available()).isEqualTo(length);
@@ -61,13 +71,19 @@ class OutboundTest {
 
   @Test
   void every_other_message_is_written_by_the_generated_code() throws Exception {
-    List<WorkClientMsg> others = List.of(
-        WorkClientMsg.newBuilder().setHeartbeat(WorkHeartbeat.getDefaultInstance()).build(),
-        WorkClientMsg.newBuilder().setResult(WorkToolResult.newBuilder().setCallId("c-2")
-            .setError(WorkToolError.newBuilder().setCode("X").setMessage("m"))).build(),
-        WorkClientMsg.newBuilder().setNack(WorkToolNack.newBuilder().setCallId("c-3")
-            .setCode("capacity_exhausted")).build(),
-        WorkClientMsg.getDefaultInstance());
+    List<WorkClientMsg> others =
+        List.of(
+            WorkClientMsg.newBuilder().setHeartbeat(WorkHeartbeat.getDefaultInstance()).build(),
+            WorkClientMsg.newBuilder()
+                .setResult(
+                    WorkToolResult.newBuilder()
+                        .setCallId("c-2")
+                        .setError(WorkToolError.newBuilder().setCode("X").setMessage("m")))
+                .build(),
+            WorkClientMsg.newBuilder()
+                .setNack(WorkToolNack.newBuilder().setCallId("c-3").setCode("capacity_exhausted"))
+                .build(),
+            WorkClientMsg.getDefaultInstance());
     for (WorkClientMsg m : others) {
       assertThat(Outbound.MARSHALLER.stream(new Outbound.Proto(m)).readAllBytes())
           .isEqualTo(m.toByteArray());
@@ -77,22 +93,41 @@ class OutboundTest {
   @Test
   void the_call_id_of_results_and_nacks_only() {
     assertThat(Outbound.resultOrNackCallId(new Outbound.Result("a", new byte[0]))).isEqualTo("a");
-    assertThat(Outbound.resultOrNackCallId(new Outbound.Proto(WorkClientMsg.newBuilder()
-        .setResult(WorkToolResult.newBuilder().setCallId("b")).build()))).isEqualTo("b");
-    assertThat(Outbound.resultOrNackCallId(new Outbound.Proto(WorkClientMsg.newBuilder()
-        .setNack(WorkToolNack.newBuilder().setCallId("c")).build()))).isEqualTo("c");
-    assertThat(Outbound.resultOrNackCallId(new Outbound.Proto(WorkClientMsg.newBuilder()
-        .setHeartbeat(WorkHeartbeat.getDefaultInstance()).build()))).isNull();
+    assertThat(
+            Outbound.resultOrNackCallId(
+                new Outbound.Proto(
+                    WorkClientMsg.newBuilder()
+                        .setResult(WorkToolResult.newBuilder().setCallId("b"))
+                        .build())))
+        .isEqualTo("b");
+    assertThat(
+            Outbound.resultOrNackCallId(
+                new Outbound.Proto(
+                    WorkClientMsg.newBuilder()
+                        .setNack(WorkToolNack.newBuilder().setCallId("c"))
+                        .build())))
+        .isEqualTo("c");
+    assertThat(
+            Outbound.resultOrNackCallId(
+                new Outbound.Proto(
+                    WorkClientMsg.newBuilder()
+                        .setHeartbeat(WorkHeartbeat.getDefaultInstance())
+                        .build())))
+        .isNull();
   }
 
   @Test
   void a_cancel_takes_back_a_queued_result_of_its_call_and_nothing_else() {
     Held out = new Held();
-    StreamWriter writer = new StreamWriter(out, Runnable::run, new WireTimings(), new StreamCancels());
+    StreamWriter writer =
+        new StreamWriter(out, Runnable::run, new WireTimings(), new StreamCancels());
     writer.send(new Outbound.Result("s:1:1", new byte[] {'1'}));
     writer.send(new Outbound.Result("s:1:12", new byte[] {'2'}));
-    writer.send(new Outbound.Proto(WorkClientMsg.newBuilder()
-        .setNack(WorkToolNack.newBuilder().setCallId("s:1:3")).build()));
+    writer.send(
+        new Outbound.Proto(
+            WorkClientMsg.newBuilder()
+                .setNack(WorkToolNack.newBuilder().setCallId("s:1:3"))
+                .build()));
 
     assertThat(writer.unsend("s:1:1")).isTrue();
     assertThat(writer.unsend("s:1:3")).isTrue();

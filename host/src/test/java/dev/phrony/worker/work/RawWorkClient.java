@@ -20,18 +20,21 @@ final class RawWorkClient implements AutoCloseable {
 
   private RawWorkClient(String target) {
     channel = NettyChannelBuilder.forTarget(target).usePlaintext().build();
-    out = RuntimeGrpc.newStub(channel).work(new StreamObserver<>() {
-      @Override
-      public void onNext(WorkServerMsg m) {
-        received.add(m);
-      }
+    out =
+        RuntimeGrpc.newStub(channel)
+            .work(
+                new StreamObserver<>() {
+                  @Override
+                  public void onNext(WorkServerMsg m) {
+                    received.add(m);
+                  }
 
-      @Override
-      public void onError(Throwable t) {}
+                  @Override
+                  public void onError(Throwable t) {}
 
-      @Override
-      public void onCompleted() {}
-    });
+                  @Override
+                  public void onCompleted() {}
+                });
   }
 
   static RawWorkClient connect(String target) {
@@ -39,15 +42,20 @@ final class RawWorkClient implements AutoCloseable {
   }
 
   void register(String workerId) {
-    out.onNext(WorkClientMsg.newBuilder()
-        .setRegister(WorkRegister.newBuilder().setWorkerId(workerId)).build());
+    out.onNext(
+        WorkClientMsg.newBuilder()
+            .setRegister(WorkRegister.newBuilder().setWorkerId(workerId))
+            .build());
   }
 
   void awaitRegistered(Duration timeout) {
-    Await.until("registered", () -> {
-      WorkServerMsg m = received.poll();
-      return m != null && m.hasRegistered();
-    }, timeout);
+    Await.until(
+        "registered",
+        () -> {
+          WorkServerMsg m = received.poll();
+          return m != null && m.hasRegistered();
+        },
+        timeout);
   }
 
   /** Ends the stream cleanly (the runtime then removes the registration). */

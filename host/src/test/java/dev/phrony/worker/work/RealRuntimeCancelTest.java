@@ -3,12 +3,12 @@ package dev.phrony.worker.work;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.Durability;
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.state.StateDir;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.realrt.RealRuntime;
 import dev.phrony.worker.time.ExecutorScheduler;
 import java.nio.file.Files;
@@ -29,12 +29,12 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Cancel-heavy traffic against the runtime's own Work-stream code ({@link RealRuntime}): 400
- * calls of a {@code non_idempotent_write} handler that sleeps 0, 1, 3 or 8 ms, 40 at a time,
- * each call's session cancelled 0-12 ms after its dispatch ({@code runtime} and {@code rpc}
- * modes). The real runtime forgets a cancelled call before it sends {@code cancel}, and ends the
- * stream {@code NotFound: unknown call_id} for a later result; a worker that has read a cancel
- * must never write that result. Skips when the binary is absent (a clone does not have it).
+ * Cancel-heavy traffic against the runtime's own Work-stream code ({@link RealRuntime}): 400 calls
+ * of a {@code non_idempotent_write} handler that sleeps 0, 1, 3 or 8 ms, 40 at a time, each call's
+ * session cancelled 0-12 ms after its dispatch ({@code runtime} and {@code rpc} modes). The real
+ * runtime forgets a cancelled call before it sends {@code cancel}, and ends the stream {@code
+ * NotFound: unknown call_id} for a later result; a worker that has read a cancel must never write
+ * that result. Skips when the binary is absent (a clone does not have it).
  *
  * <p>{@code -Dphrony.realrt.runs=N} sets the runs (10 by default, 400 calls each).
  */
@@ -45,28 +45,35 @@ class RealRuntimeCancelTest {
   private static final long[] SLEEPS_MS = {0, 1, 3, 8};
   private static final Duration START = Duration.ofSeconds(20);
 
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   @ParameterizedTest
-  @EnumSource(value = Durability.class, names = {"WRITES", "NONE"})
+  @EnumSource(
+      value = Durability.class,
+      names = {"WRITES", "NONE"})
   void a_cancel_the_worker_has_read_always_wins(Durability durability) throws Exception {
     Path bin = RealRuntime.binary().orElse(null);
     Assumptions.assumeTrue(bin != null, RealRuntime::absent);
-    TestHandler pay = new TestHandler("pay", "1.0.0", 64, SideEffectClass.NON_IDEMPOTENT_WRITE,
-        call -> {
-          String args = new String(call.argsBytes());
-          long ms = Long.parseLong(args.replaceAll("\\D", ""));
-          if (ms > 0) { // a payment that takes time, as a real one does: its behaviour
-            Thread.sleep(ms);
-          }
-          return ToolResult.json("{\"paid\":true}");
-        });
+    TestHandler pay =
+        new TestHandler(
+            "pay",
+            "1.0.0",
+            64,
+            SideEffectClass.NON_IDEMPOTENT_WRITE,
+            call -> {
+              String args = new String(call.argsBytes());
+              long ms = Long.parseLong(args.replaceAll("\\D", ""));
+              if (ms > 0) { // a payment that takes time, as a real one does: its behaviour
+                Thread.sleep(ms);
+              }
+              return ToolResult.json("{\"paid\":true}");
+            });
     Path state = Files.createDirectories(dir.resolve("state"));
     // The tests' default DEBUG logs every HTTP/2 frame on the I/O thread; WARN keeps what this
     // test is about (each stream the runtime ends is explained at WARN) and little else.
-    ch.qos.logback.classic.Logger root = (ch.qos.logback.classic.Logger)
-        org.slf4j.LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+    ch.qos.logback.classic.Logger root =
+        (ch.qos.logback.classic.Logger)
+            org.slf4j.LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
     ch.qos.logback.classic.Level level = root.getLevel();
     root.setLevel(ch.qos.logback.classic.Level.WARN);
     try {
@@ -84,16 +91,28 @@ class RealRuntimeCancelTest {
     int cancelled = 0;
     long crossed;
     long afterRead;
-    try (RealRuntime rt = RealRuntime.start(bin, dir.resolve("realrt.log"), START, "--lease-ttl",
-            "4s", "--recorder", "memory");
+    try (RealRuntime rt =
+            RealRuntime.start(
+                bin,
+                dir.resolve("realrt.log"),
+                START,
+                "--lease-ttl",
+                "4s",
+                "--recorder",
+                "memory");
         StateDir stateDir = StateDir.open(state);
-        DurableOutbox outbox = DurableOutbox.open(stateDir, new DurableOutbox.Options(durability,
-            DurableOutbox.DEFAULT_ORPHAN_RETENTION, java.time.InstantSource.system()));
+        DurableOutbox outbox =
+            DurableOutbox.open(
+                stateDir,
+                new DurableOutbox.Options(
+                    durability,
+                    DurableOutbox.DEFAULT_ORPHAN_RETENTION,
+                    java.time.InstantSource.system()));
         ExecutorScheduler timers = new ExecutorScheduler("realrt-timers");
         ScheduledExecutorService cancels = Executors.newScheduledThreadPool(2)) {
       WorkOptions options = WorkOptions.defaults(rt.target(), new WorkerIdentity("w-conf", "", ""));
-      try (WorkClient client = new WorkClient(options, TestHandler.catalog(pay), outbox, timers,
-          bound -> bound / 2)) {
+      try (WorkClient client =
+          new WorkClient(options, TestHandler.catalog(pay), outbox, timers, bound -> bound / 2)) {
         client.start();
         for (int run = 0; run < runs; run++) {
           Await.until("registered", client::registered, Duration.ofSeconds(30));
@@ -108,31 +127,42 @@ class RealRuntimeCancelTest {
           }
         }
         Dispatcher d = client.dispatcher();
-        Await.until("every call settled", () -> d.runningCount() == 0 && d.busy("pay@1.0.0") == 0,
+        Await.until(
+            "every call settled",
+            () -> d.runningCount() == 0 && d.busy("pay@1.0.0") == 0,
             Duration.ofSeconds(30));
-        assertThat(killedIds).as("calls the runtime did not know, kept as orphaned")
+        assertThat(killedIds)
+            .as("calls the runtime did not know, kept as orphaned")
             .allSatisfy(id -> assertThat(outbox.isOrphaned(id)).as(id).isTrue());
         crossed = d.timings().crossedOnWire();
         afterRead = d.timings().writtenAfterCancelRead();
-        System.out.println("realrt cancel conformance (" + durability + ") by the worker's own"
-            + " account: crossed on the wire " + crossed + ", written after the cancel was read "
-            + afterRead);
+        System.out.println(
+            "realrt cancel conformance ("
+                + durability
+                + ") by the worker's own"
+                + " account: crossed on the wire "
+                + crossed
+                + ", written after the cancel was read "
+                + afterRead);
         for (WireTimings.Interval i : WireTimings.Interval.values()) {
-          System.out.println("realrt cancel conformance (" + durability + ") "
-              + client.dispatcher().timings().summary(i));
+          System.out.println(
+              "realrt cancel conformance ("
+                  + durability
+                  + ") "
+                  + client.dispatcher().timings().summary(i));
         }
       }
     }
-    System.out.printf("realrt cancel conformance (%s): %d runs of %d calls, %d cancelled before"
-        + " their result, %d streams ended by an unknown call_id%n", durability, runs, CALLS,
-        cancelled, kills.size());
+    System.out.printf(
+        "realrt cancel conformance (%s): %d runs of %d calls, %d cancelled before"
+            + " their result, %d streams ended by an unknown call_id%n",
+        durability, runs, CALLS, cancelled, kills.size());
     // The bar the worker can hold: never an answer written after its cancel was read. What is
     // left is an answer already on its way when the runtime forgot the call (it forgets first,
     // then sends the cancel): each such stream end is explained by the worker, its call kept as
     // orphaned, never sent again.
     assertThat(afterRead).as("answers written after their cancel was read").isZero();
     assertThat(crossed).as("stream ends the worker saw and explained").isEqualTo(kills.size());
-
   }
 
   /**
@@ -144,18 +174,43 @@ class RealRuntimeCancelTest {
   void the_go_peer_under_the_same_traffic() throws Exception {
     Path bin = RealRuntime.binary().orElse(null);
     Assumptions.assumeTrue(bin != null, RealRuntime::absent);
-    Assumptions.assumeTrue(Boolean.getBoolean("phrony.realrt.peer"),
+    Assumptions.assumeTrue(
+        Boolean.getBoolean("phrony.realrt.peer"),
         "the peer comparison runs with -Dphrony.realrt.peer=true");
     Path peer = bin.resolveSibling("testworker");
     int kills = 0;
     int cancelled = 0;
-    try (RealRuntime rt = RealRuntime.start(bin, dir.resolve("realrt.log"), START, "--lease-ttl",
-            "4s", "--recorder", "memory");
+    try (RealRuntime rt =
+            RealRuntime.start(
+                bin,
+                dir.resolve("realrt.log"),
+                START,
+                "--lease-ttl",
+                "4s",
+                "--recorder",
+                "memory");
         ScheduledExecutorService cancels = Executors.newScheduledThreadPool(2)) {
-      Process p = new ProcessBuilder(peer.toString(), "--addr", rt.target(), "--worker-id",
-          "w-peer", "--tool", "pay", "--version", "1.0.0", "--max-concurrency", "64",
-          "--on-cancel", "drop", "--reconnect", "--reconnect-delay", "0s")
-          .redirectErrorStream(true).redirectOutput(dir.resolve("peer.log").toFile()).start();
+      Process p =
+          new ProcessBuilder(
+                  peer.toString(),
+                  "--addr",
+                  rt.target(),
+                  "--worker-id",
+                  "w-peer",
+                  "--tool",
+                  "pay",
+                  "--version",
+                  "1.0.0",
+                  "--max-concurrency",
+                  "64",
+                  "--on-cancel",
+                  "drop",
+                  "--reconnect",
+                  "--reconnect-delay",
+                  "0s")
+              .redirectErrorStream(true)
+              .redirectOutput(dir.resolve("peer.log").toFile())
+              .start();
       try {
         for (int run = 0; run < RUNS; run++) {
           Await.until("peer registered", () -> peerRegistered(rt), Duration.ofSeconds(30));
@@ -171,9 +226,10 @@ class RealRuntimeCancelTest {
         p.destroy();
       }
     }
-    System.out.printf("realrt cancel conformance (go peer): %d runs of %d calls, %d cancelled"
-        + " before their result, %d streams ended by an unknown call_id%n", RUNS, CALLS,
-        cancelled, kills);
+    System.out.printf(
+        "realrt cancel conformance (go peer): %d runs of %d calls, %d cancelled"
+            + " before their result, %d streams ended by an unknown call_id%n",
+        RUNS, CALLS, cancelled, kills);
   }
 
   private static boolean peerRegistered(RealRuntime rt) {
@@ -189,15 +245,20 @@ class RealRuntimeCancelTest {
     String callId = message.replaceAll(".*call_id \"([^\"]*)\".*", "$1");
     StringBuilder b = new StringBuilder();
     for (JsonNode e : rt.events("call_id=" + callId)) {
-      b.append("\n    ").append(e.path("time").asText()).append(' ').append(e.path("type").asText())
-          .append(' ').append(e.path("data").path("kind").asText());
+      b.append("\n    ")
+          .append(e.path("time").asText())
+          .append(' ')
+          .append(e.path("type").asText())
+          .append(' ')
+          .append(e.path("data").path("kind").asText());
     }
     return b.toString();
   }
 
   /** One run; returns how many calls the runtime reported cancelled. */
-  private static int run(RealRuntime rt, ScheduledExecutorService cancels, SplittableRandom random,
-      String prefix) throws Exception {
+  private static int run(
+      RealRuntime rt, ScheduledExecutorService cancels, SplittableRandom random, String prefix)
+      throws Exception {
     Semaphore window = new Semaphore(CONCURRENCY);
     List<CompletableFuture<RealRuntime.Answer>> calls = new ArrayList<>();
     for (int i = 0; i < CALLS; i++) {
@@ -207,11 +268,12 @@ class RealRuntimeCancelTest {
       long sleep = SLEEPS_MS[random.nextInt(SLEEPS_MS.length)];
       long cancelAfterUs = random.nextLong(12_001);
       String mode = random.nextBoolean() ? "runtime" : "rpc";
-      CompletableFuture<RealRuntime.Answer> f = rt.dispatch(RealRuntime.ToolCall
-          .of(session, "pay@1.0.0", "{\"sleep_ms\":" + sleep + "}").withCallId(callId)
-          .withSideEffectClass("non_idempotent_write"));
-      cancels.schedule(() -> rt.cancelSession(session, mode), cancelAfterUs,
-          TimeUnit.MICROSECONDS);
+      CompletableFuture<RealRuntime.Answer> f =
+          rt.dispatch(
+              RealRuntime.ToolCall.of(session, "pay@1.0.0", "{\"sleep_ms\":" + sleep + "}")
+                  .withCallId(callId)
+                  .withSideEffectClass("non_idempotent_write"));
+      cancels.schedule(() -> rt.cancelSession(session, mode), cancelAfterUs, TimeUnit.MICROSECONDS);
       f.whenComplete((r, e) -> window.release());
       calls.add(f);
     }
@@ -219,9 +281,12 @@ class RealRuntimeCancelTest {
     java.util.Map<String, Integer> kinds = new java.util.TreeMap<>();
     for (CompletableFuture<RealRuntime.Answer> f : calls) {
       JsonNode r = f.get(60, TimeUnit.SECONDS).body();
-      String kind = r.path("dispatch_error").isNull() || r.path("dispatch_error").isMissingNode()
-          ? (r.path("error").isObject() ? "tool_error:" + r.path("error").path("code").asText()
-              : "result") : r.path("dispatch_error_kinds").toString();
+      String kind =
+          r.path("dispatch_error").isNull() || r.path("dispatch_error").isMissingNode()
+              ? (r.path("error").isObject()
+                  ? "tool_error:" + r.path("error").path("code").asText()
+                  : "result")
+              : r.path("dispatch_error_kinds").toString();
       kinds.merge(kind, 1, Integer::sum);
 
       if (r.path("dispatch_error_kinds").toString().contains("canceled")) {

@@ -6,9 +6,9 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.MemoryOutbox;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.FakeScheduler;
 import dev.phrony.worker.testkit.LocalRuntime;
 import io.grpc.ConnectivityState;
@@ -18,9 +18,9 @@ import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
 /**
- * A runtime that is back is served again within a second or two, however long the worker's
- * backoff window grew while it was away. Fake time moves only from one reconnect timer to the
- * next, and every jitter draw is the worst (the top of its window).
+ * A runtime that is back is served again within a second or two, however long the worker's backoff
+ * window grew while it was away. Fake time moves only from one reconnect timer to the next, and
+ * every jitter draw is the worst (the top of its window).
  */
 class ReconnectAfterOutageTest {
   private static final Duration OUTAGE = Duration.ofSeconds(4);
@@ -30,10 +30,14 @@ class ReconnectAfterOutageTest {
       throws Exception {
     FakeScheduler timers = new FakeScheduler();
     try (LocalRuntime rt = LocalRuntime.builder().port(0).start();
-        WorkClient client = new WorkClient(WorkOptions.defaults(rt.target(),
-            new WorkerIdentity("w1", "", "")).withBackoff(Duration.ofMillis(250),
-            Duration.ofSeconds(30)), TestHandler.catalog(TestHandler.of("echo", 1,
-                c -> ToolResult.json("{}"))), new MemoryOutbox(), timers, bound -> bound - 1)) {
+        WorkClient client =
+            new WorkClient(
+                WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", ""))
+                    .withBackoff(Duration.ofMillis(250), Duration.ofSeconds(30)),
+                TestHandler.catalog(TestHandler.of("echo", 1, c -> ToolResult.json("{}"))),
+                new MemoryOutbox(),
+                timers,
+                bound -> bound - 1)) {
       client.start();
       Await.until("registered", client::registered);
 
@@ -43,7 +47,8 @@ class ReconnectAfterOutageTest {
       int ended = 0;
       while (true) { // failed tries while it is down, each at the time its backoff says
         int seen = ended;
-        Await.until("the try failed and the next is scheduled",
+        Await.until(
+            "the try failed and the next is scheduled",
             () -> client.reconnects() > seen && !timers.dueTimes().isEmpty());
         ended = client.reconnects();
         Instant next = timers.dueTimes().getFirst();
@@ -62,13 +67,15 @@ class ReconnectAfterOutageTest {
         Instant next = timers.dueTimes().getFirst();
         timers.advance(Duration.between(timers.clock().instant(), next));
         int seen = ended;
-        Await.until("the try registered, or failed and the next is scheduled",
-            () -> client.registered()
-                || client.reconnects() > seen && !timers.dueTimes().isEmpty());
+        Await.until(
+            "the try registered, or failed and the next is scheduled",
+            () ->
+                client.registered() || client.reconnects() > seen && !timers.dueTimes().isEmpty());
         ended = client.reconnects();
       }
       Duration unregisteredAfterReturn = Duration.between(back, timers.clock().instant());
-      assertThat(unregisteredAfterReturn).as("served again after the runtime came back")
+      assertThat(unregisteredAfterReturn)
+          .as("served again after the runtime came back")
           .isLessThanOrEqualTo(Duration.ofSeconds(2));
       assertThat(ended).as("it did try while the runtime was away").isGreaterThan(3);
     }
@@ -90,13 +97,18 @@ class ReconnectAfterOutageTest {
     logs.start();
     clientLog.addAppender(logs);
     FakeScheduler timers = new FakeScheduler();
-    try (WorkClient client = new WorkClient(WorkOptions.defaults("no-such-runtime.invalid:7777",
-        new WorkerIdentity("w1", "", "")), TestHandler.catalog(TestHandler.of("echo", 1,
-            c -> ToolResult.json("{}"))), new MemoryOutbox(), timers, bound -> bound - 1)) {
+    try (WorkClient client =
+        new WorkClient(
+            WorkOptions.defaults("no-such-runtime.invalid:7777", new WorkerIdentity("w1", "", "")),
+            TestHandler.catalog(TestHandler.of("echo", 1, c -> ToolResult.json("{}"))),
+            new MemoryOutbox(),
+            timers,
+            bound -> bound - 1)) {
       client.start();
       for (int tries = 1; tries <= 5; tries++) {
         int seen = tries;
-        Await.until("try " + tries + " failed",
+        Await.until(
+            "try " + tries + " failed",
             () -> client.reconnects() >= seen && !timers.dueTimes().isEmpty());
         Instant next = timers.dueTimes().getFirst();
         assertThat(Duration.between(timers.clock().instant(), next))
@@ -106,9 +118,11 @@ class ReconnectAfterOutageTest {
     } finally {
       clientLog.detachAppender(logs);
     }
-    assertThat(logs.list).filteredOn(e -> e.getLevel() == Level.WARN)
+    assertThat(logs.list)
+        .filteredOn(e -> e.getLevel() == Level.WARN)
         .extracting(ILoggingEvent::getFormattedMessage)
-        .singleElement().asString()
+        .singleElement()
+        .asString()
         .contains("no-such-runtime.invalid:7777 cannot be resolved")
         .contains("check --runtime / PHRONY_RUNTIME_ADDR");
   }

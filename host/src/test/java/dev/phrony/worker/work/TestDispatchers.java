@@ -15,10 +15,20 @@ import java.util.concurrent.CompletableFuture;
 final class TestDispatchers {
   private TestDispatchers() {}
 
-  static Dispatcher of(HandlerCatalog catalog, ResultOutbox outbox, Scheduler scheduler,
-      int maxResultBytes, WorkerMetrics metrics) {
-    return new Dispatcher(catalog, outbox, new CallPipeline(new JsonCodec(),
-        new CallPipeline.Settings(maxResultBytes, false)), scheduler, metrics, () -> true, null);
+  static Dispatcher of(
+      HandlerCatalog catalog,
+      ResultOutbox outbox,
+      Scheduler scheduler,
+      int maxResultBytes,
+      WorkerMetrics metrics) {
+    return new Dispatcher(
+        catalog,
+        outbox,
+        new CallPipeline(new JsonCodec(), new CallPipeline.Settings(maxResultBytes, false)),
+        scheduler,
+        metrics,
+        () -> true,
+        null);
   }
 
   static Dispatcher of(HandlerCatalog catalog, ResultOutbox outbox, Scheduler scheduler) {

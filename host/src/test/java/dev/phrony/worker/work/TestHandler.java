@@ -20,8 +20,12 @@ final class TestHandler implements ToolHandler {
   private final Body body;
 
   TestHandler(String tool, String version, int maxConcurrency, SideEffectClass sec, Body body) {
-    this.descriptor = ToolDescriptor.builder(tool).version(version).maxConcurrency(maxConcurrency)
-        .sideEffectClass(sec).build();
+    this.descriptor =
+        ToolDescriptor.builder(tool)
+            .version(version)
+            .maxConcurrency(maxConcurrency)
+            .sideEffectClass(sec)
+            .build();
     this.body = body;
   }
 
@@ -41,7 +45,7 @@ final class TestHandler implements ToolHandler {
   }
 
   static HandlerCatalog catalog(ToolHandler... handlers) {
-    return HandlerCatalog.of(Arrays.stream(handlers)
-        .map(h -> HandlerCatalog.Entry.of(h, "test")).toList());
+    return HandlerCatalog.of(
+        Arrays.stream(handlers).map(h -> HandlerCatalog.Entry.of(h, "test")).toList());
   }
 }

@@ -8,16 +8,16 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.classic.spi.ThrowableProxyUtil;
 import ch.qos.logback.core.read.ListAppender;
-import dev.phrony.worker.transport.BearerToken;
-import dev.phrony.worker.transport.Transport;
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.ops.FrameLogGuard;
 import dev.phrony.worker.ops.MicrometerMetrics;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.testing.TestCerts;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
+import dev.phrony.worker.transport.BearerToken;
+import dev.phrony.worker.transport.Transport;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -41,8 +41,7 @@ class TransportSecurityTest {
   private static final Duration WAIT = Duration.ofSeconds(20);
   private static final String TOKEN = "tok-8b1f0e52d4c3a9";
 
-  @TempDir
-  static Path dir;
+  @TempDir static Path dir;
   static TestCerts serverCa;
   static TestCerts clientCa;
   static TestCerts.Pem server;
@@ -93,26 +92,36 @@ class TransportSecurityTest {
 
   private WorkClient worker(LocalRuntime rt, Transport transport) {
     TestHandler echo = TestHandler.of("echo", 4, call -> ToolResult.json(call.argsBytes()));
-    WorkOptions options = WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", ""))
-        .withBackoff(Duration.ofMillis(20), Duration.ofMillis(100))
-        .withTransport(transport);
-    WorkClient c = new WorkClient(options, TestHandler.catalog(echo), new MemoryOutbox(),
-        null, bound -> bound / 2, metrics);
+    WorkOptions options =
+        WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", ""))
+            .withBackoff(Duration.ofMillis(20), Duration.ofMillis(100))
+            .withTransport(transport);
+    WorkClient c =
+        new WorkClient(
+            options,
+            TestHandler.catalog(echo),
+            new MemoryOutbox(),
+            null,
+            bound -> bound / 2,
+            metrics);
     closeables.add(c);
     c.start();
     return c;
   }
 
   private static Transport tls(Path ca, TestCerts.Pem clientCert, BearerToken token) {
-    return new Transport(true, Optional.of(ca),
+    return new Transport(
+        true,
+        Optional.of(ca),
         Optional.ofNullable(clientCert).map(TestCerts.Pem::cert),
-        Optional.ofNullable(clientCert).map(TestCerts.Pem::key), Optional.ofNullable(token),
+        Optional.ofNullable(clientCert).map(TestCerts.Pem::key),
+        Optional.ofNullable(token),
         false);
   }
 
   private static void echoes(LocalRuntime rt) throws Exception {
-    assertThat(rt.dispatch(Call.of("echo", "1.0.0", "{\"x\":1}")).get(20, TimeUnit.SECONDS)
-        .text()).isEqualTo("{\"x\":1}");
+    assertThat(rt.dispatch(Call.of("echo", "1.0.0", "{\"x\":1}")).get(20, TimeUnit.SECONDS).text())
+        .isEqualTo("{\"x\":1}");
   }
 
   private double reconnects(String reason) {
@@ -144,26 +153,39 @@ class TransportSecurityTest {
     Await.until("two failed attempts", () -> w.reconnects() >= 2, WAIT);
     assertThat(w.registered()).isFalse();
     assertThat(reconnects("unavailable")).isGreaterThanOrEqualTo(2);
-    assertThat(tlsWarnings()).as("once, not at every attempt").singleElement().asString()
+    assertThat(tlsWarnings())
+        .as("once, not at every attempt")
+        .singleElement()
+        .asString()
         .contains("is not signed by a CA this worker trusts: set --tls-ca")
-        .contains("(cause: ").containsIgnoringCase("certification path");
+        .contains("(cause: ")
+        .containsIgnoringCase("certification path");
   }
 
   private List<String> tlsWarnings() {
-    return List.copyOf(logs.list).stream().filter(e -> e.getLevel() == Level.WARN)
-        .map(ILoggingEvent::getFormattedMessage).filter(m -> m.startsWith("TLS to ")).toList();
+    return List.copyOf(logs.list).stream()
+        .filter(e -> e.getLevel() == Level.WARN)
+        .map(ILoggingEvent::getFormattedMessage)
+        .filter(m -> m.startsWith("TLS to "))
+        .toList();
   }
 
   @Test
   void mutual_tls_needs_a_client_certificate_from_the_trusted_ca() throws Exception {
-    LocalRuntime rt = runtime(LocalRuntime.builder().tls(server.cert(), server.key())
-        .clientCa(clientCa.caPem()));
+    LocalRuntime rt =
+        runtime(LocalRuntime.builder().tls(server.cert(), server.key()).clientCa(clientCa.caPem()));
     WorkClient anonymous = worker(rt, tls(serverCa.caPem(), null, null));
     Await.until("anonymous refused twice", () -> anonymous.reconnects() >= 2, WAIT);
     assertThat(anonymous.registered()).isFalse();
     anonymous.close();
-    assertThat(tlsWarnings()).as("%s", tlsWarnings()).isNotEmpty().allSatisfy(m -> assertThat(m)
-        .contains("refused this worker's client certificate, or wants one: set --tls-cert"));
+    assertThat(tlsWarnings())
+        .as("%s", tlsWarnings())
+        .isNotEmpty()
+        .allSatisfy(
+            m ->
+                assertThat(m)
+                    .contains(
+                        "refused this worker's client certificate, or wants one: set --tls-cert"));
 
     WorkClient foreign = worker(rt, tls(serverCa.caPem(), stranger, null));
     Await.until("stranger refused twice", () -> foreign.reconnects() >= 2, WAIT);
@@ -177,8 +199,8 @@ class TransportSecurityTest {
 
   @Test
   void the_bearer_token_is_sent_over_tls_and_never_logged() throws Exception {
-    LocalRuntime rt = runtime(LocalRuntime.builder().tls(server.cert(), server.key())
-        .requireBearerToken(TOKEN));
+    LocalRuntime rt =
+        runtime(LocalRuntime.builder().tls(server.cert(), server.key()).requireBearerToken(TOKEN));
     WorkClient wrong = worker(rt, tls(serverCa.caPem(), null, BearerToken.of("not-" + TOKEN)));
     Await.until("refused twice", () -> reconnects("unauthenticated") >= 2, WAIT);
     assertThat(wrong.registered()).isFalse();
@@ -194,14 +216,16 @@ class TransportSecurityTest {
 
   @Test
   void a_token_file_is_read_again_at_each_reconnect() throws Exception {
-    LocalRuntime rt = runtime(LocalRuntime.builder().tls(server.cert(), server.key())
-        .requireBearerToken(TOKEN));
+    LocalRuntime rt =
+        runtime(LocalRuntime.builder().tls(server.cert(), server.key()).requireBearerToken(TOKEN));
     Path file = Files.writeString(dir.resolve("token"), "expired-token\n");
     WorkClient w = worker(rt, tls(serverCa.caPem(), null, BearerToken.fromFile(file)));
     Await.until("refused with the old token", () -> reconnects("unauthenticated") >= 1, WAIT);
 
     Files.writeString(dir.resolve("token.new"), TOKEN + "\n");
-    Files.move(dir.resolve("token.new"), file,
+    Files.move(
+        dir.resolve("token.new"),
+        file,
         java.nio.file.StandardCopyOption.REPLACE_EXISTING,
         java.nio.file.StandardCopyOption.ATOMIC_MOVE);
     Await.until("registered with the rotated token", w::registered, WAIT);
@@ -211,13 +235,28 @@ class TransportSecurityTest {
 
   @Test
   void a_token_goes_over_plaintext_only_when_allowed() throws Exception {
-    assertThatThrownBy(() -> new Transport(false, Optional.empty(), Optional.empty(),
-        Optional.empty(), Optional.of(BearerToken.of(TOKEN)), false))
+    assertThatThrownBy(
+            () ->
+                new Transport(
+                    false,
+                    Optional.empty(),
+                    Optional.empty(),
+                    Optional.empty(),
+                    Optional.of(BearerToken.of(TOKEN)),
+                    false))
         .hasMessage("a bearer token is only sent over TLS");
 
     LocalRuntime rt = runtime(LocalRuntime.builder().requireBearerToken(TOKEN));
-    WorkClient w = worker(rt, new Transport(false, Optional.empty(), Optional.empty(),
-        Optional.empty(), Optional.of(BearerToken.of(TOKEN)), true));
+    WorkClient w =
+        worker(
+            rt,
+            new Transport(
+                false,
+                Optional.empty(),
+                Optional.empty(),
+                Optional.empty(),
+                Optional.of(BearerToken.of(TOKEN)),
+                true));
     Await.until("registered over plaintext (allowed)", w::registered, WAIT);
     echoes(rt);
     assertTokenNeverLogged();

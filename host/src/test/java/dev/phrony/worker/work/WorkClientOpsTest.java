@@ -2,11 +2,11 @@ package dev.phrony.worker.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.ops.MicrometerMetrics;
 import dev.phrony.worker.ops.Readiness;
 import dev.phrony.worker.outbox.MemoryOutbox;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.Outcome;
@@ -42,23 +42,35 @@ class WorkClientOpsTest {
 
   private double reconnects() {
     return registry.find(MicrometerMetrics.RECONNECTS).counters().stream()
-        .mapToDouble(Counter::count).sum();
+        .mapToDouble(Counter::count)
+        .sum();
   }
 
   @Test
   void ready_only_while_registered_and_not_draining_with_the_reason_otherwise() throws Exception {
-    rt = LocalRuntime.builder().port(0).leaseTtl(Duration.ofMillis(2_000))
-        .shutdownGrace(Duration.ofMillis(200)).start();
+    rt =
+        LocalRuntime.builder()
+            .port(0)
+            .leaseTtl(Duration.ofMillis(2_000))
+            .shutdownGrace(Duration.ofMillis(200))
+            .start();
     TestHandler echo = TestHandler.of("echo", 4, call -> ToolResult.json(call.argsBytes()));
-    WorkOptions options = WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", ""))
-        .withBackoff(Duration.ofMillis(20), Duration.ofMillis(100))
-        .withDrainTimeout(Duration.ofSeconds(5));
-    client = new WorkClient(options, TestHandler.catalog(echo), new MemoryOutbox(),
-        null, bound -> bound / 2, metrics);
+    WorkOptions options =
+        WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", ""))
+            .withBackoff(Duration.ofMillis(20), Duration.ofMillis(100))
+            .withDrainTimeout(Duration.ofSeconds(5));
+    client =
+        new WorkClient(
+            options,
+            TestHandler.catalog(echo),
+            new MemoryOutbox(),
+            null,
+            bound -> bound / 2,
+            metrics);
     metrics.bindRegistered(client::registered);
 
-    assertThat(client.readiness()).isEqualTo(
-        Readiness.notReady("not registered with the runtime at " + rt.target()));
+    assertThat(client.readiness())
+        .isEqualTo(Readiness.notReady("not registered with the runtime at " + rt.target()));
     assertThat(registry.get(MicrometerMetrics.REGISTERED).gauge().value()).isZero();
 
     client.start();
@@ -66,27 +78,32 @@ class WorkClientOpsTest {
     assertThat(registry.get(MicrometerMetrics.REGISTERED).gauge().value()).isEqualTo(1);
     Outcome o = rt.dispatch(Call.of("echo", "1.0.0", "{\"a\":1}")).get(20, TimeUnit.SECONDS);
     assertThat(o.text()).isEqualTo("{\"a\":1}");
-    Await.until("a heartbeat round trip", () -> registry.get(
-        MicrometerMetrics.HEARTBEAT_ROUND_TRIP).timer().count() >= 1, WAIT);
+    Await.until(
+        "a heartbeat round trip",
+        () -> registry.get(MicrometerMetrics.HEARTBEAT_ROUND_TRIP).timer().count() >= 1,
+        WAIT);
 
     rt.crash();
     Await.until("not ready once the runtime is gone", () -> !client.readiness().ready(), WAIT);
     Await.until("a reconnect counted", () -> reconnects() >= 1, WAIT);
-    assertThat(client.readiness().reason()).startsWith("not registered with the runtime at "
-        + rt.target() + " (last stream ended: ");
+    assertThat(client.readiness().reason())
+        .startsWith("not registered with the runtime at " + rt.target() + " (last stream ended: ");
 
     rt.start();
     Await.until("ready again", () -> client.readiness().ready(), WAIT);
 
-    Thread drain = Thread.ofVirtual().start(() -> {
-      try {
-        client.drain();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    });
-    Await.until("draining", () -> client.readiness().reason().equals("draining for shutdown"),
-        WAIT);
+    Thread drain =
+        Thread.ofVirtual()
+            .start(
+                () -> {
+                  try {
+                    client.drain();
+                  } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                  }
+                });
+    Await.until(
+        "draining", () -> client.readiness().reason().equals("draining for shutdown"), WAIT);
     assertThat(client.readiness().ready()).isFalse();
     drain.join(WAIT.toMillis());
   }
@@ -97,12 +114,20 @@ class WorkClientOpsTest {
     rt = LocalRuntime.builder().port(0).start();
     TestHandler echo = TestHandler.of("echo", 4, call -> ToolResult.json(call.argsBytes()));
     try (var sd = dev.phrony.worker.state.StateDir.open(dir);
-        var outbox = dev.phrony.worker.outbox.DurableOutbox.open(sd,
-            dev.phrony.worker.outbox.DurableOutbox.Options.defaults()
-                .withDurability(dev.phrony.worker.outbox.Durability.ALL))) {
+        var outbox =
+            dev.phrony.worker.outbox.DurableOutbox.open(
+                sd,
+                dev.phrony.worker.outbox.DurableOutbox.Options.defaults()
+                    .withDurability(dev.phrony.worker.outbox.Durability.ALL))) {
       metrics.bindOutbox(outbox);
-      client = new WorkClient(WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", "")),
-          TestHandler.catalog(echo), outbox, null, bound -> bound / 2, metrics);
+      client =
+          new WorkClient(
+              WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", "")),
+              TestHandler.catalog(echo),
+              outbox,
+              null,
+              bound -> bound / 2,
+              metrics);
       client.start();
       Await.until("ready", () -> client.readiness().ready(), WAIT);
       java.nio.file.Path outboxDir = dir.resolve("outbox");
@@ -115,8 +140,9 @@ class WorkClientOpsTest {
       assertThat(pending).as("nothing un-persisted is sent").isNotDone();
       assertThat(registry.get(MicrometerMetrics.OUTBOX_WAITING_FOR_DISK).gauge().value())
           .isEqualTo(1);
-      assertThat(registry.get(MicrometerMetrics.OUTBOX_DURABILITY_FAILURES).functionCounter()
-          .count()).isPositive();
+      assertThat(
+              registry.get(MicrometerMetrics.OUTBOX_DURABILITY_FAILURES).functionCounter().count())
+          .isPositive();
 
       java.nio.file.Files.delete(outboxDir);
       java.nio.file.Files.createDirectory(outboxDir);
@@ -133,20 +159,29 @@ class WorkClientOpsTest {
     rt = LocalRuntime.builder().port(0).start();
     java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
     java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
-    TestHandler stubborn = TestHandler.of("stubborn", 4, call -> {
-      started.countDown();
-      while (letGo.getCount() > 0) {
-        try {
-          letGo.await();
-        } catch (InterruptedException ignored) {
-          // the defect under test: a handler that swallows the cancel
-        }
-      }
-      return ToolResult.json("{}");
-    });
-    client = new WorkClient(WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", ""))
-        .withMaxRunaway(0), TestHandler.catalog(stubborn), new MemoryOutbox(), null,
-        bound -> bound / 2, metrics);
+    TestHandler stubborn =
+        TestHandler.of(
+            "stubborn",
+            4,
+            call -> {
+              started.countDown();
+              while (letGo.getCount() > 0) {
+                try {
+                  letGo.await();
+                } catch (InterruptedException ignored) {
+                  // the defect under test: a handler that swallows the cancel
+                }
+              }
+              return ToolResult.json("{}");
+            });
+    client =
+        new WorkClient(
+            WorkOptions.defaults(rt.target(), new WorkerIdentity("w1", "", "")).withMaxRunaway(0),
+            TestHandler.catalog(stubborn),
+            new MemoryOutbox(),
+            null,
+            bound -> bound / 2,
+            metrics);
     metrics.bindRunaway(client.dispatcher()::runningApart);
     client.start();
     Await.until("ready", () -> client.readiness().ready(), WAIT);
@@ -155,11 +190,13 @@ class WorkClientOpsTest {
       assertThat(started.await(20, TimeUnit.SECONDS)).as("the handler runs").isTrue();
       rt.cancelSession("s-1");
       call.get(20, TimeUnit.SECONDS);
-      Await.until("counted as a runaway", () -> registry.get(MicrometerMetrics.HANDLERS_RUNAWAY)
-          .gauge().value() == 1, WAIT);
+      Await.until(
+          "counted as a runaway",
+          () -> registry.get(MicrometerMetrics.HANDLERS_RUNAWAY).gauge().value() == 1,
+          WAIT);
       assertThat(client.readiness().ready()).isFalse();
-      assertThat(client.readiness().reason()).startsWith("1 handlers still run after their call"
-          + " was cancelled or timed out");
+      assertThat(client.readiness().reason())
+          .startsWith("1 handlers still run after their call" + " was cancelled or timed out");
     } finally {
       letGo.countDown();
     }

@@ -4,16 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkServerMsg;
-import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
+import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.Event;
-import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.FakeScheduler;
+import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.Outcome;
 import io.grpc.Status;
 import java.nio.charset.StandardCharsets;
@@ -26,17 +26,17 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.regex.Matcher;
 import java.util.function.BooleanSupplier;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The worker's rules (protocol.md part 3) over real gRPC on loopback, against a
- * {@link LocalRuntime} that behaves like the real runtime, sharp edges included. Each test names
- * the rule it pins; without the rule, the runtime would end a stream, lose a call or run a
- * handler twice, and the test would fail.
+ * The worker's rules (protocol.md part 3) over real gRPC on loopback, against a {@link
+ * LocalRuntime} that behaves like the real runtime, sharp edges included. Each test names the rule
+ * it pins; without the rule, the runtime would end a stream, lose a call or run a handler twice,
+ * and the test would fail.
  */
 class WorkRulesTest {
   private static final Duration WAIT = Duration.ofSeconds(20);
@@ -46,6 +46,7 @@ class WorkRulesTest {
   private final MemoryOutbox outbox = new MemoryOutbox();
   private final CountDownLatch release = new CountDownLatch(1);
   private final ConcurrentHashMap<String, AtomicInteger> runs = new ConcurrentHashMap<>();
+
   /** heartbeat_acks the worker has handled (the runtime's log only says they were sent). */
   private final AtomicInteger acksSeen = new AtomicInteger();
 
@@ -65,45 +66,68 @@ class WorkRulesTest {
 
   /** A runtime whose leases run on {@code clock} (the worker's fake scheduler's, in tests). */
   private LocalRuntime runtime(Duration leaseTtl, InstantSource clock) {
-    LocalRuntime rt = LocalRuntime.builder().port(0).leaseTtl(leaseTtl).clock(clock)
-        .shutdownGrace(Duration.ofSeconds(1)).start();
+    LocalRuntime rt =
+        LocalRuntime.builder()
+            .port(0)
+            .leaseTtl(leaseTtl)
+            .clock(clock)
+            .shutdownGrace(Duration.ofSeconds(1))
+            .start();
     closeables.add(rt);
     return rt;
   }
 
   /** echo@1.0.0: returns args, sleeping sleep_ms; block@1.0.0 waits for the test. */
   private HandlerCatalog catalog(int maxConcurrency) {
-    TestHandler echo = TestHandler.of("echo", maxConcurrency, call -> {
-      count(call.callId());
-      Matcher m = SLEEP.matcher(new String(call.argsBytes(), StandardCharsets.UTF_8));
-      if (m.find()) { // a handler that takes time, as a real one does; no test waits on it
-        Thread.sleep(Long.parseLong(m.group(1)));
-      }
-      return ToolResult.json(call.argsBytes());
-    });
-    TestHandler block = TestHandler.of("block", maxConcurrency, call -> {
-      count(call.callId());
-      release.await();
-      return ToolResult.json("{\"released\":true}");
-    });
-    TestHandler stubborn = TestHandler.of("stubborn", 1, call -> {
-      count(call.callId());
-      while (true) {
-        try {
-          release.await();
-          return ToolResult.json("{\"late\":true}");
-        } catch (InterruptedException ignored) {
-          // ignores cancellation on purpose, like a badly written handler
-        }
-      }
-    });
-    TestHandler big = TestHandler.of("big", 4, call ->
-        ToolResult.text("x".repeat(WorkOptions.DEFAULT_MAX_RESULT_BYTES + 1)));
-    TestHandler size = TestHandler.of("size", 4, call ->
-        ToolResult.of(call.argsBytes().length));
-    TestHandler fail = TestHandler.of("fail", 4, call -> {
-      throw new ToolException("invalid_args", "city is required");
-    });
+    TestHandler echo =
+        TestHandler.of(
+            "echo",
+            maxConcurrency,
+            call -> {
+              count(call.callId());
+              Matcher m = SLEEP.matcher(new String(call.argsBytes(), StandardCharsets.UTF_8));
+              if (m.find()) { // a handler that takes time, as a real one does; no test waits on it
+                Thread.sleep(Long.parseLong(m.group(1)));
+              }
+              return ToolResult.json(call.argsBytes());
+            });
+    TestHandler block =
+        TestHandler.of(
+            "block",
+            maxConcurrency,
+            call -> {
+              count(call.callId());
+              release.await();
+              return ToolResult.json("{\"released\":true}");
+            });
+    TestHandler stubborn =
+        TestHandler.of(
+            "stubborn",
+            1,
+            call -> {
+              count(call.callId());
+              while (true) {
+                try {
+                  release.await();
+                  return ToolResult.json("{\"late\":true}");
+                } catch (InterruptedException ignored) {
+                  // ignores cancellation on purpose, like a badly written handler
+                }
+              }
+            });
+    TestHandler big =
+        TestHandler.of(
+            "big",
+            4,
+            call -> ToolResult.text("x".repeat(WorkOptions.DEFAULT_MAX_RESULT_BYTES + 1)));
+    TestHandler size = TestHandler.of("size", 4, call -> ToolResult.of(call.argsBytes().length));
+    TestHandler fail =
+        TestHandler.of(
+            "fail",
+            4,
+            call -> {
+              throw new ToolException("invalid_args", "city is required");
+            });
     return TestHandler.catalog(echo, block, stubborn, big, size, fail);
   }
 
@@ -118,17 +142,23 @@ class WorkRulesTest {
 
   /** A started worker; {@code timers} null means real timers on the system clock. */
   private WorkClient worker(LocalRuntime rt, String workerId, FakeScheduler timers) {
-    WorkOptions options = WorkOptions.defaults(rt.target(),
-            new WorkerIdentity(workerId, "test", "sha256:test"))
-        .withBackoff(Duration.ofMillis(20), Duration.ofMillis(200))
-        .withDrainTimeout(Duration.ofSeconds(10));
-    WorkClient client = new WorkClient(options, catalog(4), outbox, timers, bound -> bound / 2,
-        new WorkerMetrics() {
-          @Override
-          public void heartbeatRoundTrip(Duration roundTrip) {
-            acksSeen.incrementAndGet(); // the worker has taken the ack in
-          }
-        });
+    WorkOptions options =
+        WorkOptions.defaults(rt.target(), new WorkerIdentity(workerId, "test", "sha256:test"))
+            .withBackoff(Duration.ofMillis(20), Duration.ofMillis(200))
+            .withDrainTimeout(Duration.ofSeconds(10));
+    WorkClient client =
+        new WorkClient(
+            options,
+            catalog(4),
+            outbox,
+            timers,
+            bound -> bound / 2,
+            new WorkerMetrics() {
+              @Override
+              public void heartbeatRoundTrip(Duration roundTrip) {
+                acksSeen.incrementAndGet(); // the worker has taken the ack in
+              }
+            });
     closeables.add(client);
     client.start();
     return client;
@@ -141,22 +171,27 @@ class WorkRulesTest {
   }
 
   /**
-   * Waits for {@code condition} while moving fake time on in small steps: the reconnect backoff
-   * and every other timer of the worker only run when its time moves.
+   * Waits for {@code condition} while moving fake time on in small steps: the reconnect backoff and
+   * every other timer of the worker only run when its time moves.
    */
   private static void advanceUntil(FakeScheduler timers, String what, BooleanSupplier condition) {
-    Await.until(what, () -> {
-      if (condition.getAsBoolean()) {
-        return true;
-      }
-      timers.advance(Duration.ofMillis(10));
-      return condition.getAsBoolean();
-    }, WAIT);
+    Await.until(
+        what,
+        () -> {
+          if (condition.getAsBoolean()) {
+            return true;
+          }
+          timers.advance(Duration.ofMillis(10));
+          return condition.getAsBoolean();
+        },
+        WAIT);
   }
 
   private static long heartbeatAcks(LocalRuntime rt, long streamId) {
-    return rt.events().stream().filter(e -> e.streamId() == streamId)
-        .filter(Event.out(WorkServerMsg.BodyCase.HEARTBEAT_ACK)).count();
+    return rt.events().stream()
+        .filter(e -> e.streamId() == streamId)
+        .filter(Event.out(WorkServerMsg.BodyCase.HEARTBEAT_ACK))
+        .count();
   }
 
   private static Outcome await(CompletableFuture<Outcome> f) throws Exception {
@@ -170,8 +205,11 @@ class WorkRulesTest {
 
   private static List<Event> streamEnds(LocalRuntime rt, Status.Code code) {
     return rt.events().stream()
-        .filter(e -> e.direction() == Event.Direction.END && e.status() != null
-            && e.status().getCode() == code)
+        .filter(
+            e ->
+                e.direction() == Event.Direction.END
+                    && e.status() != null
+                    && e.status().getCode() == code)
         .toList();
   }
 
@@ -194,8 +232,8 @@ class WorkRulesTest {
     for (int i = 1; i <= 4; i++) {
       timers.advance(Duration.ofSeconds(1)); // TTL/2: a heartbeat is due
       int n = i;
-      Await.until("heartbeat ack " + i, () -> heartbeatAcks(rt, stream) >= n
-          && acksSeen.get() >= n, WAIT);
+      Await.until(
+          "heartbeat ack " + i, () -> heartbeatAcks(rt, stream) >= n && acksSeen.get() >= n, WAIT);
     }
     // Two whole TTLs of the runtime's clock passed: without heartbeats the lease had expired.
     assertThat(rt.worker("w1")).hasValueSatisfying(w -> assertThat(w.leaseExpired()).isFalse());
@@ -212,9 +250,12 @@ class WorkRulesTest {
     Await.until("call queued", () -> rt.queues().getOrDefault("echo@1.0.0", 0) == 1, WAIT);
     worker(rt, "w1", null);
     assertThat(text(await(queued))).isEqualTo("{\"early\":1}");
-    List<Event> out = rt.events().stream()
-        .filter(Event.out(WorkServerMsg.BodyCase.INVOKE)
-            .or(Event.out(WorkServerMsg.BodyCase.REGISTERED))).toList();
+    List<Event> out =
+        rt.events().stream()
+            .filter(
+                Event.out(WorkServerMsg.BodyCase.INVOKE)
+                    .or(Event.out(WorkServerMsg.BodyCase.REGISTERED)))
+            .toList();
     assertThat(out.getFirst().type()).isEqualTo("invoke");
   }
 
@@ -248,22 +289,30 @@ class WorkRulesTest {
     rt.loseHeartbeats(true);
     timers.advance(Duration.ofSeconds(2)); // watchdog: our side ends the stream
     rt.loseHeartbeats(false);
-    advanceUntil(timers, "re-registered on a new stream", () -> rt.worker("w1")
-        .filter(w -> w.streamId() != firstStream && w.connected()).isPresent());
+    advanceUntil(
+        timers,
+        "re-registered on a new stream",
+        () ->
+            rt.worker("w1").filter(w -> w.streamId() != firstStream && w.connected()).isPresent());
     long secondStream = rt.worker("w1").orElseThrow().streamId();
     Await.until("worker saw registered", c::registered, WAIT);
     // Had the new stream registered before the old one closed, the old close would have removed
     // the new registration (the close-ordering hazard), and the next heartbeat would end it.
-    Event oldEnd = rt.events().stream()
-        .filter(e -> e.streamId() == firstStream && e.direction() == Event.Direction.END)
-        .findFirst().orElseThrow();
-    Event newRegister = rt.events().stream()
-        .filter(e -> e.streamId() == secondStream)
-        .filter(Event.in(WorkClientMsg.BodyCase.REGISTER)).findFirst().orElseThrow();
+    Event oldEnd =
+        rt.events().stream()
+            .filter(e -> e.streamId() == firstStream && e.direction() == Event.Direction.END)
+            .findFirst()
+            .orElseThrow();
+    Event newRegister =
+        rt.events().stream()
+            .filter(e -> e.streamId() == secondStream)
+            .filter(Event.in(WorkClientMsg.BodyCase.REGISTER))
+            .findFirst()
+            .orElseThrow();
     assertThat(oldEnd.seq()).isLessThan(newRegister.seq());
     timers.advance(Duration.ofSeconds(1)); // time for a heartbeat on the new stream
-    Await.until("heartbeat acked on the new stream", () -> heartbeatAcks(rt, secondStream) >= 1,
-        WAIT);
+    Await.until(
+        "heartbeat acked on the new stream", () -> heartbeatAcks(rt, secondStream) >= 1, WAIT);
     assertThat(streamEnds(rt, Status.Code.NOT_FOUND)).isEmpty();
     assertThat(registersOn(rt, firstStream)).isEqualTo(1);
     assertThat(registersOn(rt, secondStream)).isEqualTo(1);
@@ -283,15 +332,28 @@ class WorkRulesTest {
     Await.until("running", () -> runsOf(call.callId()) == 1, WAIT);
     long beforeRestart = rt.events().stream().mapToLong(Event::seq).max().orElse(-1);
     rt.restart(); // the runtime forgets the call: indeterminate
-    assertThat(await(first)).isInstanceOfSatisfying(Outcome.DispatchError.class,
-        e -> assertThat(e.kind()).isEqualTo(Outcome.DispatchError.Kind.INDETERMINATE));
-    advanceUntil(timers, "re-registered", () -> c.registered() && rt.events().stream()
-        .anyMatch(e -> e.seq() > beforeRestart && Event.out(WorkServerMsg.BodyCase.REGISTERED)
-            .test(e)));
-    Event register = rt.events().stream().filter(Event.in(WorkClientMsg.BodyCase.REGISTER))
-        .reduce((a, b) -> b).orElseThrow();
+    assertThat(await(first))
+        .isInstanceOfSatisfying(
+            Outcome.DispatchError.class,
+            e -> assertThat(e.kind()).isEqualTo(Outcome.DispatchError.Kind.INDETERMINATE));
+    advanceUntil(
+        timers,
+        "re-registered",
+        () ->
+            c.registered()
+                && rt.events().stream()
+                    .anyMatch(
+                        e ->
+                            e.seq() > beforeRestart
+                                && Event.out(WorkServerMsg.BodyCase.REGISTERED).test(e)));
+    Event register =
+        rt.events().stream()
+            .filter(Event.in(WorkClientMsg.BodyCase.REGISTER))
+            .reduce((a, b) -> b)
+            .orElseThrow();
     assertThat(register.clientMsg().getRegister().getInFlightList())
-        .extracting(f -> f.getCallId()).contains(call.callId());
+        .extracting(f -> f.getCallId())
+        .contains(call.callId());
     release.countDown(); // finishes after the reconnect: must not go out on the new stream
     Await.until("held", () -> outbox.find(call.callId()).isPresent(), WAIT);
     assertThat(outbox.isOrphaned(call.callId())).as("the runtime may still ask for it").isFalse();
@@ -301,14 +363,17 @@ class WorkRulesTest {
     int reconnects = c.reconnects();
     int acks = acksSeen.get();
     timers.advance(Duration.ofSeconds(15));
-    Await.until("heartbeat acked", () -> heartbeatAcks(rt, stream) >= 1
-        && acksSeen.get() > acks, WAIT);
+    Await.until(
+        "heartbeat acked", () -> heartbeatAcks(rt, stream) >= 1 && acksSeen.get() > acks, WAIT);
     assertThat(outbox.isOrphaned(call.callId())).isFalse();
     timers.advance(Duration.ofSeconds(15));
     Await.until("orphaned after a TTL", () -> outbox.isOrphaned(call.callId()), WAIT);
     assertThat(c.reconnects()).as("the stream stayed up").isEqualTo(reconnects);
-    assertThat(rt.events().stream().filter(Event.in(WorkClientMsg.BodyCase.RESULT))
-        .filter(e -> e.callId().equals(call.callId()))).isEmpty();
+    assertThat(
+            rt.events().stream()
+                .filter(Event.in(WorkClientMsg.BodyCase.RESULT))
+                .filter(e -> e.callId().equals(call.callId())))
+        .isEmpty();
     assertThat(streamEnds(rt, Status.Code.NOT_FOUND)).isEmpty();
     assertThat(text(await(rt.dispatch(Call.of("echo", "1.0.0", "{}"))))).isEqualTo("{}");
   }
@@ -338,8 +403,10 @@ class WorkRulesTest {
     CompletableFuture<Outcome> f = rt.dispatch(call);
     Await.until("running", () -> runsOf("call-1") == 1, WAIT);
     rt.cancelSession("session-a");
-    assertThat(await(f)).isInstanceOfSatisfying(Outcome.DispatchError.class,
-        e -> assertThat(e.kind()).isEqualTo(Outcome.DispatchError.Kind.CANCELLED));
+    assertThat(await(f))
+        .isInstanceOfSatisfying(
+            Outcome.DispatchError.class,
+            e -> assertThat(e.kind()).isEqualTo(Outcome.DispatchError.Kind.CANCELLED));
     // The stubborn handler is still running, but its slot (max 1) is free: the next call runs.
     Call next = Call.of("call-2", "session-b", "stubborn", "1.0.0", "{}");
     CompletableFuture<Outcome> second = rt.dispatch(next);
@@ -347,8 +414,11 @@ class WorkRulesTest {
     release.countDown(); // both handlers return; only the second may be sent
     assertThat(text(await(second))).isEqualTo("{\"late\":true}");
     Await.until("first finished apart", () -> c.dispatcher().runningApart() == 0, WAIT);
-    assertThat(rt.events().stream().filter(Event.in(WorkClientMsg.BodyCase.RESULT))
-        .filter(e -> e.callId().equals("call-1"))).isEmpty();
+    assertThat(
+            rt.events().stream()
+                .filter(Event.in(WorkClientMsg.BodyCase.RESULT))
+                .filter(e -> e.callId().equals("call-1")))
+        .isEmpty();
     assertThat(streamEnds(rt, Status.Code.NOT_FOUND)).isEmpty();
     assertThat(rt.worker("w1").orElseThrow().connected()).isTrue();
   }
@@ -367,9 +437,15 @@ class WorkRulesTest {
     Await.until("re-registered", c::registered, WAIT);
     // A recovering runtime dispatches the same call id again while it still runs here.
     CompletableFuture<Outcome> again = rt.dispatch(call);
-    Await.until("invoked twice", () -> rt.events().stream()
-        .filter(Event.out(WorkServerMsg.BodyCase.INVOKE))
-        .filter(e -> e.callId().equals(call.callId())).count() == 2, WAIT);
+    Await.until(
+        "invoked twice",
+        () ->
+            rt.events().stream()
+                    .filter(Event.out(WorkServerMsg.BodyCase.INVOKE))
+                    .filter(e -> e.callId().equals(call.callId()))
+                    .count()
+                == 2,
+        WAIT);
     release.countDown();
     assertThat(text(await(again))).isEqualTo("{\"released\":true}");
     assertThat(runsOf(call.callId())).isEqualTo(1);
@@ -418,23 +494,27 @@ class WorkRulesTest {
       throws Exception {
     LocalRuntime rt = runtime(Duration.ofSeconds(30));
     WorkClient c = worker(rt);
-    CompletableFuture<Outcome> first = rt.dispatch(Call.of("call-1", "session-a", "stubborn",
-        "1.0.0", "{}"));
+    CompletableFuture<Outcome> first =
+        rt.dispatch(Call.of("call-1", "session-a", "stubborn", "1.0.0", "{}"));
     Await.until("running", () -> runsOf("call-1") == 1, WAIT);
-    CompletableFuture<Outcome> second = rt.dispatch(Call.of("call-2", "session-b", "stubborn",
-        "1.0.0", "{}"));
-    Await.until("waiting at the runtime", () -> rt.queues().getOrDefault("stubborn@1.0.0", 0) == 1,
-        WAIT);
+    CompletableFuture<Outcome> second =
+        rt.dispatch(Call.of("call-2", "session-b", "stubborn", "1.0.0", "{}"));
+    Await.until(
+        "waiting at the runtime", () -> rt.queues().getOrDefault("stubborn@1.0.0", 0) == 1, WAIT);
     // The runtime frees call-1's slot, invokes call-2 in it, and only then sends call-1's cancel.
     rt.cancelSession("session-a");
     assertThat(await(first)).isInstanceOf(Outcome.DispatchError.class);
     Await.until("second runs", () -> runsOf("call-2") == 1, WAIT);
     release.countDown();
     assertThat(text(await(second))).isEqualTo("{\"late\":true}");
-    List<Event> invokes = rt.events().stream().filter(e -> e.callId().equals("call-2")
-        || e.callId().equals("call-1")).filter(e -> e.direction() == Event.Direction.OUT)
-        .toList();
-    assertThat(invokes).extracting(Event::callId).as("what the runtime sent, in order")
+    List<Event> invokes =
+        rt.events().stream()
+            .filter(e -> e.callId().equals("call-2") || e.callId().equals("call-1"))
+            .filter(e -> e.direction() == Event.Direction.OUT)
+            .toList();
+    assertThat(invokes)
+        .extracting(Event::callId)
+        .as("what the runtime sent, in order")
         .containsSubsequence("call-1", "call-2", "call-1");
     assertThat(streamEnds(rt, Status.Code.NOT_FOUND)).isEmpty();
     Await.until("first finished apart", () -> c.dispatcher().runningApart() == 0, WAIT);
@@ -448,8 +528,8 @@ class WorkRulesTest {
     LocalRuntime rt = runtime(Duration.ofSeconds(30));
     worker(rt);
     assertThat(await(rt.dispatch(Call.of("big", "1.0.0", "{}"))))
-        .isInstanceOfSatisfying(Outcome.ToolError.class,
-            e -> assertThat(e.code()).isEqualTo("result_too_large"));
+        .isInstanceOfSatisfying(
+            Outcome.ToolError.class, e -> assertThat(e.code()).isEqualTo("result_too_large"));
     String large = "{\"blob\":\"" + "y".repeat(6 * 1024 * 1024) + "\"}";
     assertThat(text(await(rt.dispatch(Call.of("size", "1.0.0", large)))))
         .isEqualTo(Integer.toString(large.length()));
@@ -463,10 +543,12 @@ class WorkRulesTest {
     LocalRuntime rt = runtime(Duration.ofSeconds(30));
     worker(rt);
     assertThat(await(rt.dispatch(Call.of("fail", "1.0.0", "{}"))))
-        .isInstanceOfSatisfying(Outcome.ToolError.class, e -> {
-          assertThat(e.code()).isEqualTo("invalid_args");
-          assertThat(e.message()).isEqualTo("city is required");
-        });
+        .isInstanceOfSatisfying(
+            Outcome.ToolError.class,
+            e -> {
+              assertThat(e.code()).isEqualTo("invalid_args");
+              assertThat(e.message()).isEqualTo("city is required");
+            });
   }
 
   @Test
@@ -476,8 +558,17 @@ class WorkRulesTest {
     WorkClient worker = worker(rt, "w1", timers);
     advanceUntil(timers, "registered", worker::registered);
     Call c = Call.of("block", "1.0.0", "{}");
-    Call withDeadline = new Call(c.callId(), c.sessionId(), c.agentVersionId(), c.turn(),
-        c.tool(), c.version(), c.args(), "read_only", timers.clock().millis() + 200);
+    Call withDeadline =
+        new Call(
+            c.callId(),
+            c.sessionId(),
+            c.agentVersionId(),
+            c.turn(),
+            c.tool(),
+            c.version(),
+            c.args(),
+            "read_only",
+            timers.clock().millis() + 200);
     CompletableFuture<Outcome> outcome = rt.dispatch(withDeadline);
     Await.until("the handler runs", () -> runsOf(c.callId()) == 1, WAIT);
 
@@ -485,8 +576,8 @@ class WorkRulesTest {
     assertThat(outcome).isNotDone();
     timers.advance(Duration.ofMillis(1)); // the worker's deadline timer: no real time passes
     assertThat(await(outcome))
-        .isInstanceOfSatisfying(Outcome.ToolError.class,
-            e -> assertThat(e.code()).isEqualTo("deadline_exceeded"));
+        .isInstanceOfSatisfying(
+            Outcome.ToolError.class, e -> assertThat(e.code()).isEqualTo("deadline_exceeded"));
   }
 
   // ---- rule 9 and NOT_FOUND ----
@@ -502,10 +593,15 @@ class WorkRulesTest {
       impostor.register("w1");
       impostor.awaitRegistered(WAIT);
     }
-    Await.until("our stream ended NOT_FOUND", () -> !streamEnds(rt, Status.Code.NOT_FOUND)
-        .isEmpty(), WAIT);
-    Await.until("registered again", () -> rt.worker("w1")
-        .filter(w -> w.connected() && w.streamId() > firstStream + 1).isPresent(), WAIT);
+    Await.until(
+        "our stream ended NOT_FOUND", () -> !streamEnds(rt, Status.Code.NOT_FOUND).isEmpty(), WAIT);
+    Await.until(
+        "registered again",
+        () ->
+            rt.worker("w1")
+                .filter(w -> w.connected() && w.streamId() > firstStream + 1)
+                .isPresent(),
+        WAIT);
     Await.until("worker registered", c::registered, WAIT);
     assertThat(text(await(rt.dispatch(Call.of("echo", "1.0.0", "{}"))))).isEqualTo("{}");
   }
@@ -537,15 +633,20 @@ class WorkRulesTest {
     // given up (its registry dropped at shutdown, before the stream itself ended): never one
     // it still expected.
     for (Event end : streamEnds(rt, Status.Code.NOT_FOUND)) {
-      String named = outcomes.keySet().stream()
-          .filter(id -> end.status().getDescription().contains(id)).findFirst().orElseThrow();
+      String named =
+          outcomes.keySet().stream()
+              .filter(id -> end.status().getDescription().contains(id))
+              .findFirst()
+              .orElseThrow();
       assertThat(outcomes.get(named)).isInstanceOf(Outcome.DispatchError.class);
     }
     // Rule 3: every result went out on the stream that delivered its invoke.
     java.util.Set<String> invokedOn = new java.util.HashSet<>();
-    rt.events().stream().filter(Event.out(WorkServerMsg.BodyCase.INVOKE))
+    rt.events().stream()
+        .filter(Event.out(WorkServerMsg.BodyCase.INVOKE))
         .forEach(e -> invokedOn.add(e.streamId() + "/" + e.callId()));
-    rt.events().stream().filter(Event.in(WorkClientMsg.BodyCase.RESULT))
+    rt.events().stream()
+        .filter(Event.in(WorkClientMsg.BodyCase.RESULT))
         .forEach(e -> assertThat(invokedOn).contains(e.streamId() + "/" + e.callId()));
     Await.until("registered after all", c::registered, WAIT);
     assertThat(text(await(rt.dispatch(Call.of("echo", "1.0.0", "{}"))))).isEqualTo("{}");

@@ -4,9 +4,9 @@ import java.util.Arrays;
 import java.util.stream.Collectors;
 
 /**
- * What running a tool does to the world. The runtime uses it to decide whether a call whose
- * outcome is unknown may be dispatched again; the host uses it to decide which results are kept
- * durably. Declare the strongest class that applies.
+ * What running a tool does to the world. The runtime uses it to decide whether a call whose outcome
+ * is unknown may be dispatched again; the host uses it to decide which results are kept durably.
+ * Declare the strongest class that applies.
  */
 public enum SideEffectClass {
   /** Reads only; running it twice is harmless. */
@@ -40,9 +40,14 @@ public enum SideEffectClass {
         return c;
       }
     }
-    throw new IllegalArgumentException("unknown side-effect class '" + name + "' (expected one of "
-        + Arrays.stream(values()).map(SideEffectClass::wireName).collect(Collectors.joining(", "))
-        + ")");
+    throw new IllegalArgumentException(
+        "unknown side-effect class '"
+            + name
+            + "' (expected one of "
+            + Arrays.stream(values())
+                .map(SideEffectClass::wireName)
+                .collect(Collectors.joining(", "))
+            + ")");
   }
 
   @Override

@@ -12,7 +12,9 @@ import java.util.Optional;
  */
 public interface ToolCall {
 
-  /** Deterministic per logical call ({@code session:agent_version:turn:index}); may be redelivered. */
+  /**
+   * Deterministic per logical call ({@code session:agent_version:turn:index}); may be redelivered.
+   */
   String callId();
 
   /** The agent session the call belongs to. */

@@ -16,13 +16,13 @@ import java.util.Optional;
  *     .build();
  * }</pre>
  *
- * <p>The host validates descriptors when it loads a plugin and reports a bad one with the
- * plugin's path instead of serving it.
+ * <p>The host validates descriptors when it loads a plugin and reports a bad one with the plugin's
+ * path instead of serving it.
  *
  * @param tool tool name as bound in agent manifests (the manifest's {@code ref} without any
  *     {@code @constraint}), e.g. {@code payments.process-payment}
- * @param version the version a manifest binding names; {@value #DEFAULT_VERSION} for
- *     unversioned bindings
+ * @param version the version a manifest binding names; {@value #DEFAULT_VERSION} for unversioned
+ *     bindings
  * @param contractVersion version of the handler's input/output contract (informational)
  * @param maxConcurrency how many calls may run at once in this host
  * @param sideEffectClass what a call does to the world
@@ -40,12 +40,16 @@ public record ToolDescriptor(
 
   /** The version the runtime routes unversioned bindings to. */
   public static final String DEFAULT_VERSION = "default";
+
   /** Calls a handler may run at once when it does not say. */
   public static final int DEFAULT_MAX_CONCURRENCY = 4;
+
   /** Contract version when a handler does not say. */
   public static final String DEFAULT_CONTRACT_VERSION = "1";
 
-  /** Normalises absent values; validation of content is the host's job, so it can name the plugin. */
+  /**
+   * Normalises absent values; validation of content is the host's job, so it can name the plugin.
+   */
   public ToolDescriptor {
     version = version == null || version.isEmpty() ? DEFAULT_VERSION : version;
     contractVersion = contractVersion == null ? DEFAULT_CONTRACT_VERSION : contractVersion;
@@ -120,9 +124,9 @@ public record ToolDescriptor(
     }
 
     /**
-     * JSON Schema text of the arguments. The host checks every call's arguments against it
-     * before the handler runs (JSON Schema 2020-12 unless {@code $schema} names another
-     * dialect), so a handler need not check what the schema already says.
+     * JSON Schema text of the arguments. The host checks every call's arguments against it before
+     * the handler runs (JSON Schema 2020-12 unless {@code $schema} names another dialect), so a
+     * handler need not check what the schema already says.
      */
     public Builder inputSchema(String inputSchema) {
       this.inputSchema = inputSchema;
@@ -130,25 +134,29 @@ public record ToolDescriptor(
     }
 
     /**
-     * The input schema from a UTF-8 resource beside {@code owner} (as
-     * {@link Class#getResourceAsStream} finds it: a plain name is in {@code owner}'s package,
-     * {@code /x/y.json} from the root of the plugin).
+     * The input schema from a UTF-8 resource beside {@code owner} (as {@link
+     * Class#getResourceAsStream} finds it: a plain name is in {@code owner}'s package, {@code
+     * /x/y.json} from the root of the plugin).
      *
      * @throws IllegalArgumentException if the resource is missing or unreadable
      */
     public Builder inputSchemaFrom(Class<?> owner, String resource) {
       try (java.io.InputStream in = owner.getResourceAsStream(resource)) {
         if (in == null) {
-          throw new IllegalArgumentException("input schema resource '" + resource
-              + "' not found beside " + owner.getName() + ": put it in src/main/resources/"
-              + (resource.startsWith("/") ? resource.substring(1)
-                  : owner.getPackageName().replace('.', '/') + "/" + resource));
+          throw new IllegalArgumentException(
+              "input schema resource '"
+                  + resource
+                  + "' not found beside "
+                  + owner.getName()
+                  + ": put it in src/main/resources/"
+                  + (resource.startsWith("/")
+                      ? resource.substring(1)
+                      : owner.getPackageName().replace('.', '/') + "/" + resource));
         }
-        return inputSchema(new String(in.readAllBytes(),
-            java.nio.charset.StandardCharsets.UTF_8));
+        return inputSchema(new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
       } catch (java.io.IOException e) {
-        throw new IllegalArgumentException("input schema resource '" + resource
-            + "' cannot be read: " + e.getMessage(), e);
+        throw new IllegalArgumentException(
+            "input schema resource '" + resource + "' cannot be read: " + e.getMessage(), e);
       }
     }
 
@@ -156,9 +164,17 @@ public record ToolDescriptor(
      * @throws IllegalArgumentException when the side-effect class was given by an unknown name
      */
     public ToolDescriptor build() {
-      SideEffectClass sec = sideEffectClassName != null
-          ? SideEffectClass.fromWire(sideEffectClassName) : sideEffectClass;
-      return new ToolDescriptor(tool, version, contractVersion, maxConcurrency, sec, description,
+      SideEffectClass sec =
+          sideEffectClassName != null
+              ? SideEffectClass.fromWire(sideEffectClassName)
+              : sideEffectClass;
+      return new ToolDescriptor(
+          tool,
+          version,
+          contractVersion,
+          maxConcurrency,
+          sec,
+          description,
           Optional.ofNullable(inputSchema));
     }
   }

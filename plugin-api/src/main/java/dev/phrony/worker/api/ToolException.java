@@ -3,12 +3,11 @@ package dev.phrony.worker.api;
 import java.util.Objects;
 
 /**
- * A tool error the model should see as {@code code: message}, e.g.
- * {@code throw new ToolException("invalid_args", "city must not be blank")}.
+ * A tool error the model should see as {@code code: message}, e.g. {@code throw new
+ * ToolException("invalid_args", "city must not be blank")}.
  *
- * <p>Codes are short snake_case words. Any other exception a handler throws becomes code
- * {@code internal} with the exception's class and message, and its stack trace goes to the log
- * only.
+ * <p>Codes are short snake_case words. Any other exception a handler throws becomes code {@code
+ * internal} with the exception's class and message, and its stack trace goes to the log only.
  */
 public class ToolException extends RuntimeException {
   private static final long serialVersionUID = 1L;

@@ -16,15 +16,16 @@ import java.util.jar.JarFile;
 import java.util.stream.Stream;
 
 /**
- * The worker's call pipeline as the harness carries it: the call module and the Jackson and
- * schema validator it needs, as jars inside the harness's own jar (under {@value #JARS}), so that
- * no Jackson a plugin's test class path holds replaces them. They are loaded once per JVM, in a
- * loader that sees the JDK, the plugin API, SLF4J and this package's types from the test's loader,
- * and its own jars for everything else, as the worker's host loader sees its own classpath.
+ * The worker's call pipeline as the harness carries it: the call module and the Jackson and schema
+ * validator it needs, as jars inside the harness's own jar (under {@value #JARS}), so that no
+ * Jackson a plugin's test class path holds replaces them. They are loaded once per JVM, in a loader
+ * that sees the JDK, the plugin API, SLF4J and this package's types from the test's loader, and its
+ * own jars for everything else, as the worker's host loader sees its own classpath.
  */
 final class IsolatedPipeline {
   /** Where the pipeline's jars are inside the harness's jar (or classes folder). */
   static final String JARS = "META-INF/phrony-harness/pipeline/";
+
   private static final String SIDE = "dev.phrony.worker.harness.pipeline.Pipeline";
 
   private IsolatedPipeline() {}
@@ -49,12 +50,19 @@ final class IsolatedPipeline {
       throw new UncheckedIOException("cannot read the harness's call pipeline from " + home, e);
     }
     if (urls.isEmpty()) {
-      throw new IllegalStateException("the harness at " + home + " carries no call pipeline ("
-          + JARS + "*.jar): build phrony-plugin-testing with `package` (its jar holds them)");
+      throw new IllegalStateException(
+          "the harness at "
+              + home
+              + " carries no call pipeline ("
+              + JARS
+              + "*.jar): build phrony-plugin-testing with `package` (its jar holds them)");
     }
     urls.add(url(home)); // this side's own classes (dev.phrony.worker.harness.pipeline)
-    ClassLoader loader = new URLClassLoader("phrony-harness-pipeline", urls.toArray(URL[]::new),
-        new SharedWithTest(HandlerHarness.class.getClassLoader()));
+    ClassLoader loader =
+        new URLClassLoader(
+            "phrony-harness-pipeline",
+            urls.toArray(URL[]::new),
+            new SharedWithTest(HandlerHarness.class.getClassLoader()));
     Thread current = Thread.currentThread();
     ClassLoader previous = current.getContextClassLoader();
     current.setContextClassLoader(loader); // Jackson starts up as in the worker's own loader
@@ -85,7 +93,8 @@ final class IsolatedPipeline {
       for (Enumeration<JarEntry> e = jar.entries(); e.hasMoreElements(); ) {
         JarEntry entry = e.nextElement();
         String name = entry.getName();
-        if (name.startsWith(JARS) && name.endsWith(".jar")
+        if (name.startsWith(JARS)
+            && name.endsWith(".jar")
             && name.indexOf('/', JARS.length()) < 0) {
           Path out = dir.resolve(name.substring(JARS.length()));
           try (InputStream in = jar.getInputStream(entry)) {
@@ -108,9 +117,9 @@ final class IsolatedPipeline {
   }
 
   /**
-   * The parent of the pipeline's loader: the JDK, and from the test's loader the classes both
-   * sides must share (the plugin API, SLF4J, so that the pipeline logs where the test does, and
-   * this package's types, which cross between the two); nothing else.
+   * The parent of the pipeline's loader: the JDK, and from the test's loader the classes both sides
+   * must share (the plugin API, SLF4J, so that the pipeline logs where the test does, and this
+   * package's types, which cross between the two); nothing else.
    */
   private static final class SharedWithTest extends ClassLoader {
     private static final List<String> SHARED = List.of("dev/phrony/worker/api/", "org/slf4j/");
@@ -135,8 +144,7 @@ final class IsolatedPipeline {
 
     @Override
     protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
-      return shared(name.replace('.', '/')) ? test.loadClass(name)
-          : super.loadClass(name, resolve);
+      return shared(name.replace('.', '/')) ? test.loadClass(name) : super.loadClass(name, resolve);
     }
 
     @Override

@@ -19,8 +19,8 @@ final class TestClasspath {
 
   /**
    * The entries of {@code loader} and its parents: a {@link URLClassLoader}'s URLs, and the
-   * application class loader's {@code java.class.path} (which Maven's surefire, Gradle and IDEs
-   * set to the test class path). Loaders of other kinds add nothing.
+   * application class loader's {@code java.class.path} (which Maven's surefire, Gradle and IDEs set
+   * to the test class path). Loaders of other kinds add nothing.
    */
   static List<Path> of(ClassLoader loader) {
     Set<Path> entries = new LinkedHashSet<>();

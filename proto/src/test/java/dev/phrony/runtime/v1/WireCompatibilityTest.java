@@ -18,25 +18,40 @@ class WireCompatibilityTest {
 
   @Test
   void register_envelope_and_fields() {
-    var msg = WorkClientMsg.newBuilder()
-        .setRegister(WorkRegister.newBuilder()
-            .setWorkerId("w1")
-            .setWorkloadIdentity("id")
-            .setImageDigest("sha256:ab")
-            .addHandlers(WorkHandlerAdvertisement.newBuilder()
-                .setTool("echo").setVersion("default").setContractVersion("1")
-                .setMaxConcurrency(300).setDescriptorHash("h"))
-            .addInFlight(WorkInFlightCall.newBuilder().setCallId("c1")))
-        .build();
+    var msg =
+        WorkClientMsg.newBuilder()
+            .setRegister(
+                WorkRegister.newBuilder()
+                    .setWorkerId("w1")
+                    .setWorkloadIdentity("id")
+                    .setImageDigest("sha256:ab")
+                    .addHandlers(
+                        WorkHandlerAdvertisement.newBuilder()
+                            .setTool("echo")
+                            .setVersion("default")
+                            .setContractVersion("1")
+                            .setMaxConcurrency(300)
+                            .setDescriptorHash("h"))
+                    .addInFlight(WorkInFlightCall.newBuilder().setCallId("c1")))
+            .build();
 
-    byte[] handler = new Wire()
-        .string(1, "echo").string(2, "default").string(3, "1").varint(4, 300).string(5, "h")
-        .bytes();
+    byte[] handler =
+        new Wire()
+            .string(1, "echo")
+            .string(2, "default")
+            .string(3, "1")
+            .varint(4, 300)
+            .string(5, "h")
+            .bytes();
     byte[] inFlight = new Wire().string(1, "c1").bytes();
-    byte[] register = new Wire()
-        .string(1, "w1").string(2, "id").string(3, "sha256:ab")
-        .message(4, handler).message(5, inFlight)
-        .bytes();
+    byte[] register =
+        new Wire()
+            .string(1, "w1")
+            .string(2, "id")
+            .string(3, "sha256:ab")
+            .message(4, handler)
+            .message(5, inFlight)
+            .bytes();
     byte[] expected = new Wire().message(1, register).bytes();
 
     assertThat(msg.toByteArray()).isEqualTo(expected);
@@ -44,32 +59,54 @@ class WireCompatibilityTest {
 
   @Test
   void client_heartbeat_result_and_nack_use_their_oneof_numbers() {
-    assertThat(WorkClientMsg.newBuilder().setHeartbeat(WorkHeartbeat.getDefaultInstance())
-        .build().toByteArray())
+    assertThat(
+            WorkClientMsg.newBuilder()
+                .setHeartbeat(WorkHeartbeat.getDefaultInstance())
+                .build()
+                .toByteArray())
         .isEqualTo(new Wire().message(2, new byte[0]).bytes());
 
-    var result = WorkClientMsg.newBuilder().setResult(WorkToolResult.newBuilder()
-        .setCallId("c").setPayload(ByteString.copyFromUtf8("{}"))
-        .setError(WorkToolError.newBuilder().setCode("x").setMessage("m"))).build();
+    var result =
+        WorkClientMsg.newBuilder()
+            .setResult(
+                WorkToolResult.newBuilder()
+                    .setCallId("c")
+                    .setPayload(ByteString.copyFromUtf8("{}"))
+                    .setError(WorkToolError.newBuilder().setCode("x").setMessage("m")))
+            .build();
     byte[] error = new Wire().string(1, "x").string(2, "m").bytes();
-    assertThat(result.toByteArray()).isEqualTo(new Wire()
-        .message(3, new Wire().string(1, "c").string(2, "{}").message(3, error).bytes())
-        .bytes());
+    assertThat(result.toByteArray())
+        .isEqualTo(
+            new Wire()
+                .message(3, new Wire().string(1, "c").string(2, "{}").message(3, error).bytes())
+                .bytes());
 
-    var nack = WorkClientMsg.newBuilder().setNack(WorkToolNack.newBuilder()
-        .setCallId("c").setCode("draining").setMessage("bye")).build();
-    assertThat(nack.toByteArray()).isEqualTo(new Wire()
-        .message(4, new Wire().string(1, "c").string(2, "draining").string(3, "bye").bytes())
-        .bytes());
+    var nack =
+        WorkClientMsg.newBuilder()
+            .setNack(WorkToolNack.newBuilder().setCallId("c").setCode("draining").setMessage("bye"))
+            .build();
+    assertThat(nack.toByteArray())
+        .isEqualTo(
+            new Wire()
+                .message(
+                    4, new Wire().string(1, "c").string(2, "draining").string(3, "bye").bytes())
+                .bytes());
   }
 
   @Test
   void server_messages_decode_from_hand_built_bytes() throws Exception {
-    byte[] invoke = new Wire()
-        .string(1, "s:a:3:0").string(2, "s").string(3, "a").varint(4, 3)
-        .string(5, "weather.get-forecast").string(6, "1.0.0").string(7, "{\"city\":\"Oslo\"}")
-        .string(8, "read_only").varint(9, 1_700_000_000_000L)
-        .bytes();
+    byte[] invoke =
+        new Wire()
+            .string(1, "s:a:3:0")
+            .string(2, "s")
+            .string(3, "a")
+            .varint(4, 3)
+            .string(5, "weather.get-forecast")
+            .string(6, "1.0.0")
+            .string(7, "{\"city\":\"Oslo\"}")
+            .string(8, "read_only")
+            .varint(9, 1_700_000_000_000L)
+            .bytes();
     var parsed = WorkServerMsg.parseFrom(new Wire().message(2, invoke).bytes());
     assertThat(parsed.getBodyCase()).isEqualTo(WorkServerMsg.BodyCase.INVOKE);
     var inv = parsed.getInvoke();
@@ -83,16 +120,23 @@ class WireCompatibilityTest {
     assertThat(inv.getSideEffectClass()).isEqualTo("read_only");
     assertThat(inv.getDeadlineUnixMs()).isEqualTo(1_700_000_000_000L);
 
-    var registered = WorkServerMsg.parseFrom(
-        new Wire().message(1, new Wire().string(1, "w1").varint(2, 30_000).bytes()).bytes());
+    var registered =
+        WorkServerMsg.parseFrom(
+            new Wire().message(1, new Wire().string(1, "w1").varint(2, 30_000).bytes()).bytes());
     assertThat(registered.getRegistered().getWorkerId()).isEqualTo("w1");
     assertThat(registered.getRegistered().getLeaseTtlMs()).isEqualTo(30_000);
 
-    assertThat(WorkServerMsg.parseFrom(
-        new Wire().message(3, new Wire().string(1, "c").bytes()).bytes()).getCancel().getCallId())
+    assertThat(
+            WorkServerMsg.parseFrom(
+                    new Wire().message(3, new Wire().string(1, "c").bytes()).bytes())
+                .getCancel()
+                .getCallId())
         .isEqualTo("c");
-    assertThat(WorkServerMsg.parseFrom(
-        new Wire().message(4, new Wire().string(1, "c").bytes()).bytes()).getResultAck().getCallId())
+    assertThat(
+            WorkServerMsg.parseFrom(
+                    new Wire().message(4, new Wire().string(1, "c").bytes()).bytes())
+                .getResultAck()
+                .getCallId())
         .isEqualTo("c");
     assertThat(WorkServerMsg.parseFrom(new Wire().message(5, new byte[0]).bytes()).getBodyCase())
         .isEqualTo(WorkServerMsg.BodyCase.HEARTBEAT_ACK);
@@ -100,8 +144,12 @@ class WireCompatibilityTest {
 
   @Test
   void get_version_and_method_names() {
-    assertThat(GetVersionResponse.newBuilder().setVersion("0.2.1").setSchemaVersion("7").build()
-        .toByteArray())
+    assertThat(
+            GetVersionResponse.newBuilder()
+                .setVersion("0.2.1")
+                .setSchemaVersion("7")
+                .build()
+                .toByteArray())
         .isEqualTo(new Wire().string(1, "0.2.1").string(2, "7").bytes());
     assertThat(RuntimeGrpc.getWorkMethod().getFullMethodName())
         .isEqualTo("phrony.runtime.v1.Runtime/Work");

@@ -20,75 +20,80 @@ import org.slf4j.LoggerFactory;
  */
 final class EventLog {
 
-    private static final Logger log = LoggerFactory.getLogger(LocalRuntime.class);
+  private static final Logger log = LoggerFactory.getLogger(LocalRuntime.class);
 
-    private final InstantSource clock;
-    private final int capacity;
-    private final AtomicReferenceArray<Event> ring;
-    private final AtomicLong next = new AtomicLong();
-    private final CopyOnWriteArrayList<Listener> listeners = new CopyOnWriteArrayList<>();
+  private final InstantSource clock;
+  private final int capacity;
+  private final AtomicReferenceArray<Event> ring;
+  private final AtomicLong next = new AtomicLong();
+  private final CopyOnWriteArrayList<Listener> listeners = new CopyOnWriteArrayList<>();
 
-    /** A subscriber; a broken one is reported once, with its stack trace, then only at debug level. */
-    private static final class Listener {
-        final Consumer<Event> consumer;
-        volatile boolean reported;
+  /**
+   * A subscriber; a broken one is reported once, with its stack trace, then only at debug level.
+   */
+  private static final class Listener {
+    final Consumer<Event> consumer;
+    volatile boolean reported;
 
-        Listener(Consumer<Event> consumer) {
-            this.consumer = consumer;
+    Listener(Consumer<Event> consumer) {
+      this.consumer = consumer;
+    }
+  }
+
+  EventLog(InstantSource clock, int capacity) {
+    if (capacity < 1) {
+      throw new IllegalArgumentException("event log capacity must be at least 1: " + capacity);
+    }
+    this.clock = clock;
+    this.capacity = capacity;
+    this.ring = new AtomicReferenceArray<>(capacity);
+  }
+
+  void record(long streamId, String workerId, Event.Direction direction, Object message) {
+    long seq = next.getAndIncrement();
+    Event event = new Event(seq, clock.instant(), streamId, workerId, direction, message);
+    ring.set(slot(seq), event);
+    for (Listener listener : listeners) {
+      try {
+        listener.consumer.accept(event);
+      } catch (RuntimeException e) {
+        if (!listener.reported) {
+          listener.reported = true;
+          log.warn(
+              "event listener {} failed on {} (further failures are logged at debug level)",
+              listener.consumer,
+              event,
+              e);
+        } else {
+          log.debug("event listener {} failed on {}: {}", listener.consumer, event, e.toString());
         }
+      }
     }
+  }
 
-    EventLog(InstantSource clock, int capacity) {
-        if (capacity < 1) {
-            throw new IllegalArgumentException("event log capacity must be at least 1: " + capacity);
-        }
-        this.clock = clock;
-        this.capacity = capacity;
-        this.ring = new AtomicReferenceArray<>(capacity);
-    }
+  /** Adds a listener, called on the recording thread for every later event; returns its remover. */
+  LocalRuntime.Subscription subscribe(Consumer<Event> consumer) {
+    Listener listener = new Listener(consumer);
+    listeners.add(listener);
+    return () -> listeners.remove(listener);
+  }
 
-    void record(long streamId, String workerId, Event.Direction direction, Object message) {
-        long seq = next.getAndIncrement();
-        Event event = new Event(seq, clock.instant(), streamId, workerId, direction, message);
-        ring.set(slot(seq), event);
-        for (Listener listener : listeners) {
-            try {
-                listener.consumer.accept(event);
-            } catch (RuntimeException e) {
-                if (!listener.reported) {
-                    listener.reported = true;
-                    log.warn("event listener {} failed on {} (further failures are logged at debug level)",
-                            listener.consumer, event, e);
-                } else {
-                    log.debug("event listener {} failed on {}: {}", listener.consumer, event, e.toString());
-                }
-            }
-        }
+  /** The retained events in order. */
+  List<Event> snapshot() {
+    long hi = next.get();
+    long lo = Math.max(0, hi - capacity);
+    List<Event> out = new ArrayList<>((int) (hi - lo));
+    for (long seq = lo; seq < hi; seq++) {
+      Event e = ring.get(slot(seq));
+      // A slot still holding an older event (or none) belongs to a writer that has not finished.
+      if (e != null && e.seq() == seq) {
+        out.add(e);
+      }
     }
+    return List.copyOf(out);
+  }
 
-    /** Adds a listener, called on the recording thread for every later event; returns its remover. */
-    LocalRuntime.Subscription subscribe(Consumer<Event> consumer) {
-        Listener listener = new Listener(consumer);
-        listeners.add(listener);
-        return () -> listeners.remove(listener);
-    }
-
-    /** The retained events in order. */
-    List<Event> snapshot() {
-        long hi = next.get();
-        long lo = Math.max(0, hi - capacity);
-        List<Event> out = new ArrayList<>((int) (hi - lo));
-        for (long seq = lo; seq < hi; seq++) {
-            Event e = ring.get(slot(seq));
-            // A slot still holding an older event (or none) belongs to a writer that has not finished.
-            if (e != null && e.seq() == seq) {
-                out.add(e);
-            }
-        }
-        return List.copyOf(out);
-    }
-
-    private int slot(long seq) {
-        return (int) (seq % capacity);
-    }
+  private int slot(long seq) {
+    return (int) (seq % capacity);
+  }
 }

@@ -9,19 +9,20 @@ import java.util.List;
 import java.util.PriorityQueue;
 
 /**
- * A {@link Scheduler} on a {@link ManualClock}, after grpc-java's {@code FakeClock}: tasks run
- * only when a test {@linkplain #advance advances} time, on the test's thread, in the order they
- * are due (ties in the order scheduled). Thread-safe, so code under test may schedule from any
- * thread.
+ * A {@link Scheduler} on a {@link ManualClock}, after grpc-java's {@code FakeClock}: tasks run only
+ * when a test {@linkplain #advance advances} time, on the test's thread, in the order they are due
+ * (ties in the order scheduled). Thread-safe, so code under test may schedule from any thread.
  */
 public final class FakeScheduler implements Scheduler {
   private record Task(Instant due, long seq, Runnable body) {}
 
   private final ManualClock clock;
-  private final PriorityQueue<Task> queue = new PriorityQueue<>((a, b) -> {
-    int c = a.due().compareTo(b.due());
-    return c != 0 ? c : Long.compare(a.seq(), b.seq());
-  });
+  private final PriorityQueue<Task> queue =
+      new PriorityQueue<>(
+          (a, b) -> {
+            int c = a.due().compareTo(b.due());
+            return c != 0 ? c : Long.compare(a.seq(), b.seq());
+          });
   private long seq;
 
   public FakeScheduler(ManualClock clock) {
@@ -34,8 +35,8 @@ public final class FakeScheduler implements Scheduler {
 
   @Override
   public synchronized Handle schedule(Runnable body, Duration delay) {
-    Task t = new Task(clock.instant().plus(delay.isNegative() ? Duration.ZERO : delay), seq++,
-        body);
+    Task t =
+        new Task(clock.instant().plus(delay.isNegative() ? Duration.ZERO : delay), seq++, body);
     queue.add(t);
     return () -> {
       synchronized (this) {

@@ -23,8 +23,8 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * One handler on the worker's pipeline: its input schema compiled as the worker compiles it, and
- * each call run as the worker runs it, on a virtual thread of its own with the handler's loader
- * as context loader (an {@link AsyncToolHandler} is started there, and its stage awaited).
+ * each call run as the worker runs it, on a virtual thread of its own with the handler's loader as
+ * context loader (an {@link AsyncToolHandler} is started there, and its stage awaited).
  */
 final class LoadedHandler implements HarnessPipeline.Handler {
   private static final Duration WAIT = Duration.ofMinutes(1);
@@ -38,8 +38,8 @@ final class LoadedHandler implements HarnessPipeline.Handler {
 
   /**
    * @param owned closed with this (the loader the harness made for the handler, if any)
-   * @throws IllegalArgumentException if the input schema cannot serve (the worker would refuse
-   *     to load the plugin, naming the same reason)
+   * @throws IllegalArgumentException if the input schema cannot serve (the worker would refuse to
+   *     load the plugin, naming the same reason)
    */
   LoadedHandler(CallPipeline pipeline, ToolHandler handler, ClassLoader loader, Closeable owned) {
     this.pipeline = pipeline;
@@ -59,9 +59,18 @@ final class LoadedHandler implements HarnessPipeline.Handler {
   @SuppressWarnings("try")
   public CallOutcome call(String callId, String argsJson, long deadlineUnixMs) {
     ByteBuffer args = ByteBuffer.wrap(argsJson.getBytes(StandardCharsets.UTF_8));
-    CallContext call = new CallContext(callId, "harness", "harness", 1, descriptor.tool(),
-        descriptor.version(), descriptor.sideEffectClass().wireName(), deadlineUnixMs, args,
-        pipeline.codec());
+    CallContext call =
+        new CallContext(
+            callId,
+            "harness",
+            "harness",
+            1,
+            descriptor.tool(),
+            descriptor.version(),
+            descriptor.sideEffectClass().wireName(),
+            deadlineUnixMs,
+            args,
+            pipeline.codec());
     CallPipeline.Refusal refusal;
     try (var tccl = ContextClassLoader.swap(LoadedHandler.class.getClassLoader())) {
       refusal = pipeline.checkArgs(call.rawArgs(), argsCheck); // as the worker's own loader
@@ -71,13 +80,18 @@ final class LoadedHandler implements HarnessPipeline.Handler {
     }
     CompletableFuture<dev.phrony.worker.call.CallOutcome> outcome = new CompletableFuture<>();
     long started = System.currentTimeMillis();
-    Thread thread = Thread.ofVirtual().name("call-" + callId).start(() -> {
-      if (handler instanceof AsyncToolHandler async) { // started, then completed by its stage
-        pipeline.start(async, loader, call).thenAccept(outcome::complete);
-      } else {
-        outcome.complete(pipeline.run(handler, loader, call));
-      }
-    });
+    Thread thread =
+        Thread.ofVirtual()
+            .name("call-" + callId)
+            .start(
+                () -> {
+                  if (handler
+                      instanceof AsyncToolHandler async) { // started, then completed by its stage
+                    pipeline.start(async, loader, call).thenAccept(outcome::complete);
+                  } else {
+                    outcome.complete(pipeline.run(handler, loader, call));
+                  }
+                });
     long waitMs = deadlineUnixMs > 0 ? Math.max(0, deadlineUnixMs - started) : WAIT.toMillis();
     try {
       return harnessOutcome(outcome.get(waitMs, TimeUnit.MILLISECONDS));
@@ -102,8 +116,8 @@ final class LoadedHandler implements HarnessPipeline.Handler {
   private static CallOutcome harnessOutcome(dev.phrony.worker.call.CallOutcome o) {
     return switch (o) {
       case dev.phrony.worker.call.CallOutcome.Payload p -> new CallOutcome.Payload(p.bytes());
-      case dev.phrony.worker.call.CallOutcome.Error e -> new CallOutcome.Error(e.code(),
-          e.message());
+      case dev.phrony.worker.call.CallOutcome.Error e ->
+          new CallOutcome.Error(e.code(), e.message());
     };
   }
 

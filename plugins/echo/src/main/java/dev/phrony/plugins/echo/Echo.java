@@ -13,12 +13,12 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * {@code echo@default}: returns its arguments unchanged. A top-level {@code "sleep_ms": N} makes
- * it answer N milliseconds later, which tests and benchmarks use to hold slots.
+ * {@code echo@default}: returns its arguments unchanged. A top-level {@code "sleep_ms": N} makes it
+ * answer N milliseconds later, which tests and benchmarks use to hold slots.
  *
- * <p>It reads the raw bytes and never decodes them into objects, and it never blocks: the wait
- * is a timer, not a sleeping thread, so the worker runs it on the stream's own thread (an
- * {@link AsyncToolHandler}). As cheap as a handler can be: the benchmark's no-op.
+ * <p>It reads the raw bytes and never decodes them into objects, and it never blocks: the wait is a
+ * timer, not a sleeping thread, so the worker runs it on the stream's own thread (an {@link
+ * AsyncToolHandler}). As cheap as a handler can be: the benchmark's no-op.
  */
 public final class Echo implements AsyncToolHandler {
 
@@ -29,7 +29,8 @@ public final class Echo implements AsyncToolHandler {
   public ToolDescriptor descriptor() {
     return ToolDescriptor.builder("echo")
         .sideEffectClass(SideEffectClass.READ_ONLY)
-        .maxConcurrency(64) // an operator sets another with --handler echo@default:max-concurrency=N
+        .maxConcurrency(
+            64) // an operator sets another with --handler echo@default:max-concurrency=N
         .description("Returns its arguments; optional sleep_ms delays the answer")
         .build();
   }
@@ -44,8 +45,8 @@ public final class Echo implements AsyncToolHandler {
     }
     // Completed by the JDK's delay thread; a cancel completes it first (the timer then finds
     // it done), and the worker cancels it when the call is cancelled or its deadline passes.
-    return new CompletableFuture<ToolResult>().completeOnTimeout(result, sleepMs,
-        TimeUnit.MILLISECONDS);
+    return new CompletableFuture<ToolResult>()
+        .completeOnTimeout(result, sleepMs, TimeUnit.MILLISECONDS);
   }
 
   private static long sleepMs(byte[] args) {

@@ -28,8 +28,9 @@ class EchoTest {
       // A deadline already passed when the call starts (no real time waited for): the 60 s
       // sleep is cut at once and the call ends as the deadline says.
       CallOutcome cut = h.call("c", "{\"sleep_ms\": 60000}", PASSED_DEADLINE);
-      assertThat(cut).isInstanceOfSatisfying(CallOutcome.Error.class,
-          e -> assertThat(e.code()).isEqualTo("deadline_exceeded"));
+      assertThat(cut)
+          .isInstanceOfSatisfying(
+              CallOutcome.Error.class, e -> assertThat(e.code()).isEqualTo("deadline_exceeded"));
     }
   }
 

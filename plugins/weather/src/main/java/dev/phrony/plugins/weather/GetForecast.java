@@ -8,8 +8,8 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * {@code weather.get-forecast@1.0.0}: a deterministic three-day forecast for a city, computed
- * from the city's name so that examples and tests need no network.
+ * {@code weather.get-forecast@1.0.0}: a deterministic three-day forecast for a city, computed from
+ * the city's name so that examples and tests need no network.
  */
 public final class GetForecast extends TypedToolHandler<GetForecast.Args, GetForecast.Forecast> {
 
@@ -38,7 +38,8 @@ public final class GetForecast extends TypedToolHandler<GetForecast.Args, GetFor
         .description("Three-day forecast for a city (deterministic demo data)")
         // Checked by the host before handle() runs: a missing, blank or non-text city never
         // reaches it.
-        .inputSchema("""
+        .inputSchema(
+            """
             {"type":"object","required":["city"],\
             "properties":{"city":{"type":"string","pattern":"\\\\S"}},\
             "examples":[{"city":"Oslo"}]}""")

@@ -36,35 +36,43 @@ import java.util.concurrent.TimeUnit;
  * serves {@code Runtime.Work} over gRPC with the runtime's real registry and dispatcher, and adds
  * an HTTP control API to dispatch calls the way the runtime's executor does, cancel sessions, and
  * read every message of every stream (see the binary's own README for its flags and endpoints).
- * {@link #start} runs it on two free loopback ports with the given flags and returns once
- * {@code GET /healthz} answers; {@link #close} stops it.
+ * {@link #start} runs it on two free loopback ports with the given flags and returns once {@code
+ * GET /healthz} answers; {@link #close} stops it.
  *
- * <p>The binary is not part of the project, so a clone does not have it: a test that uses it
- * looks it up with {@link #binary()} and skips, with {@link #absent()} as the reason, when it is
- * not there. No test that CI or a user runs may require it. The bench is given its path instead.
+ * <p>The binary is not part of the project, so a clone does not have it: a test that uses it looks
+ * it up with {@link #binary()} and skips, with {@link #absent()} as the reason, when it is not
+ * there. No test that CI or a user runs may require it. The bench is given its path instead.
  */
 public final class RealRuntime implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
+
   /** For the requests that poll (health, worker counts): a hung answer is a failed poll. */
   private static final Duration POLL_TIMEOUT = Duration.ofSeconds(5);
+
   private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(60);
 
   /**
-   * One call as the control API takes it ({@code POST /dispatch}, or the template of a
-   * {@code /dispatch-batch}): {@code callId} null in a template, {@code sideEffectClass} null for
-   * the runtime's default, {@code argsJson} the arguments as JSON text, {@code timeoutMs} 0 for
-   * the executor's default dispatch bound (10 s).
+   * One call as the control API takes it ({@code POST /dispatch}, or the template of a {@code
+   * /dispatch-batch}): {@code callId} null in a template, {@code sideEffectClass} null for the
+   * runtime's default, {@code argsJson} the arguments as JSON text, {@code timeoutMs} 0 for the
+   * executor's default dispatch bound (10 s).
    */
-  public record ToolCall(String callId, String sessionId, String tool, String version,
-      String sideEffectClass, String argsJson, long timeoutMs) {
+  public record ToolCall(
+      String callId,
+      String sessionId,
+      String tool,
+      String version,
+      String sideEffectClass,
+      String argsJson,
+      long timeoutMs) {
     /** A call of {@code key} ({@code tool@version}) in {@code sessionId}, without a call id. */
     public static ToolCall of(String sessionId, String key, String argsJson) {
       int at = key.indexOf('@');
       if (at < 0) {
         throw new IllegalArgumentException("a key is tool@version, not " + key);
       }
-      return new ToolCall(null, sessionId, key.substring(0, at), key.substring(at + 1), null,
-          argsJson, 0);
+      return new ToolCall(
+          null, sessionId, key.substring(0, at), key.substring(at + 1), null, argsJson, 0);
     }
 
     public ToolCall withCallId(String id) {
@@ -100,8 +108,10 @@ public final class RealRuntime implements AutoCloseable {
   public record Answer(String callId, JsonNode body) {
     /** A result from a worker: no tool error, no dispatch error. */
     public boolean ok() {
-      return body.path("error").isNull() && body.path("dispatch_error").isNull()
-          && body.has("payload") && !body.path("payload").isNull();
+      return body.path("error").isNull()
+          && body.path("dispatch_error").isNull()
+          && body.has("payload")
+          && !body.path("payload").isNull();
     }
 
     /** The payload as compact JSON text. */
@@ -116,8 +126,15 @@ public final class RealRuntime implements AutoCloseable {
   }
 
   /** What one {@code /dispatch-batch} answered. {@code elapsedMs} is the runtime's own timing. */
-  public record Batch(long count, long ok, long errors, long dispatchErrors,
-      Map<String, Long> errorKinds, double elapsedMs, double p50Ms, double p99Ms,
+  public record Batch(
+      long count,
+      long ok,
+      long errors,
+      long dispatchErrors,
+      Map<String, Long> errorKinds,
+      double elapsedMs,
+      double p50Ms,
+      double p99Ms,
       double maxMs) {
     /** Calls answered per second of the batch. */
     public double perSecond() {
@@ -129,18 +146,26 @@ public final class RealRuntime implements AutoCloseable {
   private final Path log;
   private final int grpcPort;
   private final URI control;
+
   /**
-   * One thread for the client's work: its default pool grows to dozens of threads under a load
-   * of concurrent calls, and took a visible share of a 2-core machine's CPU while the runtime and
-   * the worker under test needed all of it.
+   * One thread for the client's work: its default pool grows to dozens of threads under a load of
+   * concurrent calls, and took a visible share of a 2-core machine's CPU while the runtime and the
+   * worker under test needed all of it.
    */
-  private final ExecutorService httpThread = Executors.newSingleThreadExecutor(r -> {
-    Thread t = new Thread(r, "realrt-http");
-    t.setDaemon(true);
-    return t;
-  });
-  private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-      .executor(httpThread).connectTimeout(Duration.ofSeconds(5)).build();
+  private final ExecutorService httpThread =
+      Executors.newSingleThreadExecutor(
+          r -> {
+            Thread t = new Thread(r, "realrt-http");
+            t.setDaemon(true);
+            return t;
+          });
+
+  private final HttpClient http =
+      HttpClient.newBuilder()
+          .version(HttpClient.Version.HTTP_1_1)
+          .executor(httpThread)
+          .connectTimeout(Duration.ofSeconds(5))
+          .build();
 
   private RealRuntime(Process process, Path log, int grpcPort, int httpPort) {
     this.process = process;
@@ -150,8 +175,8 @@ public final class RealRuntime implements AutoCloseable {
   }
 
   /**
-   * {@code -Dphrony.realrt=PATH}, else the team's copy of the binary in the folder that holds
-   * the checkout (tests run in a module folder, two levels below it); empty when it is not an
+   * {@code -Dphrony.realrt=PATH}, else the team's copy of the binary in the folder that holds the
+   * checkout (tests run in a module folder, two levels below it); empty when it is not an
    * executable file.
    */
   public static Optional<Path> binary() {
@@ -161,42 +186,62 @@ public final class RealRuntime implements AutoCloseable {
 
   /** Why a test that needs the binary skips: where it was looked for. */
   public static String absent() {
-    return "realrt not found at " + lookedAt() + " (give it with -Dphrony.realrt=PATH): the"
+    return "realrt not found at "
+        + lookedAt()
+        + " (give it with -Dphrony.realrt=PATH): the"
         + " test against the real runtime is skipped";
   }
 
   private static Path lookedAt() {
     String given = System.getProperty("phrony.realrt");
-    return given != null && !given.isBlank() ? Path.of(given)
+    return given != null && !given.isBlank()
+        ? Path.of(given)
         : Path.of("..", "..", "shared", "realrt", "bin", "realrt").toAbsolutePath().normalize();
   }
 
   /**
-   * Starts {@code binary} with {@code flags} (e.g. {@code --lease-ttl 4s --recorder memory}) on
-   * two free loopback ports, its output in {@code log}, and waits up to {@code timeout} for its
-   * control API; fails, with its output, when it exits first or does not answer in time.
+   * Starts {@code binary} with {@code flags} (e.g. {@code --lease-ttl 4s --recorder memory}) on two
+   * free loopback ports, its output in {@code log}, and waits up to {@code timeout} for its control
+   * API; fails, with its output, when it exits first or does not answer in time.
    */
   public static RealRuntime start(Path binary, Path log, Duration timeout, String... flags)
       throws IOException {
     int[] ports = freePorts(2);
-    List<String> cmd = new ArrayList<>(List.of(binary.toString(),
-        "--grpc-addr", "127.0.0.1:" + ports[0], "--http-addr", "127.0.0.1:" + ports[1]));
+    List<String> cmd =
+        new ArrayList<>(
+            List.of(
+                binary.toString(),
+                "--grpc-addr",
+                "127.0.0.1:" + ports[0],
+                "--http-addr",
+                "127.0.0.1:" + ports[1]));
     cmd.addAll(List.of(flags));
     Files.createDirectories(log.toAbsolutePath().getParent());
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile())
-        .start();
+    Process p =
+        new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     RealRuntime rt = new RealRuntime(p, log, ports[0], ports[1]);
     try {
-      boolean up = Await.holds(() -> {
-        if (!p.isAlive()) {
-          throw new IllegalStateException(binary + " exited at start; its output:\n"
-              + rt.tail(20));
-        }
-        return rt.healthy();
-      }, timeout, Duration.ofMillis(10));
+      boolean up =
+          Await.holds(
+              () -> {
+                if (!p.isAlive()) {
+                  throw new IllegalStateException(
+                      binary + " exited at start; its output:\n" + rt.tail(20));
+                }
+                return rt.healthy();
+              },
+              timeout,
+              Duration.ofMillis(10));
       if (!up) {
-        throw new IllegalStateException(binary + ": no answer on " + rt.control + "/healthz"
-            + " within " + timeout + "; its output:\n" + rt.tail(20));
+        throw new IllegalStateException(
+            binary
+                + ": no answer on "
+                + rt.control
+                + "/healthz"
+                + " within "
+                + timeout
+                + "; its output:\n"
+                + rt.tail(20));
       }
       return rt;
     } catch (RuntimeException | Error e) {
@@ -273,8 +318,8 @@ public final class RealRuntime implements AutoCloseable {
   }
 
   /**
-   * Whether it has {@code n} workers for {@code key}: a condition to wait on, so false when it
-   * does not answer; fails when it has exited.
+   * Whether it has {@code n} workers for {@code key}: a condition to wait on, so false when it does
+   * not answer; fails when it has exited.
    */
   public boolean hasWorkers(String key, int n) {
     if (!alive()) {
@@ -290,8 +335,8 @@ public final class RealRuntime implements AutoCloseable {
   }
 
   /**
-   * {@code GET /events?QUERY}: every message of every stream it kept that the query selects
-   * (e.g. {@code type=recv&kind=register}), oldest first.
+   * {@code GET /events?QUERY}: every message of every stream it kept that the query selects (e.g.
+   * {@code type=recv&kind=register}), oldest first.
    */
   public JsonNode events(String query) throws IOException {
     return get("/events?" + query, REQUEST_TIMEOUT);
@@ -312,8 +357,8 @@ public final class RealRuntime implements AutoCloseable {
   }
 
   /**
-   * {@code POST /dispatch} of {@code call} (which has a call id), answered when the runtime has
-   * the call's outcome: what its executor does.
+   * {@code POST /dispatch} of {@code call} (which has a call id), answered when the runtime has the
+   * call's outcome: what its executor does.
    */
   public CompletableFuture<Answer> dispatch(ToolCall call) {
     String callId = Objects.requireNonNull(call.callId(), "a dispatched call needs a call id");
@@ -322,11 +367,12 @@ public final class RealRuntime implements AutoCloseable {
   }
 
   /**
-   * {@code count} calls of {@code template} through {@code /dispatch-batch} at
-   * {@code concurrency}, call ids {@code callIdPrefix + n}, results left out of the answer.
+   * {@code count} calls of {@code template} through {@code /dispatch-batch} at {@code concurrency},
+   * call ids {@code callIdPrefix + n}, results left out of the answer.
    */
-  public Batch dispatchBatch(ToolCall template, long count, int concurrency, String callIdPrefix,
-      Duration timeout) throws IOException {
+  public Batch dispatchBatch(
+      ToolCall template, long count, int concurrency, String callIdPrefix, Duration timeout)
+      throws IOException {
     ObjectNode body = JSON.createObjectNode();
     body.set("template", template.json());
     body.put("count", count);
@@ -335,12 +381,19 @@ public final class RealRuntime implements AutoCloseable {
     body.put("omit_results", true);
     JsonNode j = send(post("/dispatch-batch", body, timeout));
     Map<String, Long> kinds = new LinkedHashMap<>();
-    j.path("dispatch_error_kind_counts").properties()
+    j.path("dispatch_error_kind_counts")
+        .properties()
         .forEach(e -> kinds.put(e.getKey(), e.getValue().asLong()));
     JsonNode lat = j.path("latency_ms");
-    return new Batch(j.path("count").asLong(), j.path("ok").asLong(), j.path("errors").asLong(),
-        j.path("dispatch_errors").asLong(), kinds, j.path("elapsed_ms").asDouble(),
-        lat.path("p50").asDouble(Double.NaN), lat.path("p99").asDouble(Double.NaN),
+    return new Batch(
+        j.path("count").asLong(),
+        j.path("ok").asLong(),
+        j.path("errors").asLong(),
+        j.path("dispatch_errors").asLong(),
+        kinds,
+        j.path("elapsed_ms").asDouble(),
+        lat.path("p50").asDouble(Double.NaN),
+        lat.path("p99").asDouble(Double.NaN),
         lat.path("max").asDouble(Double.NaN));
   }
 
@@ -350,8 +403,11 @@ public final class RealRuntime implements AutoCloseable {
    * (both, as the runtime's CancelSession RPC).
    */
   public CompletableFuture<JsonNode> cancelSession(String sessionId, String mode) {
-    return sendAsync(post("/cancel-session",
-        JSON.createObjectNode().put("session_id", sessionId).put("mode", mode), REQUEST_TIMEOUT));
+    return sendAsync(
+        post(
+            "/cancel-session",
+            JSON.createObjectNode().put("session_id", sessionId).put("mode", mode),
+            REQUEST_TIMEOUT));
   }
 
   private JsonNode get(String path, Duration timeout) throws IOException {
@@ -360,9 +416,11 @@ public final class RealRuntime implements AutoCloseable {
 
   private HttpRequest post(String path, JsonNode body, Duration timeout) {
     try {
-      return HttpRequest.newBuilder(control.resolve(path)).timeout(timeout)
+      return HttpRequest.newBuilder(control.resolve(path))
+          .timeout(timeout)
           .header("Content-Type", "application/json")
-          .POST(HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body))).build();
+          .POST(HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body)))
+          .build();
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -378,19 +436,27 @@ public final class RealRuntime implements AutoCloseable {
   }
 
   private CompletableFuture<JsonNode> sendAsync(HttpRequest req) {
-    return http.sendAsync(req, HttpResponse.BodyHandlers.ofByteArray()).thenApply(r -> {
-      try {
-        return parse(req, r);
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    });
+    return http.sendAsync(req, HttpResponse.BodyHandlers.ofByteArray())
+        .thenApply(
+            r -> {
+              try {
+                return parse(req, r);
+              } catch (IOException e) {
+                throw new UncheckedIOException(e);
+              }
+            });
   }
 
   private static JsonNode parse(HttpRequest req, HttpResponse<byte[]> r) throws IOException {
     if (r.statusCode() != 200) {
-      throw new IOException(req.method() + " " + req.uri().getPath() + " answered "
-          + r.statusCode() + ": " + new String(r.body(), StandardCharsets.UTF_8));
+      throw new IOException(
+          req.method()
+              + " "
+              + req.uri().getPath()
+              + " answered "
+              + r.statusCode()
+              + ": "
+              + new String(r.body(), StandardCharsets.UTF_8));
     }
     return JSON.readTree(r.body());
   }
