@@ -79,18 +79,7 @@ final class Probe {
                     work.resolve("probe-state").toString()));
         if (durability == null) {
           run.addAll(Calls.echoSlots(Math.max(64, concurrency)));
-          calls =
-              seq ->
-                  new Call(
-                      "s-probe:av:1:" + seq,
-                      "s-probe",
-                      "av",
-                      1,
-                      "echo",
-                      "default",
-                      callArgs,
-                      "read_only",
-                      0);
+          calls = Calls.call("echo", "default", callArgs, "read_only", "probe");
         } else {
           run.addAll(
               List.of(
@@ -99,17 +88,8 @@ final class Probe {
                   "--handler",
                   "payments.process-payment@1.0.0:max-concurrency=" + Math.max(16, concurrency)));
           calls =
-              seq ->
-                  new Call(
-                      "s-probe:av:1:" + seq,
-                      "s-probe",
-                      "av",
-                      1,
-                      "payments.process-payment",
-                      "1.0.0",
-                      callArgs,
-                      "non_idempotent_write",
-                      0);
+              Calls.call(
+                  "payments.process-payment", "1.0.0", callArgs, "non_idempotent_write", "probe");
         }
         HostProcess h =
             HostProcess.start(dist, work, "probe-host", Hosts.withExtraOpts(List.of()), run);
@@ -120,18 +100,7 @@ final class Probe {
         process = registered(p, rt, p.workerId, p::alive, work);
         pid = p.pid();
         String version = p.version;
-        calls =
-            seq ->
-                new Call(
-                    "s-probe:av:1:" + seq,
-                    "s-probe",
-                    "av",
-                    1,
-                    "echo",
-                    version,
-                    callArgs,
-                    "read_only",
-                    0);
+        calls = Calls.call("echo", version, callArgs, "read_only", "probe");
       }
       try (process) {
         Driver driver = new Driver(rt, calls, pid, null);

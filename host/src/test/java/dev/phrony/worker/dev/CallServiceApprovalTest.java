@@ -2,9 +2,6 @@ package dev.phrony.worker.dev;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.phrony.worker.api.SideEffectClass;
-import dev.phrony.worker.api.ToolDescriptor;
-import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.config.ConfigFile;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
@@ -34,10 +31,6 @@ import org.junit.jupiter.api.Test;
  */
 class CallServiceApprovalTest {
   private static final Duration TIMEOUT = Duration.ofMinutes(5);
-  private static final String SCHEMA =
-      "{\"type\":\"object\",\"required\":[\"amount\"],"
-          + "\"properties\":{\"amount\":{\"type\":\"number\"}}}";
-
   private final FakeScheduler timers = new FakeScheduler();
   private final List<String> heard = new CopyOnWriteArrayList<>();
   private final AtomicInteger paid = new AtomicInteger();
@@ -49,19 +42,7 @@ class CallServiceApprovalTest {
   @BeforeEach
   void start() {
     runtime = LocalRuntime.builder().executionTimeout(Duration.ofMinutes(5)).start();
-    catalog =
-        DevFixture.catalog(
-            new DevFixture.Handler(
-                ToolDescriptor.builder("pay")
-                    .version("1.0.0")
-                    .maxConcurrency(4)
-                    .sideEffectClass(SideEffectClass.NON_IDEMPOTENT_WRITE)
-                    .inputSchema(SCHEMA)
-                    .build(),
-                call -> {
-                  paid.incrementAndGet();
-                  return ToolResult.json(call.argsBytes());
-                }));
+    catalog = DevFixture.catalog(DevFixture.Handler.pay(paid));
     worker =
         new WorkClient(
             WorkOptions.defaults(runtime.target(), new WorkerIdentity("w1", "", "")),

@@ -4,9 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.phrony.worker.api.SideEffectClass;
-import dev.phrony.worker.api.ToolDescriptor;
-import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.config.ConfigFile;
 import dev.phrony.worker.testkit.Await;
 import java.io.BufferedReader;
@@ -29,9 +26,6 @@ import org.junit.jupiter.api.Test;
  * embedded runtime and host: dev started with {@code --require-approval pay@*}.
  */
 class ControlApprovalsTest {
-  private static final String SCHEMA =
-      "{\"type\":\"object\",\"required\":[\"amount\"],"
-          + "\"properties\":{\"amount\":{\"type\":\"number\"}}}";
   static final AtomicInteger paid = new AtomicInteger();
   static DevServer dev;
   static ControlClient client;
@@ -39,18 +33,7 @@ class ControlApprovalsTest {
 
   @BeforeAll
   static void start() {
-    DevFixture.Handler pay =
-        new DevFixture.Handler(
-            ToolDescriptor.builder("pay")
-                .version("1.0.0")
-                .maxConcurrency(4)
-                .sideEffectClass(SideEffectClass.NON_IDEMPOTENT_WRITE)
-                .inputSchema(SCHEMA)
-                .build(),
-            call -> {
-              paid.incrementAndGet();
-              return ToolResult.json(call.argsBytes());
-            });
+    DevFixture.Handler pay = DevFixture.Handler.pay(paid);
     dev =
         DevServer.start(
             new DevServer.Options(

@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
 /**
@@ -46,11 +47,34 @@ public final class DevFixture {
           body);
     }
 
+    /**
+     * {@code pay@1.0.0}, a non-idempotent write whose input needs a number {@code amount}, the
+     * approvals' subject: it counts its runs in {@code paid} and answers its arguments.
+     */
+    static Handler pay(AtomicInteger paid) {
+      return new Handler(
+          ToolDescriptor.builder("pay")
+              .version("1.0.0")
+              .maxConcurrency(4)
+              .sideEffectClass(SideEffectClass.NON_IDEMPOTENT_WRITE)
+              .inputSchema(PAY_SCHEMA)
+              .build(),
+          call -> {
+            paid.incrementAndGet();
+            return ToolResult.json(call.argsBytes());
+          });
+    }
+
     @Override
     public ToolResult handle(ToolCall call) throws Exception {
       return body.handle(call);
     }
   }
+
+  /** The input schema of {@link Handler#pay}. */
+  static final String PAY_SCHEMA =
+      "{\"type\":\"object\",\"required\":[\"amount\"],"
+          + "\"properties\":{\"amount\":{\"type\":\"number\"}}}";
 
   static HandlerCatalog catalog(ToolHandler... extra) {
     Stream<ToolHandler> handlers =
