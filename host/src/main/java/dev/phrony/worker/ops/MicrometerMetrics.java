@@ -3,6 +3,7 @@ package dev.phrony.worker.ops;
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.outbox.OutboxEntry;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -39,6 +40,11 @@ import java.util.function.Supplier;
  *   <li>{@code phrony_worker_outbox_durability_failures_total}: durable writes that failed; {@code
  *       phrony_worker_outbox_waiting_for_disk}: results held back until the disk takes them
  *   <li>{@code phrony_worker_stream_reconnects_total{reason}}: by {@link ReconnectReason}
+ *   <li>{@code phrony_worker_stream_kills_total{cause}}: registered streams the runtime ended with
+ *       an error status, keeping the registration, by {@link StreamKill}; {@code
+ *       phrony_worker_stream_kill_handed_over_calls}: calls handed to a rescue registration per
+ *       kill; {@code phrony_worker_stream_kill_window_seconds}: from the kill to the dead entry's
+ *       replacement (calls routed there meanwhile fail)
  *   <li>{@code phrony_worker_heartbeat_round_trip_seconds}: heartbeat to heartbeat_ack
  *   <li>{@code phrony_worker_registered}: 1 while registered on a live stream
  *   <li>JVM memory, GC, threads and CPU ({@code jvm_*}, {@code process_cpu_*}, {@code system_*})
@@ -61,6 +67,9 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
   public static final String OUTBOX_FLUSHES = "phrony.worker.outbox.flushes";
   public static final String RECONNECTS = "phrony.worker.stream.reconnects";
   public static final String HEARTBEAT_ROUND_TRIP = "phrony.worker.heartbeat.round.trip";
+  public static final String STREAM_KILLS = "phrony.worker.stream.kills";
+  public static final String KILL_HANDED_OVER = "phrony.worker.stream.kill.handed.over.calls";
+  public static final String KILL_WINDOW = "phrony.worker.stream.kill.window";
   public static final String REGISTERED = "phrony.worker.registered";
 
   /** The {@code tool} label of invokes for a {@code tool@version} this worker does not serve. */
@@ -68,6 +77,7 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
 
   private static final Duration[] HANDLER_BUCKETS =
       durations(5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000);
+  private static final Duration[] KILL_WINDOW_BUCKETS = durations(1, 2, 5, 10, 25, 100, 1_000);
   private static final Duration[] HEARTBEAT_BUCKETS =
       durations(1, 5, 10, 25, 50, 100, 250, 500, 1_000, 5_000);
 
@@ -77,6 +87,9 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
   private final MeterRegistry registry;
   private final Map<ReconnectReason, Counter> reconnects = new EnumMap<>(ReconnectReason.class);
   private final Timer heartbeat;
+  private final Map<StreamKill, Counter> kills = new EnumMap<>(StreamKill.class);
+  private final DistributionSummary handedOver;
+  private final Timer killWindow;
   private final JvmGcMetrics gc = new JvmGcMetrics();
 
   /** Every tool's slots in use, and the sum of their max, for the worker-wide ratio. */
@@ -95,6 +108,23 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
               .description("Work stream reconnects by why the previous stream ended")
               .register(registry));
     }
+    for (StreamKill k : StreamKill.values()) {
+      kills.put(
+          k,
+          Counter.builder(STREAM_KILLS)
+              .tag("cause", k.label())
+              .description("Registered streams the runtime ended with an error status")
+              .register(registry));
+    }
+    handedOver =
+        DistributionSummary.builder(KILL_HANDED_OVER)
+            .description("Calls handed to a rescue registration per stream kill")
+            .register(registry);
+    killWindow =
+        Timer.builder(KILL_WINDOW)
+            .description("From a stream kill to the replacement of its dead registration")
+            .serviceLevelObjectives(KILL_WINDOW_BUCKETS)
+            .register(registry);
     heartbeat =
         Timer.builder(HEARTBEAT_ROUND_TRIP)
             .description("Time from heartbeat to heartbeat_ack")
@@ -180,6 +210,13 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
   @Override
   public void reconnect(ReconnectReason reason) {
     reconnects.get(reason).increment();
+  }
+
+  @Override
+  public void streamKilled(StreamKill cause, int handedOverCalls, Duration window) {
+    kills.get(cause).increment();
+    handedOver.record(handedOverCalls);
+    killWindow.record(window);
   }
 
   @Override

@@ -32,6 +32,13 @@ public interface WorkerMetrics {
   /** A stream ended and the worker is about to reconnect. */
   default void reconnect(ReconnectReason reason) {}
 
+  /**
+   * A registered stream was killed by the runtime and contained: {@code handedOver} calls moved to
+   * a rescue registration, and the dead entry left in routing was replaced {@code window} after the
+   * stream ended (calls routed to it meanwhile failed).
+   */
+  default void streamKilled(StreamKill cause, int handedOver, Duration window) {}
+
   /** A heartbeat was acked after this long. */
   default void heartbeatRoundTrip(Duration roundTrip) {}
 }

@@ -21,6 +21,7 @@ import java.time.Instant;
  *  HOLDING --held, stream live--> SENT --result_ack--> (gone: the outbox released it)
  *  HOLDING --held, stream gone--> DETACHED --invoked again--> SENT
  *  SENT --its stream ended--> DETACHED --not asked for within a lease TTL--> (gone: orphaned)
+ *  SENT, DETACHED --its stream killed, handed to a rescue--> HANDED_OVER --rescue registered--> SENT
  *  INTENT, RUNNING, HOLDING --cancel--> CANCELLED --thread, intent, hold done--> (gone)
  *  WAITING --cancel, grace over, stream gone, drain--> (gone)
  * </pre>
@@ -44,6 +45,12 @@ final class CallRecord {
     SENT,
     /** Its result is held, its stream gone: advertised in the next {@code in_flight}. */
     DETACHED,
+    /**
+     * Its result is held and its stream was killed with the call still tracked there: it was handed
+     * to a rescue registration ({@link #owner}), on which it is sent once that is registered,
+     * unless the runtime acks it first (it had recorded it already).
+     */
+    HANDED_OVER,
     /** The runtime cancelled it (or a drain ran out): nothing is ever sent for it. */
     CANCELLED
   }
@@ -62,7 +69,10 @@ final class CallRecord {
 
   State state;
 
-  /** The stream its answer goes to (rule 3), or went out on; null once that stream ended. */
+  /**
+   * The stream its answer goes to (rule 3), or went out on; null once that stream's end was taken
+   * in (detached), or the rescue it was handed to.
+   */
   CallSink owner;
 
   /** Its slot; null while waiting and for a resent held result (no slot is taken for those). */
@@ -143,7 +153,7 @@ final class CallRecord {
 
   /** True while its held result is sent or waits for a stream. */
   boolean resultHeld() {
-    return state == State.SENT || state == State.DETACHED;
+    return state == State.SENT || state == State.DETACHED || state == State.HANDED_OVER;
   }
 
   /** Gives its slot back, if it has one (idempotent). */

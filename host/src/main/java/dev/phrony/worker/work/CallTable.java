@@ -12,6 +12,13 @@ import java.util.List;
 final class CallTable {
   private final HashMap<String, CallRecord> byId = new HashMap<>();
 
+  // ---- written in the context, read anywhere (metrics, readiness, tests) ----
+  /** Calls admitted whose outcome is not held yet (cancelled ones excluded). */
+  private volatile int running;
+
+  /** Handlers whose call was cancelled (or outlived its deadline) and that still run. */
+  private volatile int apart;
+
   CallRecord get(String callId) {
     return byId.get(callId);
   }
@@ -23,6 +30,40 @@ final class CallTable {
   /** Removes {@code call} if it is still the record of its id. */
   void remove(CallRecord call) {
     byId.remove(call.callId, call);
+  }
+
+  /** A cancelled call leaves once nothing of it runs or is being written any more. */
+  void forgetIfSettled(CallRecord call) {
+    if (call.state == CallRecord.State.CANCELLED && call.settled()) {
+      remove(call);
+    }
+  }
+
+  // One writer (the context): a volatile read and write, no atomic update needed.
+  void runningStarted() {
+    running++;
+  }
+
+  void runningEnded() {
+    running--;
+  }
+
+  void apartStarted() {
+    apart++;
+  }
+
+  void apartEnded() {
+    apart--;
+  }
+
+  /** Calls admitted whose outcome is not held yet (cancelled ones excluded); from any thread. */
+  int running() {
+    return running;
+  }
+
+  /** Handlers still running after their call was cancelled or timed out; from any thread. */
+  int apart() {
+    return apart;
   }
 
   /** A copy: callers change the table while they walk it. */
@@ -37,7 +78,7 @@ final class CallTable {
   /** True while a result sent on a stream that is still open waits for its ack there. */
   boolean awaitingAckOnOpenStream() {
     for (CallRecord c : byId.values()) {
-      if (c.state == CallRecord.State.SENT && c.owner != null && c.owner.live()) {
+      if (c.resultHeld() && c.state != CallRecord.State.DETACHED && c.owner.live()) {
         return true;
       }
     }

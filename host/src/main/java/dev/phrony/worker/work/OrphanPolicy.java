@@ -91,8 +91,8 @@ final class OrphanPolicy {
    * another stream. Once the current stream's window has closed nobody will ask for it.
    */
   void heldWithoutStream(CallRecord call) {
+    // Its owner stays until that stream's end is taken in: it may hand the call over.
     call.state = CallRecord.State.DETACHED;
-    call.owner = null;
     if (windowStream != null && windowClosed && windowStream.live()) {
       orphan(call.callId);
       log.info(

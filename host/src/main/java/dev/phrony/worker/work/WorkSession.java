@@ -11,6 +11,7 @@ import dev.phrony.runtime.v1.WorkToolNack;
 import dev.phrony.runtime.v1.WorkToolResult;
 import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.ops.ReconnectReason;
+import dev.phrony.worker.ops.StreamKill;
 import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.outbox.HeldResult;
 import dev.phrony.worker.plugin.HandlerCatalog;
@@ -45,16 +46,25 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   /** How long a stream we end is given to close from the runtime's side before it is cut. */
   static final Duration CLOSE_GRACE = Duration.ofSeconds(2);
 
-  /** How a stream ended: the status, why in words and as a class, and how far it got. */
+  /**
+   * How a stream ended: the status, why in words and as a class, how far it got, and, for an end
+   * the runtime chose with an error status (it then keeps the registration), why it did; null for
+   * any other end.
+   */
   record End(
-      Status status, String reason, ReconnectReason cause, boolean registered, boolean healthy) {}
+      Status status,
+      String reason,
+      ReconnectReason cause,
+      boolean registered,
+      boolean healthy,
+      StreamKill kill) {}
 
   private final long id;
   private final HandlerSet handlers;
   private final HandlerCatalog catalog;
   private final Dispatcher dispatcher;
   private final WorkerIdentity identity;
-  private final Set<String> advertised;
+  private volatile Set<String> advertised = Set.of();
   private final Heartbeat heartbeat;
   private final Scheduler scheduler;
   private final WorkerMetrics metrics;
@@ -76,7 +86,6 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   private int receivedSinceRequest;
 
   /**
-   * @param inFlight the calls to advertise at register (computed in the dispatcher's context)
    * @param writes where the stream's writes are drained (the channel's I/O thread)
    * @param loop the channel's I/O thread as a queue of tasks, where inbound slices run
    */
@@ -86,7 +95,6 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
       Dispatcher dispatcher,
       WorkerIdentity identity,
       Scheduler scheduler,
-      Set<String> inFlight,
       WorkerMetrics metrics,
       Executor writes,
       Executor loop) {
@@ -98,7 +106,6 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     this.catalog = handlers.catalog();
     this.dispatcher = dispatcher;
     this.identity = identity;
-    this.advertised = Set.copyOf(inFlight);
     this.scheduler = scheduler;
     this.heartbeat =
         new Heartbeat(
@@ -138,6 +145,11 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     return heartbeat;
   }
 
+  /** The calls its register lists in {@code in_flight}. */
+  Set<String> advertised() {
+    return advertised;
+  }
+
   @Override
   public void beforeStart(ClientCallStreamObserver<Outbound> requestStream) {
     this.requests = requestStream;
@@ -147,10 +159,12 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   }
 
   /**
-   * Sends {@code register} with every handler and the calls still in flight (rules 2, 3), and
-   * starts the watchdog: {@code registered} must come within a default TTL.
+   * Sends {@code register} with every handler and {@code inFlight}, the calls still in flight that
+   * this registration is to answer (rules 2, 3, 9), and starts the watchdog: {@code registered}
+   * must come within a default TTL. Called once, in the dispatcher's context.
    */
-  void register() {
+  void register(Set<String> inFlight) {
+    advertised = Set.copyOf(inFlight);
     WorkRegister.Builder reg =
         WorkRegister.newBuilder()
             .setWorkerId(identity.workerId())
@@ -222,8 +236,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
       case REGISTERED -> {
         heartbeat.onRegistered(msg.getRegistered().getLeaseTtlMs());
         registered = true;
-        dispatcher.onRegistered(this, advertised, heartbeat.ttl());
-        registration.complete(null);
+        registration.complete(null); // the registrations take it from here, in order
         log.info(
             "registered as {}: {} handlers, lease TTL {} ms",
             identity.workerId(),
@@ -274,7 +287,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
    * answer was written before the worker read a cancel for it (they crossed on the wire, which no
    * worker can prevent: the runtime forgets a call before it sends the cancel), and counts it.
    */
-  private void explainUnknownCall(String callId) {
+  private StreamKill explainUnknownCall(String callId) {
     StreamCancels.Crossing c = cancels.crossing(callId);
     timings.unknownCall(c.crossed());
     if (c.writtenNanos() != null && c.cancelReadNanos() != null) {
@@ -293,6 +306,9 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
           callId,
           c.writtenNanos() == null ? "no answer of ours is known" : "its answer was sent");
     }
+    return c.writtenNanos() == null
+        ? StreamKill.OTHER
+        : c.crossed() ? StreamKill.CROSSED : StreamKill.AFTER_READ;
   }
 
   /** The class of an error status, for the reconnect counter. */
@@ -312,14 +328,40 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     }
     heartbeat.stop();
     closeTimer.cancel();
-    writer.closed();
-    if (status.getCode() == Status.Code.NOT_FOUND) {
-      OrphanPolicy.unknownCallId(status.getDescription()).ifPresent(this::explainUnknownCall);
+    if (writer != null) {
+      writer.closed();
     }
-    // The dispatcher detaches the stream's calls in its context, before anything posted later
-    // there (the next stream's register) runs.
-    dispatcher.onStreamEnded(this, status);
-    ended.complete(new End(status, reason, cause, registered, healthy));
+    StreamKill kill = null;
+    if (abortReason == null && keepsRegistration(status)) {
+      kill =
+          OrphanPolicy.unknownCallId(status.getDescription())
+              .map(this::explainUnknownCall)
+              .orElse(StreamKill.OTHER);
+    }
+    // The registrations take in the end (detach or hand over the stream's calls) in the
+    // dispatcher's context, before anything posted later there (the next register) runs.
+    ended.complete(new End(status, reason, cause, registered, healthy, kill));
+  }
+
+  /**
+   * True for a status the runtime's own handler ends a stream with when it refuses a message
+   * (NOT_FOUND for an unknown call or worker, INVALID_ARGUMENT, FAILED_PRECONDITION): it returns
+   * without unregistering, so the registration stays as a dead entry. A transport's end (the
+   * connection lost, a cancel, a clean close) removes it.
+   */
+  static boolean keepsRegistration(Status status) {
+    String d = status.getDescription();
+    return switch (status.getCode()) {
+      // A heartbeat's "unknown worker": the runtime has no registration of ours left at all.
+      case NOT_FOUND -> d == null || !d.startsWith("unknown worker");
+      case INVALID_ARGUMENT, FAILED_PRECONDITION -> true;
+      default -> false;
+    };
+  }
+
+  /** The stream could not even be started: it ends at once, with {@code e}. */
+  void couldNotOpen(RuntimeException e) {
+    end(Status.fromThrowable(e), e.toString(), ReconnectReason.ERROR);
   }
 
   /**

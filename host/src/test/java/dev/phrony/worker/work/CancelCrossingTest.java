@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkInFlightCall;
+import dev.phrony.runtime.v1.WorkRegister;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.MemoryOutbox;
@@ -15,9 +16,7 @@ import dev.phrony.worker.testkit.LocalRuntime;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -25,16 +24,13 @@ import org.junit.jupiter.api.Test;
  * first, then sends the cancel). LocalRuntime's crossing mode holds the cancel back, as the real
  * runtime's ledger write and the wire do, so the crossing is forced: the call is forgotten, its
  * handler finishes, the result reaches a runtime that no longer knows it and the stream ends {@code
- * NOT_FOUND}. The worker then keeps that call orphaned, reconnects at once (no backoff: the fake
- * clock never moves) and advertises every other call of the killed stream in {@code in_flight}.
+ * NOT_FOUND}. The worker then keeps that call orphaned, hands the killed stream's other calls to a
+ * rescue registration (its {@code in_flight}), and once that is registered registers its own id
+ * again, at once (no backoff: the fake clock never moves).
  */
 class CancelCrossingTest {
-  private final Map<String, CompletableFuture<Void>> release = new ConcurrentHashMap<>();
-  private final Map<String, CompletableFuture<Void>> started = new ConcurrentHashMap<>();
-
-  private CompletableFuture<Void> of(Map<String, CompletableFuture<Void>> m, String callId) {
-    return m.computeIfAbsent(callId, k -> new CompletableFuture<>());
-  }
+  private final Gates release = new Gates();
+  private final Gates started = new Gates();
 
   @Test
   void a_result_that_crossed_its_cancel_is_kept_and_the_stream_is_replaced_at_once()
@@ -46,8 +42,8 @@ class CancelCrossingTest {
             8,
             SideEffectClass.NON_IDEMPOTENT_WRITE,
             call -> {
-              of(started, call.callId()).complete(null);
-              of(release, call.callId()).join();
+              started.of(call.callId()).complete(null);
+              release.of(call.callId()).join();
               return ToolResult.json("{\"paid\":true}");
             });
     FakeScheduler timers = new FakeScheduler();
@@ -65,20 +61,18 @@ class CancelCrossingTest {
       client.start();
       Await.until("registered", client::registered);
       rt.dispatch(Call.of("crossed", "s1", "pay", "1.0.0", "{}"));
-      rt.dispatch(Call.of("other", "s2", "pay", "1.0.0", "{}"));
-      of(started, "crossed").get();
-      of(started, "other").get();
+      CompletableFuture<dev.phrony.worker.testkit.Outcome> other =
+          rt.dispatch(Call.of("other", "s2", "pay", "1.0.0", "{}"));
+      started.of("crossed").get();
+      started.of("other").get();
 
       rt.cancelSession("s1"); // forgotten now; its cancel is on its way
-      of(release, "crossed").complete(null);
+      release.of("crossed").complete(null);
       Await.until("the runtime ended the stream", () -> rt.events().stream().anyMatch(Event.end()));
 
       Await.until(
           "registered again, no time passed",
-          () -> {
-            timers.advance(Duration.ZERO);
-            return registers(rt).size() == 2 && client.registered();
-          });
+          () -> registers(rt).size() == 3 && client.registered());
       assertThat(timers.clock().instant()).isEqualTo(start);
       assertThat(
               rt.events().stream()
@@ -88,13 +82,23 @@ class CancelCrossingTest {
                   .status()
                   .getDescription())
           .contains("unknown call_id \"crossed\"");
-      assertThat(registers(rt).get(1).getRegister().getInFlightList())
+      // The killed stream's other call moved to a rescue registration first; then w1 again.
+      WorkRegister rescue = registers(rt).get(1).getRegister();
+      assertThat(rescue.getWorkerId()).isEqualTo("w1.r1");
+      assertThat(rescue.getHandlersList()).isEmpty();
+      assertThat(rescue.getInFlightList())
           .extracting(WorkInFlightCall::getCallId)
           .containsExactly("other");
+      WorkRegister again = registers(rt).get(2).getRegister();
+      assertThat(again.getWorkerId()).isEqualTo("w1");
+      assertThat(again.getInFlightList()).isEmpty();
       assertThat(outbox.isOrphaned("crossed")).isTrue();
       assertThat(client.dispatcher().timings().crossedOnWire()).isEqualTo(1);
       assertThat(client.dispatcher().timings().writtenAfterCancelRead()).isZero();
-      of(release, "other").complete(null);
+      release.of("other").complete(null);
+      assertThat(other.get(10, java.util.concurrent.TimeUnit.SECONDS))
+          .as("answered on the rescue stream")
+          .isInstanceOf(dev.phrony.worker.testkit.Outcome.Result.class);
     }
   }
 

@@ -151,7 +151,6 @@ class CancelWinsTest {
           dispatcher,
           new WorkerIdentity("w1", "", ""),
           timers,
-          Set.of(),
           WorkerMetrics.NONE,
           loop::write,
           loop);
@@ -214,7 +213,7 @@ class CancelWinsTest {
 
   private void open() {
     session.beforeStart(call);
-    session.register();
+    session.register(Set.of());
     deliver(
         WorkServerMsg.newBuilder()
             .setRegistered(WorkRegistered.newBuilder().setWorkerId("w1").setLeaseTtlMs(30_000))

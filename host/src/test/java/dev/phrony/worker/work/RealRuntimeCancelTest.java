@@ -3,8 +3,6 @@ package dev.phrony.worker.work;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.phrony.worker.api.SideEffectClass;
-import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.Durability;
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.state.StateDir;
@@ -54,33 +52,9 @@ class RealRuntimeCancelTest {
   void a_cancel_the_worker_has_read_always_wins(Durability durability) throws Exception {
     Path bin = RealRuntime.binary().orElse(null);
     Assumptions.assumeTrue(bin != null, RealRuntime::absent);
-    TestHandler pay =
-        new TestHandler(
-            "pay",
-            "1.0.0",
-            64,
-            SideEffectClass.NON_IDEMPOTENT_WRITE,
-            call -> {
-              String args = new String(call.argsBytes());
-              long ms = Long.parseLong(args.replaceAll("\\D", ""));
-              if (ms > 0) { // a payment that takes time, as a real one does: its behaviour
-                Thread.sleep(ms);
-              }
-              return ToolResult.json("{\"paid\":true}");
-            });
+    TestHandler pay = TestHandler.sleepingPayment();
     Path state = Files.createDirectories(dir.resolve("state"));
-    // The tests' default DEBUG logs every HTTP/2 frame on the I/O thread; WARN keeps what this
-    // test is about (each stream the runtime ends is explained at WARN) and little else.
-    ch.qos.logback.classic.Logger root =
-        (ch.qos.logback.classic.Logger)
-            org.slf4j.LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
-    ch.qos.logback.classic.Level level = root.getLevel();
-    root.setLevel(ch.qos.logback.classic.Level.WARN);
-    try {
-      conform(bin, pay, state, durability);
-    } finally {
-      root.setLevel(level);
-    }
+    QuietLogs.run(() -> conform(bin, pay, state, durability));
   }
 
   private void conform(Path bin, TestHandler pay, Path state, Durability durability)
@@ -177,7 +151,6 @@ class RealRuntimeCancelTest {
     Assumptions.assumeTrue(
         Boolean.getBoolean("phrony.realrt.peer"),
         "the peer comparison runs with -Dphrony.realrt.peer=true");
-    Path peer = bin.resolveSibling("testworker");
     int kills = 0;
     int cancelled = 0;
     try (RealRuntime rt =
@@ -191,26 +164,16 @@ class RealRuntimeCancelTest {
                 "memory");
         ScheduledExecutorService cancels = Executors.newScheduledThreadPool(2)) {
       Process p =
-          new ProcessBuilder(
-                  peer.toString(),
-                  "--addr",
-                  rt.target(),
-                  "--worker-id",
-                  "w-peer",
-                  "--tool",
-                  "pay",
-                  "--version",
-                  "1.0.0",
-                  "--max-concurrency",
-                  "64",
-                  "--on-cancel",
-                  "drop",
-                  "--reconnect",
-                  "--reconnect-delay",
-                  "0s")
-              .redirectErrorStream(true)
-              .redirectOutput(dir.resolve("peer.log").toFile())
-              .start();
+          rt.startPeer(
+              bin,
+              "w-peer",
+              "pay@1.0.0",
+              dir.resolve("peer.log"),
+              "--on-cancel",
+              "drop",
+              "--reconnect",
+              "--reconnect-delay",
+              "0s");
       try {
         for (int run = 0; run < RUNS; run++) {
           Await.until("peer registered", () -> peerRegistered(rt), Duration.ofSeconds(30));

@@ -28,6 +28,7 @@ class ReconnectAfterOutageTest {
   @Test
   void a_4_s_outage_is_followed_by_a_registration_within_2_s_of_the_runtimes_return()
       throws Exception {
+    ListAppender<ILoggingEvent> logs = clientLogs();
     FakeScheduler timers = new FakeScheduler();
     try (LocalRuntime rt = LocalRuntime.builder().port(0).start();
         WorkClient client =
@@ -78,7 +79,36 @@ class ReconnectAfterOutageTest {
           .as("served again after the runtime came back")
           .isLessThanOrEqualTo(Duration.ofSeconds(2));
       assertThat(ended).as("it did try while the runtime was away").isGreaterThan(3);
+    } finally {
+      ((Logger) LoggerFactory.getLogger(WorkClient.class)).detachAppender(logs);
     }
+    // Said once, with why and what to check, not once a try; and once more when it is back.
+    assertThat(logs.list)
+        .filteredOn(e -> e.getLevel() == Level.WARN)
+        .extracting(ILoggingEvent::getFormattedMessage)
+        .singleElement()
+        .asString()
+        .contains("cannot reach the runtime at 127.0.0.1:")
+        .contains("connection refused")
+        .contains("--runtime or PHRONY_RUNTIME_ADDR");
+    assertThat(logs.list)
+        .extracting(ILoggingEvent::getFormattedMessage)
+        .filteredOn(m -> m.contains("answers again"))
+        .hasSize(1);
+    assertThat(logs.list)
+        .filteredOn(e -> e.getLevel().isGreaterOrEqual(Level.INFO))
+        .extracting(ILoggingEvent::getFormattedMessage)
+        .filteredOn(m -> m.contains("reconnect in"))
+        .as("no INFO line per failed try")
+        .hasSizeLessThanOrEqualTo(1);
+  }
+
+  /** Collects what the client logs until detached. */
+  private static ListAppender<ILoggingEvent> clientLogs() {
+    ListAppender<ILoggingEvent> logs = new ListAppender<>();
+    logs.start();
+    ((Logger) LoggerFactory.getLogger(WorkClient.class)).addAppender(logs);
+    return logs;
   }
 
   /** Waits up to a second for {@code condition}; goes on either way. */
@@ -92,10 +122,7 @@ class ReconnectAfterOutageTest {
 
   @Test
   void an_unresolvable_host_is_named_once_at_warn_and_tried_again_every_second() {
-    ListAppender<ILoggingEvent> logs = new ListAppender<>();
-    Logger clientLog = (Logger) LoggerFactory.getLogger(WorkClient.class);
-    logs.start();
-    clientLog.addAppender(logs);
+    ListAppender<ILoggingEvent> logs = clientLogs();
     FakeScheduler timers = new FakeScheduler();
     try (WorkClient client =
         new WorkClient(
@@ -116,14 +143,14 @@ class ReconnectAfterOutageTest {
         timers.advance(Duration.between(timers.clock().instant(), next));
       }
     } finally {
-      clientLog.detachAppender(logs);
+      ((Logger) LoggerFactory.getLogger(WorkClient.class)).detachAppender(logs);
     }
     assertThat(logs.list)
         .filteredOn(e -> e.getLevel() == Level.WARN)
         .extracting(ILoggingEvent::getFormattedMessage)
         .singleElement()
         .asString()
-        .contains("no-such-runtime.invalid:7777 cannot be resolved")
-        .contains("check --runtime / PHRONY_RUNTIME_ADDR");
+        .contains("cannot reach the runtime at no-such-runtime.invalid:7777: host not found")
+        .contains("--runtime or PHRONY_RUNTIME_ADDR");
   }
 }

@@ -29,6 +29,25 @@ final class TestHandler implements ToolHandler {
     this.body = body;
   }
 
+  /**
+   * {@code pay@1.0.0}, a {@code non_idempotent_write} with 64 slots that sleeps the {@code
+   * sleep_ms} of its arguments (as the Go peer worker does) and answers {@code {"paid":true}}.
+   */
+  static TestHandler sleepingPayment() {
+    return new TestHandler(
+        "pay",
+        "1.0.0",
+        64,
+        SideEffectClass.NON_IDEMPOTENT_WRITE,
+        call -> {
+          long ms = Long.parseLong(new String(call.argsBytes()).replaceAll("\\D", ""));
+          if (ms > 0) { // a payment that takes time, as a real one does: its behaviour
+            Thread.sleep(ms);
+          }
+          return ToolResult.json("{\"paid\":true}");
+        });
+  }
+
   static TestHandler of(String tool, int maxConcurrency, Body body) {
     return new TestHandler(tool, "1.0.0", maxConcurrency, SideEffectClass.READ_ONLY, body);
   }

@@ -250,6 +250,33 @@ public final class RealRuntime implements AutoCloseable {
     }
   }
 
+  /**
+   * Starts the Go peer worker that sits beside {@code binary} ({@code testworker}) against this
+   * runtime as {@code workerId}, serving {@code key} ({@code tool@version}) with 64 slots and
+   * {@code flags} (e.g. {@code --on-cancel drop --reconnect}), its output in {@code log}. The
+   * caller destroys it.
+   */
+  public Process startPeer(Path binary, String workerId, String key, Path log, String... flags)
+      throws IOException {
+    int at = key.lastIndexOf('@');
+    List<String> cmd =
+        new ArrayList<>(
+            List.of(
+                binary.resolveSibling("testworker").toString(),
+                "--addr",
+                target(),
+                "--worker-id",
+                workerId,
+                "--tool",
+                key.substring(0, at),
+                "--version",
+                key.substring(at + 1),
+                "--max-concurrency",
+                "64"));
+    cmd.addAll(List.of(flags));
+    return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+  }
+
   /** Distinct free loopback ports (all held open until all are found). */
   private static int[] freePorts(int n) throws IOException {
     List<ServerSocket> held = new ArrayList<>();

@@ -1,0 +1,109 @@
+package dev.phrony.worker.work;
+
+import dev.phrony.worker.call.CallPipeline;
+import dev.phrony.worker.ops.InvocationOutcome;
+import dev.phrony.worker.outbox.ResultOutbox;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A call's early ends: the runtime's cancel (protocol.md rule 4: interrupt, free the slot, send
+ * nothing, ever), a drain that ran out, and its deadline. Part of the {@link Dispatcher}, in its
+ * context.
+ */
+final class Cancels {
+  private static final Logger log = LoggerFactory.getLogger(Dispatcher.class);
+
+  private final CallTable calls;
+  private final ResultOutbox outbox;
+  private final SlotWaits slotWaits;
+  private final OrphanPolicy orphans;
+  private final Outcomes outcomes;
+  private final IdleWaiters idle;
+
+  Cancels(
+      CallTable calls,
+      ResultOutbox outbox,
+      SlotWaits slotWaits,
+      OrphanPolicy orphans,
+      Outcomes outcomes,
+      IdleWaiters idle) {
+    this.calls = calls;
+    this.outbox = outbox;
+    this.slotWaits = slotWaits;
+    this.orphans = orphans;
+    this.outcomes = outcomes;
+    this.idle = idle;
+  }
+
+  /** The runtime cancelled {@code callId} on {@code sink}. */
+  void cancelled(String callId, CallSink sink) {
+    CallRecord call = calls.get(callId);
+    if (call != null && call.state == CallRecord.State.WAITING) {
+      // Cancelled before a slot came: it never started, nothing is sent.
+      slotWaits.stop(call);
+      calls.remove(call);
+      call.slots.metrics.count(InvocationOutcome.CANCELLED);
+      idle.check();
+      return;
+    }
+    if (call == null || call.resultHeld()) {
+      orphans.cancelledAfterFinish(callId, sink);
+      idle.check();
+      return;
+    }
+    if (call.state != CallRecord.State.CANCELLED) {
+      cancel(call, "cancelled by the runtime");
+    }
+  }
+
+  /** Interrupts {@code call}, frees its slot; nothing is sent for it from now on. */
+  void cancel(CallRecord call, String why) {
+    CallRecord.State was = call.state;
+    call.state = CallRecord.State.CANCELLED;
+    call.releaseSlot();
+    call.deadline.cancel();
+    calls.runningEnded();
+    if (was != CallRecord.State.HOLDING) { // a held outcome was counted, and it may have acted
+      call.slots.metrics.count(InvocationOutcome.CANCELLED);
+      if (call.intentWritten) {
+        outbox.markInterrupted(call.callId); // it may have acted: never run it again
+      }
+    }
+    if (call.handlerAlive && !call.abandoned) {
+      call.abandoned = true;
+      calls.apartStarted();
+    }
+    try (var ctx = Outcomes.context(call)) {
+      log.debug("call {} in state {}; handler interrupted", why, was);
+    }
+    interrupt(call); // last: cancelling its stage may run the handler's own code
+    calls.forgetIfSettled(call);
+    idle.check();
+  }
+
+  void deadlinePassed(CallRecord call) {
+    switch (call.state) {
+      case INTENT -> call.deadlinePassed = true; // answered once the intent write returns
+      case RUNNING -> {
+        call.abandoned = true;
+        calls.apartStarted();
+        outcomes.decide(
+            call,
+            CallPipeline.deadlineExceeded(outcomes.elapsedMs(call)),
+            InvocationOutcome.DEADLINE_EXCEEDED,
+            true);
+        interrupt(call); // last: cancelling its stage may run the handler's own code
+      }
+      default -> {} // decided already
+    }
+  }
+
+  /** Tells the handler its call is off: the flag, its stage cancelled, its thread interrupted. */
+  private static void interrupt(CallRecord call) {
+    call.context.markCancelled();
+    if (call.thread != null) {
+      call.thread.interrupt();
+    }
+  }
+}
