@@ -3,6 +3,7 @@ package dev.phrony.worker.work;
 import dev.phrony.worker.call.CallPipeline;
 import dev.phrony.worker.ops.InvocationOutcome;
 import dev.phrony.worker.outbox.ResultOutbox;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,6 +56,31 @@ final class Cancels {
     if (call.state != CallRecord.State.CANCELLED) {
       cancel(call, "cancelled by the runtime");
     }
+  }
+
+  /** Cancels every call still running. */
+  void all(String why) {
+    for (CallRecord c : calls.all()) {
+      if (c.running()) {
+        cancel(c, why);
+      }
+    }
+  }
+
+  /** Cancels {@code sink}'s running calls; its waiting ones leave their queue, {@code refused}. */
+  void on(CallSink sink, String why, Consumer<CallRecord> refused) {
+    for (CallRecord c : calls.all()) {
+      if (c.owner != sink) {
+        continue;
+      }
+      if (c.state == CallRecord.State.WAITING && slotWaits.stop(c)) {
+        calls.remove(c);
+        refused.accept(c);
+      } else if (c.running()) {
+        cancel(c, why);
+      }
+    }
+    idle.check();
   }
 
   /** Interrupts {@code call}, frees its slot; nothing is sent for it from now on. */

@@ -87,7 +87,7 @@ public final class Dispatcher {
   private final Map<String, ToolMetrics> meters = new ConcurrentHashMap<>();
 
   private final WorkerMetrics metrics;
-  private final WireTimings timings = new WireTimings();
+  private final WireTimings timings;
 
   // ---- confined to the context ----
   private final CallTable calls = new CallTable();
@@ -123,6 +123,20 @@ public final class Dispatcher {
       WorkerMetrics metrics,
       BooleanSupplier onIoThread,
       Executor loop) {
+    this(catalog, outbox, pipeline, scheduler, metrics, onIoThread, loop, new WireTimings());
+  }
+
+  /** With the worker's own {@link WireTimings} (its channel records into them too). */
+  public Dispatcher(
+      HandlerCatalog catalog,
+      ResultOutbox outbox,
+      CallPipeline pipeline,
+      Scheduler scheduler,
+      WorkerMetrics metrics,
+      BooleanSupplier onIoThread,
+      Executor loop,
+      WireTimings timings) {
+    this.timings = timings;
     this.outbox = outbox;
     this.onIoThread = onIoThread;
     this.loop = loop;
@@ -304,14 +318,7 @@ public final class Dispatcher {
 
   /** Cancels every call still running (end of a drain): nothing more is sent for them. */
   void cancelAll() {
-    post(
-        () -> {
-          for (CallRecord c : calls.all()) {
-            if (c.running()) {
-              cancels.cancel(c, "the drain timeout passed");
-            }
-          }
-        });
+    post(() -> cancels.all("the drain timeout passed"));
   }
 
   /**
@@ -320,21 +327,7 @@ public final class Dispatcher {
    * still produce is kept as orphaned.
    */
   void cancelOn(CallSink sink, String why) {
-    post(
-        () -> {
-          for (CallRecord c : calls.all()) {
-            if (c.owner != sink) {
-              continue;
-            }
-            if (c.state == CallRecord.State.WAITING && slotWaits.stop(c)) {
-              calls.remove(c);
-              admission.nackDraining(c.owner, c.invoke, c.slots);
-            } else if (c.running()) {
-              cancels.cancel(c, why);
-            }
-          }
-          idle.check();
-        });
+    post(() -> cancels.on(sink, why, c -> admission.nackDraining(c.owner, c.invoke, c.slots)));
   }
 
   /**

@@ -9,24 +9,8 @@ import dev.phrony.worker.outbox.ResultOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.time.ExecutorScheduler;
 import dev.phrony.worker.time.Scheduler;
-import io.grpc.CallOptions;
 import io.grpc.ConnectivityState;
-import io.grpc.ManagedChannel;
-import io.grpc.MethodDescriptor;
-import io.grpc.netty.NettyChannelBuilder;
-import io.grpc.stub.ClientCalls;
-import io.netty.channel.Channel;
 import io.netty.channel.EventLoop;
-import io.netty.channel.EventLoopGroup;
-import io.netty.channel.IoHandlerFactory;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.epoll.Epoll;
-import io.netty.channel.epoll.EpollIoHandler;
-import io.netty.channel.epoll.EpollSocketChannel;
-import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.nio.NioSocketChannel;
-import io.netty.util.concurrent.DefaultThreadFactory;
-import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.time.Instant;
@@ -35,12 +19,10 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.LongUnaryOperator;
-import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -63,20 +45,6 @@ public final class WorkClient implements AutoCloseable {
   static final Duration LAPSE_MARGIN = Registrations.LAPSE_MARGIN;
 
   /**
-   * Netty's native epoll transport where it loads (Linux x86-64), else NIO: fewer system calls and
-   * allocations per read and write, and an eventfd for wake-ups. {@code
-   * -Dphrony.work.transport=nio} forces NIO (to compare them).
-   */
-  private record IoTransport(
-      String name, Supplier<IoHandlerFactory> handlers, Supplier<Channel> newChannel) {}
-
-  /** This worker's I/O transport, chosen when it is built (a test may choose per worker). */
-  private final IoTransport transport =
-      !"nio".equals(System.getProperty("phrony.work.transport")) && Epoll.isAvailable()
-          ? new IoTransport("epoll", EpollIoHandler::newFactory, EpollSocketChannel::new)
-          : new IoTransport("nio", NioIoHandler::newFactory, NioSocketChannel::new);
-
-  /**
    * A reload's hand-over to generation {@code number}: {@code registered} once a stream of it (or a
    * newer one) is registered, {@code retired} once no stream of an older one is open.
    */
@@ -86,20 +54,7 @@ public final class WorkClient implements AutoCloseable {
   private final WorkOptions options;
   private final Scheduler scheduler;
   private final ExecutorScheduler ownScheduler;
-  private final ManagedChannel channel;
-
-  /** Work with this worker's own inbound marshaller (its string cache is this worker's). */
-  private final MethodDescriptor<Outbound, Inbound> workMethod = Inbound.workMethod();
-
-  /**
-   * The channel's one I/O thread. Inbound messages are handled on it directly (nothing in {@link
-   * WorkSession#onNext} blocks), every stream's writes are drained on it (see {@link
-   * StreamWriter}), and the dispatcher's context runs there.
-   */
-  private final EventLoopGroup ioThread;
-
-  private final Executor writes;
-  private final Executor loop;
+  private final WorkChannel channel;
   private final Dispatcher dispatcher;
   private final Registrations registrations;
   private final ResultOutbox outbox;
@@ -152,21 +107,16 @@ public final class WorkClient implements AutoCloseable {
     this.metrics = metrics;
     this.ownScheduler = scheduler == null ? new ExecutorScheduler("phrony-work-timer") : null;
     this.scheduler = scheduler == null ? ownScheduler : scheduler;
-    // Netty's factory makes FastThreadLocalThreads: its buffer caches are then plain field
-    // reads, not ThreadLocal lookups (5% of this thread's time when it was a plain Thread).
-    this.ioThread =
-        new MultiThreadIoEventLoopGroup(
-            1, new DefaultThreadFactory("phrony-work-io", true), transport.handlers().get());
-    EventLoop loop = ioThread.next();
-    this.loop = loop;
-    this.writes =
-        r -> {
-          if (loop.inEventLoop()) {
-            r.run();
-          } else {
-            loop.execute(r);
-          }
-        };
+    WireTimings timings = new WireTimings();
+    try {
+      this.channel = new WorkChannel(options, timings);
+    } catch (RuntimeException e) {
+      if (ownScheduler != null) {
+        ownScheduler.close();
+      }
+      throw e;
+    }
+    EventLoop loop = channel.loop();
     this.outbox = outbox;
     this.dispatcher =
         new Dispatcher(
@@ -179,62 +129,42 @@ public final class WorkClient implements AutoCloseable {
             this.scheduler,
             metrics,
             loop::inEventLoop,
-            loop);
+            loop,
+            timings);
     this.registrations =
         new Registrations(
             options,
             dispatcher,
-            new GrpcStreams(),
+            new Registrations.Streams() {
+              @Override
+              public WorkSession create(HandlerSet handlers, WorkerIdentity identity) {
+                return new WorkSession(
+                    ++streamIds,
+                    handlers,
+                    dispatcher,
+                    identity,
+                    WorkClient.this.scheduler,
+                    metrics,
+                    channel.writes(),
+                    loop);
+              }
+
+              @Override
+              public void open(WorkSession s, Set<String> inFlight) {
+                channel.open(s, inFlight);
+              }
+
+              @Override
+              public void watch(WorkSession s) {
+                channel.watch(s);
+              }
+            },
             this.scheduler,
             new Reconnects(
                 new Backoff(options.backoffInitial(), options.backoffMax(), uniformBelow),
                 options.target(),
                 this.scheduler.clock()),
             metrics);
-    try {
-      this.channel = channel(options, transport, ioThread, dispatcher.timings());
-    } catch (RuntimeException e) {
-      if (ownScheduler != null) {
-        ownScheduler.close();
-      }
-      ioThread.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
-      throw e;
-    }
-  }
-
-  private static ManagedChannel channel(
-      WorkOptions options, IoTransport transport, EventLoopGroup io, WireTimings timings) {
-    NettyChannelBuilder b;
-    try {
-      b = NettyChannelBuilder.forTarget(options.target(), options.transport().channelCredentials());
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    // No retry layer: the registrations own retries, and on a stream that lives for hours the
-    // layer only adds work to every message.
-    b.eventLoopGroup(io).directExecutor().disableRetry();
-    b.channelFactory(
-        () -> {
-          Channel ch = transport.newChannel().get();
-          ch.pipeline()
-              .addFirst(new WireTap(timings)); // next to the socket: before gRPC's handlers
-          return ch;
-        });
-    b.maxInboundMessageSize(options.maxInboundBytes());
-    options
-        .keepAlive()
-        .ifPresent(
-            interval -> {
-              if (interval.compareTo(WorkOptions.MIN_SAFE_KEEPALIVE) < 0) {
-                log.warn(
-                    "HTTP/2 keepalive every {} s is more often than the runtime's grpc-go server"
-                        + " allows (5 min): it may answer GOAWAY too_many_pings and end the stream",
-                    interval.toSeconds());
-              }
-              b.keepAliveTime(interval.toMillis(), TimeUnit.MILLISECONDS)
-                  .keepAliveWithoutCalls(false);
-            });
-    return b.build();
   }
 
   /** Opens the first stream and returns at once. */
@@ -244,67 +174,6 @@ public final class WorkClient implements AutoCloseable {
     }
     started = true;
     registrations.start();
-  }
-
-  /** The Work streams the registrations ask for, on this client's channel (in the context). */
-  private final class GrpcStreams implements Registrations.Streams {
-    @Override
-    public WorkSession create(HandlerSet handlers, WorkerIdentity identity) {
-      return new WorkSession(
-          ++streamIds, handlers, dispatcher, identity, scheduler, metrics, writes, loop);
-    }
-
-    @Override
-    public void open(WorkSession s, Set<String> inFlight) {
-      log.info(
-          "connecting to {} (stream {}, {}, as {})",
-          options.target(),
-          s.id(),
-          transport.name(),
-          s.identity().workerId());
-      // Our reconnects pace the tries; the channel's own backoff (1 s and up) would only add.
-      channel.resetConnectBackoff();
-      try {
-        CallOptions callOptions = CallOptions.DEFAULT;
-        var credentials = options.transport().callCredentials();
-        if (credentials.isPresent()) {
-          callOptions = callOptions.withCallCredentials(credentials.get());
-        }
-        // The generated stub's call, with invokes and acks read by Inbound's own marshaller.
-        ClientCalls.asyncBidiStreamingCall(channel.newCall(workMethod, callOptions), s);
-        s.register(inFlight);
-      } catch (RuntimeException e) {
-        log.error("stream {} could not be used", s.id(), e);
-        s.couldNotOpen(e);
-      }
-    }
-
-    /**
-     * A runtime shutting down sends GOAWAY and drops its registry before the stream ends; a result
-     * sent in that window is for a call it no longer knows and would end the stream with NOT_FOUND.
-     * So once the connection leaves READY, the stream is ended from our side and its unsent results
-     * stay held for the next registration.
-     */
-    @Override
-    public void watch(WorkSession s) {
-      ConnectivityState state = channel.getState(false);
-      if (state != ConnectivityState.READY) {
-        if (s.live()) {
-          // A runtime going away drops every registration itself: no need to wait for it.
-          s.cut(
-              ReconnectReason.GOING_AWAY,
-              "connection to the runtime is going away (" + state + ")");
-        }
-        return;
-      }
-      channel.notifyWhenStateChanged(
-          ConnectivityState.READY,
-          () -> {
-            if (s.live()) {
-              watch(s);
-            }
-          });
-    }
   }
 
   // ---- plugin generations ----
@@ -343,7 +212,7 @@ public final class WorkClient implements AutoCloseable {
 
   /** The channel's connectivity now, without asking it to connect (tests). */
   ConnectivityState channelState() {
-    return channel.getState(false);
+    return channel.state();
   }
 
   /** The streams open now (tests). */
@@ -450,8 +319,7 @@ public final class WorkClient implements AutoCloseable {
         await(s.ended(), CLOSE_WAIT);
       }
     }
-    channel.shutdownNow();
-    ioThread.shutdownGracefully(0, CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+    channel.close(CLOSE_WAIT);
     if (ownScheduler != null) {
       ownScheduler.close();
     }
