@@ -64,6 +64,7 @@ class RealRuntimeKillTest {
   /** One run's figures. */
   record Run(
       int kills,
+      int rescueKills,
       int bystanders,
       Map<String, Integer> bystandersLost,
       Map<String, Integer> allLostByKind,
@@ -101,7 +102,7 @@ class RealRuntimeKillTest {
             client.start();
             for (int run = 0; run < RUNS; run++) {
               Await.until("registered", client::registered, Duration.ofSeconds(30));
-              runs.add(run(rt, "w-kill", run));
+              runs.add(run(rt, "w-kill", run, () -> client.streamsOpen() == 1));
             }
           }
         });
@@ -139,7 +140,7 @@ class RealRuntimeKillTest {
       try {
         for (int run = 0; run < RUNS; run++) {
           Await.until("peer registered", () -> rt.hasWorkers(KEY, 1), Duration.ofSeconds(30));
-          runs.add(run(rt, "w-peer", run));
+          runs.add(run(rt, "w-peer", run, () -> true));
         }
       } finally {
         p.destroy();
@@ -159,8 +160,13 @@ class RealRuntimeKillTest {
         "memory");
   }
 
-  /** One run: the cancel traffic with the bystanders beside it, then the runtime's account. */
-  private static Run run(RealRuntime rt, String workerId, int run) throws Exception {
+  /**
+   * One run: the cancel traffic with the bystanders beside it, then, once the worker has {@code
+   * settled} (no rescue left), the runtime's account.
+   */
+  private static Run run(
+      RealRuntime rt, String workerId, int run, java.util.function.BooleanSupplier settled)
+      throws Exception {
     rt.resetEvents();
     String prefix = workerId + "-" + run;
     AtomicBoolean done = new AtomicBoolean();
@@ -230,14 +236,20 @@ class RealRuntimeKillTest {
         t.join(Duration.ofSeconds(60));
       }
     }
+    Await.until("no rescue left", settled, Duration.ofSeconds(30));
     List<Duration> windows = new ArrayList<>();
     int kills = 0;
+    int rescueKills = 0;
     for (JsonNode close : rt.events("type=stream_close")) {
       if (!close.path("data").path("message").asText().contains("unknown call_id")) {
         continue;
       }
-      kills++;
       String killed = close.path("worker_id").asText();
+      if (!killed.equals(workerId)) {
+        rescueKills++; // a rescue's: it advertised nothing, no call was routed to it
+        continue;
+      }
+      kills++;
       long seq = close.path("seq").asLong();
       if (Boolean.getBoolean("phrony.realrt.kill.timeline") && windows.size() < 3) {
         Instant t0 = Instant.parse(close.path("time").asText());
@@ -269,7 +281,7 @@ class RealRuntimeKillTest {
         }
       }
     }
-    return new Run(kills, bystanders.get(), bystandersLost, allLost, windows);
+    return new Run(kills, rescueKills, bystanders.get(), bystandersLost, allLost, windows);
   }
 
   /** How a dispatch failed, when it did not end with the worker's answer; empty when it did. */
@@ -305,11 +317,12 @@ class RealRuntimeKillTest {
       indeterminate += r.allLostByKind().getOrDefault("indeterminate", 0);
       windows.addAll(r.windows());
       System.out.printf(
-          "realrt kill containment (%s) run %d: %d kills, %d bystanders, %d lost %s (all calls:"
-              + " %s), %.2f lost per kill, window %s%n",
+          "realrt kill containment (%s) run %d: %d kills (and %d of rescues), %d bystanders, %d"
+              + " lost %s (all calls: %s), %.2f lost per kill, window %s%n",
           who,
           i,
           r.kills(),
+          r.rescueKills(),
           r.bystanders(),
           r.lost(),
           new TreeMap<>(r.bystandersLost()),
