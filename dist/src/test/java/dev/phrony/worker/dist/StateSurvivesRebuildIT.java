@@ -53,6 +53,8 @@ class StateSurvivesRebuildIT {
       copyTree(DistProcess.distDir(), built); // ./mvnw package
       try (DistProcess first =
           DistProcess.start(built, tmp, env, "run", "--runtime", rt.target(), "--http", "none")) {
+        // Registered first: a dispatch waits 10 s at most, and a loaded machine starts slower.
+        rt.awaitEvent(Event.in(WorkClientMsg.BodyCase.REGISTER), WAIT);
         Outcome o = rt.dispatch(pay).get(WAIT.toSeconds(), TimeUnit.SECONDS);
         assertThat(o).isInstanceOf(Outcome.Result.class);
         assertThat(first.stderr()).contains("state in " + state);
