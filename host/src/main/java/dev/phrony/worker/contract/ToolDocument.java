@@ -50,6 +50,64 @@ public record ToolDocument(
     return namespace.isEmpty() || name.isEmpty() ? "" : namespace + "." + name;
   }
 
+  /**
+   * The Tool document in {@code file} and its input schema, resolved against the bundle it is in
+   * (the folder above {@code tools/}, or its own folder).
+   *
+   * @throws ManifestException when it cannot be read, is not a {@code kind: Tool}, or its schema
+   *     cannot be resolved
+   */
+  public static Loaded load(Path file) {
+    YamlFile yaml;
+    ToolDocument doc;
+    try {
+      yaml = YamlFile.read(file);
+      if (!yaml.kind().equals(Optional.of(KIND))) {
+        throw new ManifestException(
+            file,
+            YamlFile.line(yaml.root(), "kind"),
+            "Tool manifest "
+                + Contracts.shown(file)
+                + ": its first document is not kind: Tool: pass a tools/ document (phrony-worker"
+                + " tool-manifest prints one)",
+            null);
+      }
+      doc = read(yaml);
+    } catch (DocumentException e) {
+      throw e.manifestException(file);
+    }
+    if (doc.id().isEmpty()) {
+      throw new ManifestException(
+          file,
+          doc.line(),
+          "Tool manifest "
+              + Contracts.shown(file)
+              + ": metadata.namespace and metadata.name are"
+              + " required: name the tool as bindings name it",
+          null);
+    }
+    Path folder = file.toAbsolutePath().normalize().getParent();
+    Path root =
+        folder.getFileName() != null && folder.getFileName().toString().equals("tools")
+            ? folder.getParent()
+            : folder;
+    Optional<com.fasterxml.jackson.databind.JsonNode> schema = Optional.empty();
+    if (doc.inputSchema().isPresent()) {
+      Bundle.Schema s =
+          Bundle.load(root).schema(doc.inputSchema().get(), file, "spec.input_schema");
+      if (s.problem().isPresent()) {
+        throw new ManifestException(
+            file, s.problem().get().line(), "Tool manifest " + s.problem().get().text(), null);
+      }
+      schema = s.json();
+    }
+    return new Loaded(doc, schema);
+  }
+
+  /** A Tool document and its input schema, resolved. */
+  public record Loaded(
+      ToolDocument document, Optional<com.fasterxml.jackson.databind.JsonNode> inputSchema) {}
+
   /** Reads the first document of {@code yaml}, which must be {@code kind: Tool}. */
   static ToolDocument read(YamlFile yaml) throws DocumentException {
     Mapping root = yaml.root();
