@@ -4,7 +4,6 @@ import dev.phrony.worker.contract.Contracts;
 import dev.phrony.worker.contract.LoadedManifest;
 import dev.phrony.worker.manifest.CheckReport;
 import dev.phrony.worker.plugin.LoadResult;
-import dev.phrony.worker.plugin.PluginLoader;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
@@ -61,19 +60,7 @@ final class CheckCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     LoadedManifest loadedManifest = Contracts.load(manifest);
-    LoadResult loaded = new PluginLoader().load(plugins.pluginsDir());
-    PrintWriter err = spec.commandLine().getErr();
-    loaded
-        .problems()
-        .forEach(
-            p ->
-                err.println(
-                    spec.qualifiedName()
-                        + ": plugin "
-                        + p.plugin()
-                        + " not loaded: "
-                        + p.reason()));
-    err.flush();
+    LoadResult loaded = plugins.loadListingProblems(spec);
 
     CheckReport report = CheckReport.check(manifest.toString(), loadedManifest, loaded.catalog());
     PrintWriter out = spec.commandLine().getOut();

@@ -5,7 +5,6 @@ import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.contract.ToolManifest;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.plugin.LoadResult;
-import dev.phrony.worker.plugin.PluginLoader;
 import java.io.PrintWriter;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -62,19 +61,8 @@ final class ToolManifestCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    LoadResult loaded = new PluginLoader().load(plugins.pluginsDir());
+    LoadResult loaded = plugins.loadListingProblems(spec);
     PrintWriter err = spec.commandLine().getErr();
-    loaded
-        .problems()
-        .forEach(
-            p ->
-                err.println(
-                    spec.qualifiedName()
-                        + ": plugin "
-                        + p.plugin()
-                        + " not loaded: "
-                        + p.reason()));
-    err.flush();
     String k = key.contains("@") ? key.strip() : key.strip() + "@" + ToolDescriptor.DEFAULT_VERSION;
     Optional<HandlerCatalog.Entry> entry =
         loaded.catalog().entries().stream().filter(e -> e.key().equals(k)).findFirst();

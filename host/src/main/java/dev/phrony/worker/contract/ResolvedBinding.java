@@ -91,6 +91,56 @@ public record ResolvedBinding(
     return tool + "@" + version.orElse(ToolDescriptor.DEFAULT_VERSION);
   }
 
+  /** The same binding, served elsewhere: {@code route} and {@code target}. */
+  ResolvedBinding routedTo(Route route, String target) {
+    return new ResolvedBinding(
+        file,
+        path,
+        line,
+        ref,
+        route,
+        target,
+        tool,
+        constraint,
+        version,
+        versionFrom,
+        wireName,
+        sideEffectClass,
+        sideEffectClassFrom,
+        description,
+        inputSchema,
+        inputSchemaFrom,
+        toolDocument,
+        policies,
+        problems);
+  }
+
+  /** The same binding with {@code more} problems. */
+  ResolvedBinding withProblems(List<Problem> more) {
+    List<Problem> all = new java.util.ArrayList<>(problems);
+    all.addAll(more);
+    return new ResolvedBinding(
+        file,
+        path,
+        line,
+        ref,
+        route,
+        target,
+        tool,
+        constraint,
+        version,
+        versionFrom,
+        wireName,
+        sideEffectClass,
+        sideEffectClassFrom,
+        description,
+        inputSchema,
+        inputSchemaFrom,
+        toolDocument,
+        policies,
+        all);
+  }
+
   /** True when the runtime would refuse it. */
   public boolean hasErrors() {
     return problems.stream().anyMatch(Problem::isError);

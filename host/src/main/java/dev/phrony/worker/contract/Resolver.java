@@ -330,26 +330,9 @@ final class Resolver {
       out.add(
           other == null
               ? b
-              : new ResolvedBinding(
-                  b.file(),
-                  b.path(),
-                  b.line(),
-                  b.ref(),
+              : b.routedTo(
                   other.route(),
-                  other.target() + " (" + other.path() + " binds the same tool " + b.tool() + ")",
-                  b.tool(),
-                  b.constraint(),
-                  b.version(),
-                  b.versionFrom(),
-                  b.wireName(),
-                  b.sideEffectClass(),
-                  b.sideEffectClassFrom(),
-                  b.description(),
-                  b.inputSchema(),
-                  b.inputSchemaFrom(),
-                  b.toolDocument(),
-                  b.policies(),
-                  b.problems()));
+                  other.target() + " (" + other.path() + " binds the same tool " + b.tool() + ")"));
     }
     return out;
   }
@@ -397,29 +380,7 @@ final class Resolver {
         out.add(b);
         continue;
       }
-      List<Problem> all = new ArrayList<>(b.problems());
-      all.addAll(extra);
-      out.add(
-          new ResolvedBinding(
-              b.file(),
-              b.path(),
-              b.line(),
-              b.ref(),
-              b.route(),
-              b.target(),
-              b.tool(),
-              b.constraint(),
-              b.version(),
-              b.versionFrom(),
-              b.wireName(),
-              b.sideEffectClass(),
-              b.sideEffectClassFrom(),
-              b.description(),
-              b.inputSchema(),
-              b.inputSchemaFrom(),
-              b.toolDocument(),
-              b.policies(),
-              all));
+      out.add(b.withProblems(extra));
     }
     return out;
   }
