@@ -93,6 +93,17 @@ public record ResolvedBinding(
 
   /** The same binding, served elsewhere: {@code route} and {@code target}. */
   ResolvedBinding routedTo(Route route, String target) {
+    return copy(route, target, problems);
+  }
+
+  /** The same binding with {@code more} problems. */
+  ResolvedBinding withProblems(List<Problem> more) {
+    List<Problem> all = new java.util.ArrayList<>(problems);
+    all.addAll(more);
+    return copy(route, target, all);
+  }
+
+  private ResolvedBinding copy(Route route, String target, List<Problem> problems) {
     return new ResolvedBinding(
         file,
         path,
@@ -113,32 +124,6 @@ public record ResolvedBinding(
         toolDocument,
         policies,
         problems);
-  }
-
-  /** The same binding with {@code more} problems. */
-  ResolvedBinding withProblems(List<Problem> more) {
-    List<Problem> all = new java.util.ArrayList<>(problems);
-    all.addAll(more);
-    return new ResolvedBinding(
-        file,
-        path,
-        line,
-        ref,
-        route,
-        target,
-        tool,
-        constraint,
-        version,
-        versionFrom,
-        wireName,
-        sideEffectClass,
-        sideEffectClassFrom,
-        description,
-        inputSchema,
-        inputSchemaFrom,
-        toolDocument,
-        policies,
-        all);
   }
 
   /** True when the runtime would refuse it. */
