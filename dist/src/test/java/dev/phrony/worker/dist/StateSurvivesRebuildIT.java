@@ -53,6 +53,9 @@ class StateSurvivesRebuildIT {
       copyTree(DistProcess.distDir(), built); // ./mvnw package
       try (DistProcess first =
           DistProcess.start(built, tmp, env, "run", "--runtime", rt.target(), "--http", "none")) {
+        // A cold start on a busy machine can outlast the runtime's 10 s dispatch wait: dispatch
+        // once the worker has registered.
+        rt.awaitEvent(Event.in(WorkClientMsg.BodyCase.REGISTER), WAIT);
         Outcome o = rt.dispatch(pay).get(WAIT.toSeconds(), TimeUnit.SECONDS);
         assertThat(o).isInstanceOf(Outcome.Result.class);
         assertThat(first.stderr()).contains("state in " + state);
