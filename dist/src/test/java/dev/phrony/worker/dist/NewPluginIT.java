@@ -178,6 +178,96 @@ class NewPluginIT {
       dev.interrupt();
       assertThat(dev.awaitExit(DistProcess.DEADLINE).exit()).isZero();
     }
+
+    fromToolDocument();
+  }
+
+  /**
+   * The other direction: the Tool document of the bundled payments plugin ({@code tool-manifest})
+   * makes a project ({@code new-plugin --from-tool}) that builds, tests and is served as it is, and
+   * a bundle binding that document finds it served, with the same input schema.
+   */
+  private void fromToolDocument() throws Exception {
+    Path bundle = Files.createDirectories(tmp.resolve("bundle/tools"));
+    DistProcess.Result doc =
+        DistProcess.run(tmp, "tool-manifest", "payments.process-payment@1.0.0");
+    assertThat(doc.exit()).as("stderr: %s", doc.err()).isZero();
+    Path toolFile = Files.writeString(bundle.resolve("payments.process-payment.yaml"), doc.out());
+
+    Path project = tmp.resolve("authors/pay");
+    DistProcess.Result created =
+        DistProcess.run(
+            tmp,
+            "new-plugin",
+            "--from-tool",
+            toolFile.toString(),
+            "--package",
+            "com.example.pay",
+            "--dir",
+            project.toString());
+    assertThat(created.exit()).as("stderr: %s", created.err()).isZero();
+    assertThat(created.out())
+        .contains("(payments.process-payment@1.0.0, com.example.pay.ProcessPayment)")
+        .contains("call payments.process-payment@1.0.0 '{\"amount\":1,\"currency\":\"EUR\"");
+    Path log = tmp.resolve("package-from-tool.log");
+    maven(project, log, List.of("package"));
+    assertThat(Files.readString(log)).contains("Tests run: 3, Failures: 0, Errors: 0");
+    Path plugins = project.resolve("target/plugin");
+
+    Path agent =
+        Files.writeString(
+            bundle.resolveSibling("agent.yaml"),
+            """
+            apiVersion: phrony.com/v1
+            kind: Agent
+            metadata: {name: payer, namespace: demo, version: 1.0.0}
+            spec:
+              purpose: Pays.
+              instructions: {text: Pay.}
+              model: {provider: stub, name: scripted}
+              tools:
+                - ref: payments.process-payment@1.0.0
+                  as: pay
+            """);
+    DistProcess.Result checked =
+        DistProcess.run(
+            tmp,
+            "check",
+            "--manifest",
+            agent.toString(),
+            "--plugins",
+            plugins.toString(),
+            "--format",
+            "json");
+    assertThat(checked.exit()).as("%s%s", checked.out(), checked.err()).isZero();
+    assertThat(checked.out()).contains("\"status\" : \"served\"").contains("\"schema\" : [ ]");
+
+    int controlPort = DistProcess.freePort();
+    try (DistProcess dev =
+        DistProcess.start(
+            tmp,
+            Map.of(),
+            "dev",
+            "--plugins",
+            plugins.toString(),
+            "--port",
+            "0",
+            "--control-port",
+            String.valueOf(controlPort))) {
+      dev.awaitStdout("Ctrl-C stops.", DistProcess.DEADLINE);
+      DistProcess.Result paid =
+          DistProcess.run(
+              tmp,
+              "call",
+              "payments.process-payment@1.0.0",
+              "{\"amount\":12.5,\"currency\":\"EUR\",\"payee\":\"ACME\"}",
+              "--control",
+              "http://127.0.0.1:" + controlPort);
+      assertThat(paid.exit()).as("stderr: %s", paid.err()).isZero();
+      assertThat(paid.out()).contains("\"status\": \"accepted\"").contains("\"payee\": \"ACME\"");
+      dev.interrupt();
+      assertThat(dev.awaitExit(DistProcess.DEADLINE).exit()).isZero();
+    }
   }
 
   /**

@@ -3,12 +3,15 @@ package dev.phrony.worker.cli;
 import dev.phrony.worker.Distribution;
 import dev.phrony.worker.HostVersion;
 import dev.phrony.worker.UserErrorException;
+import dev.phrony.worker.contract.ToolDocument;
 import dev.phrony.worker.scaffold.PluginProject;
+import dev.phrony.worker.scaffold.ToolContract;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -24,13 +27,18 @@ import picocli.CommandLine.Parameters;
       "A Maven project on phrony-plugin-parent: a typed handler for --tool with records for "
           + "its arguments and result, its input schema, its services file, a test through "
           + "the worker's own call pipeline and a README. 'mvn package' lays it out in "
-          + "target/plugin/NAME/, which 'dev --plugins target/plugin' serves."
+          + "target/plugin/NAME/, which 'dev --plugins target/plugin' serves.",
+      "",
+      "With --from-tool FILE, the tool, version, side-effect class, description and input "
+          + "schema come from a kind: Tool document (an agent bundle's tools/ file), and the "
+          + "argument record from the schema's properties: check --manifest then finds the "
+          + "bundle's binding served by it as it is."
     },
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
       "0:the project was written",
       "1:usage error (a name, tool, version or package that cannot be used; a folder that "
-          + "is not empty)"
+          + "is not empty; a Tool document that cannot be read)"
     })
 final class NewPluginCommand implements Callable<Integer> {
 
@@ -67,6 +75,14 @@ final class NewPluginCommand implements Callable<Integer> {
   private String version;
 
   @Option(
+      names = "--from-tool",
+      paramLabel = "FILE",
+      description =
+          "A kind: Tool document (e.g. tools/payments.process-payment.yaml) to make the project "
+              + "from; replaces --tool and --version, and NAME defaults to its metadata.name.")
+  private Path fromTool;
+
+  @Option(
       names = "--package",
       paramLabel = "PACKAGE",
       description = "The handler's Java package (default: com.example.NAME).")
@@ -82,13 +98,37 @@ final class NewPluginCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
+    Optional<ToolContract> contract = Optional.empty();
+    if (fromTool != null) {
+      if (tool != null || spec.commandLine().getParseResult().hasMatchedOption("--version")) {
+        throw new CommandLine.ParameterException(
+            spec.commandLine(),
+            "--from-tool takes the tool and its version from the document: leave out --tool and"
+                + " --version");
+      }
+      ToolDocument.Loaded loaded = ToolDocument.load(fromTool);
+      ToolDocument d = loaded.document();
+      tool = d.id();
+      version =
+          d.version()
+              .orElseThrow(
+                  () ->
+                      new UserErrorException(
+                          "Tool manifest "
+                              + fromTool
+                              + " has no metadata.version: give the tool a version"));
+      if (name == null) {
+        name = d.name().toLowerCase(java.util.Locale.ROOT).replaceAll("[^a-z0-9-]", "-");
+      }
+      contract = Optional.of(ToolContract.of(loaded));
+    }
     if (name == null || tool == null) {
       throw new CommandLine.ParameterException(
           spec.commandLine(),
           "Missing required "
               + (name == null ? "parameter: 'NAME'" : "option: '--tool=TOOL'")
               + ": phrony-worker new-plugin NAME --tool TOOL, e.g. new-plugin greeting --tool"
-              + " greet.say-hello");
+              + " greet.say-hello (or new-plugin --from-tool tools/TOOL.yaml)");
     }
     PluginProject project;
     try {
@@ -98,7 +138,8 @@ final class NewPluginCommand implements Callable<Integer> {
               tool,
               version,
               javaPackage != null ? javaPackage : PluginProject.defaultPackage(name),
-              HostVersion.get());
+              HostVersion.get(),
+              contract);
     } catch (IllegalArgumentException e) {
       throw new UserErrorException(e.getMessage(), e);
     }
@@ -155,7 +196,9 @@ final class NewPluginCommand implements Callable<Integer> {
             + project.tool()
             + "@"
             + project.version()
-            + " '{\"name\":\"Ada\"}'");
+            + " '"
+            + project.exampleArgs().replace("'", "'\\''")
+            + "'");
     out.println(
         "(the plugin kit must be installed once: ./mvnw -B install -pl plugin-parent"
             + " -am -DskipTests in a phrony-worker checkout)");

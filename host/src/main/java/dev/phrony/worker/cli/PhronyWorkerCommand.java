@@ -45,6 +45,7 @@ public final class PhronyWorkerCommand implements Runnable {
     all.put("version", VersionCommand.class);
     all.put("list-handlers", ListHandlersCommand.class);
     all.put("check", CheckCommand.class);
+    all.put("tool-manifest", ToolManifestCommand.class);
     all.put("run", RunCommand.class);
     all.put("config", ConfigCommand.class);
     all.put("outbox", OutboxCommand.class);

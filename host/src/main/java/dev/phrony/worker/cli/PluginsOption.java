@@ -2,7 +2,11 @@ package dev.phrony.worker.cli;
 
 import dev.phrony.worker.Distribution;
 import dev.phrony.worker.config.Configurable;
+import dev.phrony.worker.plugin.LoadResult;
+import dev.phrony.worker.plugin.PluginLoader;
+import java.io.PrintWriter;
 import java.nio.file.Path;
+import picocli.CommandLine;
 import picocli.CommandLine.Option;
 
 /**
@@ -32,6 +36,24 @@ public final class PluginsOption {
     return plugins != null
         ? plugins
         : defaultPluginsDir(System.getProperty(Distribution.HOME_PROPERTY));
+  }
+
+  /** The plugins, loaded as {@code run} loads them; each load problem one line on stderr. */
+  LoadResult loadListingProblems(CommandLine.Model.CommandSpec spec) {
+    LoadResult loaded = new PluginLoader().load(pluginsDir());
+    PrintWriter err = spec.commandLine().getErr();
+    loaded
+        .problems()
+        .forEach(
+            p ->
+                err.println(
+                    spec.qualifiedName()
+                        + ": plugin "
+                        + p.plugin()
+                        + " not loaded: "
+                        + p.reason()));
+    err.flush();
+    return loaded;
   }
 
   /** Whether any plugin problem must fail the command. */

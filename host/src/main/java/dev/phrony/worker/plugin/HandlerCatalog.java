@@ -3,6 +3,7 @@ package dev.phrony.worker.plugin;
 import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.api.ToolHandler;
 import dev.phrony.worker.call.ArgsCheck;
+import dev.phrony.worker.call.InputSchemas;
 import dev.phrony.worker.call.SchemaCheck;
 import java.time.Duration;
 import java.util.Collection;
@@ -78,7 +79,7 @@ public final class HandlerCatalog {
      * @throws SchemaCheck.InvalidSchemaException if its input schema cannot serve
      */
     public static Entry of(ToolHandler handler, String plugin) {
-      ToolDescriptor d = handler.descriptor();
+      ToolDescriptor d = InputSchemas.effective(handler, handler.descriptor());
       return new Entry(
           d,
           handler,

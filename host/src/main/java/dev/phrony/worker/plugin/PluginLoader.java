@@ -4,6 +4,7 @@ import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.api.ToolHandler;
 import dev.phrony.worker.call.ArgsCheck;
 import dev.phrony.worker.call.ContextClassLoader;
+import dev.phrony.worker.call.InputSchemas;
 import dev.phrony.worker.call.SchemaCheck;
 import dev.phrony.worker.isolation.PluginClassLoader;
 import java.io.BufferedReader;
@@ -499,6 +500,9 @@ public final class PluginLoader {
     ToolDescriptor d;
     try {
       d = handler.descriptor();
+      if (d != null) {
+        d = InputSchemas.effective(handler, d); // a typed handler's schema, from its record
+      }
     } catch (IllegalArgumentException e) {
       reasons.add("invalid descriptor from handler " + cls + ": " + e.getMessage());
       return Optional.empty();

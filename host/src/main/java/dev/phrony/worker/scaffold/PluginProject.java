@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
@@ -23,19 +24,33 @@ import java.util.stream.Stream;
  * @param version the tool's version, also the project's
  * @param javaPackage the handler's package
  * @param kitVersion the version of the plugin kit (this host's)
+ * @param contract the Tool document it is made from ({@code new-plugin --from-tool}): its handler,
+ *     argument record, descriptor and schema come from it; empty for the greeting example
  */
 public record PluginProject(
-    String name, String tool, String version, String javaPackage, String kitVersion) {
+    String name,
+    String tool,
+    String version,
+    String javaPackage,
+    String kitVersion,
+    Optional<ToolContract> contract) {
 
   private static final Pattern NAME = Pattern.compile("[a-z][a-z0-9-]*");
   private static final Pattern TOOL = Pattern.compile("[A-Za-z0-9._-]+");
   private static final Pattern VERSION = Pattern.compile("[A-Za-z0-9._+-]+");
   private static final Pattern PACKAGE = Pattern.compile("[a-z_][a-z0-9_]*(\\.[a-z_][a-z0-9_]*)*");
 
+  /** The greeting example. */
+  public PluginProject(
+      String name, String tool, String version, String javaPackage, String kitVersion) {
+    this(name, tool, version, javaPackage, kitVersion, Optional.empty());
+  }
+
   /**
    * @throws IllegalArgumentException naming the value that cannot be used and what can
    */
   public PluginProject {
+    contract = contract == null ? Optional.empty() : contract;
     check(NAME, name, "NAME", "lower-case letters, digits and '-', starting with a letter");
     check(
         TOOL,
@@ -115,12 +130,19 @@ public record PluginProject(
     Map<String, String> files = new LinkedHashMap<>();
     files.put("pom.xml", pom());
     files.put("README.md", readme());
-    files.put("src/main/java/" + pkgPath + "/" + cls + ".java", handler());
-    files.put("src/main/resources/" + pkgPath + "/" + schemaResource(), schema());
+    Optional<FromTool> from = contract.map(c -> new FromTool(this, c));
+    files.put(
+        "src/main/java/" + pkgPath + "/" + cls + ".java",
+        from.map(FromTool::handler).orElseGet(this::handler));
+    files.put(
+        "src/main/resources/" + pkgPath + "/" + schemaResource(),
+        from.map(FromTool::schemaText).orElseGet(PluginProject::schema));
     files.put(
         "src/main/resources/META-INF/services/dev.phrony.worker.api.ToolHandler",
         javaPackage + "." + cls + "\n");
-    files.put("src/test/java/" + pkgPath + "/" + cls + "Test.java", test());
+    files.put(
+        "src/test/java/" + pkgPath + "/" + cls + "Test.java",
+        from.map(FromTool::test).orElseGet(this::test));
     files.put(".gitignore", "target/\n");
     return files;
   }
@@ -247,6 +269,15 @@ public record PluginProject(
         .formatted(javaPackage, className());
   }
 
+  /**
+   * Arguments a first call can take: the greeting's, or ones that fit the Tool document's schema.
+   */
+  public String exampleArgs() {
+    return contract
+        .map(c -> new FromTool(this, c).exampleArgs().orElse("{}"))
+        .orElse("{\"name\":\"Ada\"}");
+  }
+
   private String readme() {
     return """
         # %1$s
@@ -265,7 +296,7 @@ public record PluginProject(
 
             phrony-worker list-handlers --plugins target/plugin
             phrony-worker dev --plugins target/plugin
-            phrony-worker call %2$s@%3$s '{"name":"Ada"}'     # in another terminal
+            phrony-worker call %2$s@%3$s '%7$s'     # in another terminal
 
         Deploy by copying `target/plugin/%1$s/` into the worker's `plugins/` folder.
 
@@ -276,6 +307,12 @@ public record PluginProject(
         - Its test, through the worker's own call pipeline: `src/test/java/%4$s/%5$sTest.java`
         """
         .formatted(
-            name, tool, version, javaPackage.replace('.', '/'), className(), schemaResource());
+            name,
+            tool,
+            version,
+            javaPackage.replace('.', '/'),
+            className(),
+            schemaResource(),
+            exampleArgs());
   }
 }

@@ -65,16 +65,29 @@ class CheckCommandTest {
 
     assertThat(r.exit()).as("stderr: %s", r.err()).isZero();
     assertThat(r.err()).isEmpty();
-    assertThat(r.out().lines().toList())
+    List<String> lines = r.out().lines().toList();
+    assertThat(lines.get(0)).isEqualTo("manifest: " + Samples.weather());
+    assertThat(lines.get(2))
+        .isEqualTo(
+            "agent demo.trip-planner@0.3.0 (" + Samples.weather() + "; tools/: 0 Tool documents)");
+    assertThat(lines.get(4)).matches("LINE +BINDING +AS +STATUS +DETAIL");
+    assertThat(lines)
+        .filteredOn(l -> l.matches("\\d+ .*"))
         .containsExactly(
-            "manifest: " + Samples.weather(),
-            "",
-            "DOC  LINE  BINDING                         STATUS  DETAIL",
-            "1    13    weather.get-forecast@1.0.0      served  " + stock.resolve("weather"),
-            "1    16    payments.process-payment@1.0.0  served  " + stock.resolve("payments"),
-            "1    19    echo@default                    served  " + stock.resolve("echo"),
-            "",
-            "ok: 3 served");
+            "13    weather.get-forecast@1.0.0      weather_get-forecast      served  "
+                + stock.resolve("weather"),
+            "16    payments.process-payment@1.0.0  payments_process-payment  served  "
+                + stock.resolve("payments"),
+            "19    echo@default                    echo                      served  "
+                + stock.resolve("echo"));
+    // the samples pin versions on bindings, which only a compiled snapshot may do
+    assertThat(lines)
+        .filteredOn(l -> l.startsWith("      warning: "))
+        .hasSize(2)
+        .first()
+        .asString()
+        .contains(Samples.weather() + ":14: spec.tools[0].version: the runtime's publish refuses");
+    assertThat(lines.getLast()).isEqualTo("ok: 3 served (2 warnings)");
 
     JsonNode json = check(Samples.weather(), "--format", "json").json();
     assertThat(json.get("ok").asBoolean()).isTrue();
@@ -92,7 +105,7 @@ class CheckCommandTest {
     JsonNode json = r.json();
     assertThat(json.properties())
         .extracting(e -> e.getKey())
-        .containsExactly("manifest", "bindings", "ok");
+        .containsExactly("manifest", "bundle", "agents", "bindings", "problems", "ok");
     assertThat(json.get("manifest").asText()).isEqualTo(Samples.mismatch().toString());
     assertThat(json.get("ok").asBoolean()).isFalse();
     JsonNode b = json.get("bindings");
@@ -101,15 +114,27 @@ class CheckCommandTest {
       assertThat(binding.properties())
           .extracting(e -> e.getKey())
           .containsExactly(
-              "document",
+              "agent",
+              "file",
+              "line",
+              "path",
               "ref",
               "key",
+              "wire_name",
+              "route",
               "status",
               "plugin",
+              "version",
+              "version_from",
               "declared_side_effect_class",
+              "side_effect_class_from",
               "handler_side_effect_class",
-              "reason");
-      assertThat(binding.get("document").asInt()).isEqualTo(1);
+              "tool_manifest",
+              "input_schema_from",
+              "reason",
+              "problems",
+              "schema");
+      assertThat(binding.get("agent").asText()).isEqualTo("demo.mismatch");
     }
 
     JsonNode v2 = b.get(0);
@@ -120,8 +145,9 @@ class CheckCommandTest {
     assertThat(v2.get("handler_side_effect_class").isNull()).isTrue();
     assertThat(v2.get("reason").asText())
         .isEqualTo(
-            "no handler for weather.get-forecast@2.0.0 "
-                + "(this worker serves weather.get-forecast@1.0.0): add a plugin that serves "
+            "no handler for weather.get-forecast@2.0.0 (version from the binding, "
+                + Samples.mismatch()
+                + ":14); this worker serves weather.get-forecast@1.0.0: add a plugin that serves "
                 + "weather.get-forecast version 2.0.0, or bind a version served here");
 
     JsonNode pay = b.get(1);
@@ -129,11 +155,13 @@ class CheckCommandTest {
     assertThat(pay.get("status").asText()).isEqualTo("class_mismatch");
     assertThat(pay.get("plugin").asText()).isEqualTo(stock.resolve("payments").toString());
     assertThat(pay.get("declared_side_effect_class").asText()).isEqualTo("read_only");
+    assertThat(pay.get("side_effect_class_from").asText()).isEqualTo(Samples.mismatch() + ":18");
     assertThat(pay.get("handler_side_effect_class").asText()).isEqualTo("non_idempotent_write");
     assertThat(pay.get("reason").asText())
         .startsWith(
-            "the manifest declares read_only, the "
-                + "handler ("
+            "the manifest ("
+                + Samples.mismatch()
+                + ":18) declares read_only, the handler ("
                 + stock.resolve("payments")
                 + ") declares non_idempotent_write: ");
 
@@ -144,15 +172,17 @@ class CheckCommandTest {
     assertThat(mcp.get("declared_side_effect_class").asText()).isEqualTo("read_only");
     assertThat(mcp.get("reason").asText())
         .isEqualTo("routed to MCP server search, not to a worker");
+    assertThat(mcp.get("problems").get(0).get("message").asText())
+        .isEqualTo("the runtime refuses a version constraint on an MCP-backed binding");
 
     JsonNode crm = b.get(3);
     assertThat(crm.get("key").asText()).isEqualTo("crm.lookup-account@default");
     assertThat(crm.get("status").asText()).isEqualTo("missing");
     assertThat(crm.get("reason").asText())
         .isEqualTo(
-            "no handler for crm.lookup-account@default:"
-                + " add a plugin whose handler for crm.lookup-account leaves its version unset "
-                + "(advertised as default)");
+            "no handler for crm.lookup-account@default: a binding with no tools/ entry and no"
+                + " version is routed to @default: add a plugin whose handler for"
+                + " crm.lookup-account leaves its version unset");
   }
 
   @Test
@@ -161,42 +191,48 @@ class CheckCommandTest {
 
     assertThat(r.exit()).isEqualTo(3);
     List<String> lines = r.out().lines().toList();
-    assertThat(lines.get(2)).matches("DOC  LINE  BINDING +STATUS +DETAIL");
-    assertThat(lines.get(3))
+    assertThat(lines.get(4)).matches("LINE +BINDING +AS +STATUS +DETAIL");
+    List<String> rows = lines.stream().filter(l -> l.matches("\\d+ .*")).toList();
+    assertThat(rows.get(0))
         .matches(
-            "1 +13 +weather\\.get-forecast@2\\.0\\.0 +missing +no handler "
+            "13 +weather\\.get-forecast@2\\.0\\.0 +weather_get-forecast +missing +no handler "
                 + "for weather\\.get-forecast@2\\.0\\.0 .*");
-    assertThat(lines.get(4))
+    assertThat(rows.get(1))
         .matches(
-            "1 +16 +payments\\.process-payment@1\\.0\\.0 +class_mismatch "
-                + "+the manifest declares read_only, the handler .* declares non_idempotent_write: .*");
-    assertThat(lines.get(5))
+            "16 +payments\\.process-payment@1\\.0\\.0 +payments_process-payment +class_mismatch "
+                + "+the manifest .* declares read_only, the handler .* declares non_idempotent_write: .*");
+    assertThat(rows.get(2))
         .matches(
-            "1 +19 +search\\.web@\\^1\\.2 +skipped +routed to MCP server "
+            "19 +search\\.web@\\^1\\.2 +web_search +skipped +routed to MCP server "
                 + "search, not to a worker");
-    assertThat(lines.get(6)).matches("1 +25 +crm\\.lookup-account@default +missing +.*");
-    assertThat(lines.getLast()).isEqualTo("not ok: 2 missing, 1 class_mismatch, 1 skipped");
+    assertThat(rows.get(3))
+        .matches("25 +crm\\.lookup-account@default +crm_lookup-account +missing +.*");
+    assertThat(lines.getLast())
+        .isEqualTo("not ok: 2 missing, 1 class_mismatch, 1 skipped (3 warnings)");
   }
 
   @Test
-  void a_ref_with_a_constraint_is_keyed_without_it_across_documents() throws IOException {
+  void a_ref_with_a_constraint_resolves_against_tools_and_without_one_is_keyed_default()
+      throws IOException {
+    Path dir = Files.createDirectories(tmp.resolve("bundle-a/tools"));
+    Files.writeString(
+        dir.resolve("weather.get-forecast.yaml"),
+        """
+        apiVersion: phrony.com/v1
+        kind: Tool
+        metadata: {namespace: weather, name: get-forecast, version: 1.0.0}
+        spec: {side_effect_class: read_only}
+        """);
     Path manifest =
         Files.writeString(
-            tmp.resolve("multi.yaml"),
+            dir.resolveSibling("agent.yaml"),
             """
+        apiVersion: phrony.com/v1
         kind: Agent
+        metadata: {namespace: demo, name: a, version: 1.0.0}
         spec:
           tools:
             - ref: weather.get-forecast@^1.0
-              version: 1.0.0
-              side_effect_class: read_only
-        ---
-        kind: Policy
-        spec: {}
-        ---
-        kind: Agent
-        spec:
-          tools:
             - ref: echo@^1
               side_effect_class: read_only
             - ref: payments.process-payment@~1.0
@@ -207,29 +243,31 @@ class CheckCommandTest {
 
     assertThat(r.exit()).isEqualTo(3);
     JsonNode b = r.json().get("bindings");
-    assertThat(b).extracting(n -> n.get("document").asInt()).containsExactly(1, 3, 3);
     assertThat(b)
         .extracting(n -> n.get("key").asText())
         .containsExactly(
             "weather.get-forecast@1.0.0", "echo@^1@default", "payments.process-payment@default");
     assertThat(b)
         .extracting(n -> n.get("status").asText())
-        .containsExactly("served", "missing", "missing");
+        .containsExactly("served", "missing", "manifest_error");
     assertThat(b.get(1).get("reason").asText())
         .startsWith(
             "no handler can serve "
                 + "echo@^1@default: the ref echo@^1 is not of the form namespace.name[@constraint]");
     assertThat(b.get(2).get("reason").asText())
-        .endsWith(
-            "; the ref's @~1.0 is not part of the "
-                + "key: a binding without a version is routed to @default");
+        .startsWith(
+            "the runtime refuses it: tool payments.process-payment not found in bundle tools/");
+    assertThat(b.get(2).get("problems").get(0).get("code").asText())
+        .isEqualTo("tool_not_in_bundle");
   }
 
   @Test
   void a_binding_without_a_side_effect_class_differs_from_its_handler() throws IOException {
     Path manifest =
         Files.writeString(
-            tmp.resolve("unclassified.yaml"), "kind: Agent\nspec:\n  tools:\n    - ref: echo\n");
+            tmp.resolve("unclassified.yaml"),
+            "apiVersion: phrony.com/v1\nkind: Agent\nmetadata: {namespace: d, name: a, version:"
+                + " 1.0.0}\nspec:\n  tools:\n    - ref: echo\n");
 
     CliRun r = check(manifest, "--format", "json");
 
@@ -275,8 +313,8 @@ class CheckCommandTest {
             "phrony-worker check: manifest "
                 + manifest
                 + ": "
-                + "spec.tools[1].ref is missing at line 5: give every binding a ref (the tool name, "
-                + "e.g. weather.get-forecast)\n");
+                + "spec.tools[1].ref is missing at line 5: give every binding a ref (the tool's "
+                + "namespace.name, e.g. weather.get-forecast@1.0.0)\n");
   }
 
   @Test
@@ -321,7 +359,7 @@ class CheckCommandTest {
 
     CliRun lenient = run(args);
     assertThat(lenient.exit()).isZero();
-    assertThat(lenient.out()).endsWith("ok: 3 served\n");
+    assertThat(lenient.out()).endsWith("ok: 3 served (2 warnings)\n");
     assertThat(lenient.err())
         .isEqualTo(
             "phrony-worker check: plugin "
@@ -341,7 +379,14 @@ class CheckCommandTest {
     assertThat(r.exit()).isZero();
     assertThat(r.out())
         .contains("--manifest=FILE", "--plugins=DIR", "--strict", "--format=FORMAT", "table, json")
-        .contains("served", "missing", "class_mismatch", "skipped")
+        .contains(
+            "served",
+            "missing",
+            "version_outside_constraint",
+            "manifest_error",
+            "class_mismatch",
+            "schema_mismatch",
+            "skipped")
         .containsPattern("0\\s+every worker-routed binding is served")
         .containsPattern("1\\s+usage error")
         .containsPattern("3\\s+some bindings are missing");

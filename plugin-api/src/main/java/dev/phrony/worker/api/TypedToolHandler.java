@@ -6,6 +6,10 @@ import java.util.Objects;
  * A handler that takes its arguments as a record {@code A} and returns a value {@code R} that the
  * host encodes as JSON.
  *
+ * <p>When {@code A} is a record and the descriptor gives no input schema, the worker generates one
+ * from the record (JSON types from the components' types, every component required unless marked
+ * otherwise, descriptions and rules from {@link ToolParam}) and checks every call against it.
+ *
  * <pre>{@code
  * public final class Forecast extends TypedToolHandler<Forecast.Args, Forecast.Result> {
  *   public record Args(String city) {}
@@ -32,6 +36,11 @@ public abstract class TypedToolHandler<A, R> implements ToolHandler {
 
   protected TypedToolHandler(Class<A> argsType) {
     this.argsType = Objects.requireNonNull(argsType, "argsType");
+  }
+
+  /** The type the call's arguments are decoded into (the worker generates a schema from it). */
+  public final Class<A> argsType() {
+    return argsType;
   }
 
   /** Runs one call with decoded arguments; see {@link ToolHandler#handle(ToolCall)}. */

@@ -7,6 +7,7 @@ import dev.phrony.worker.call.ArgsCheck;
 import dev.phrony.worker.call.CallContext;
 import dev.phrony.worker.call.CallPipeline;
 import dev.phrony.worker.call.ContextClassLoader;
+import dev.phrony.worker.call.InputSchemas;
 import dev.phrony.worker.call.SchemaCheck;
 import dev.phrony.worker.harness.CallOutcome;
 import dev.phrony.worker.harness.HarnessPipeline;
@@ -46,7 +47,8 @@ final class LoadedHandler implements HarnessPipeline.Handler {
     this.handler = handler;
     this.loader = loader;
     this.owned = owned;
-    this.descriptor = handler.descriptor();
+    // as the worker serves it: a typed handler's schema generated from its record
+    this.descriptor = InputSchemas.effective(handler, handler.descriptor());
     this.argsCheck = SchemaCheck.of(descriptor.inputSchema());
   }
 

@@ -3,6 +3,7 @@ package dev.phrony.plugins.payments;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolCall;
 import dev.phrony.worker.api.ToolDescriptor;
+import dev.phrony.worker.api.ToolParam;
 import dev.phrony.worker.api.TypedToolHandler;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
@@ -20,9 +21,21 @@ public final class ProcessPayment
 
   /**
    * Arguments: amount in major units (e.g. 12.50), ISO 4217 currency, payee; optionally {@code
-   * processing_ms}, how long the pretend bank takes (for demos and crash tests).
+   * processing_ms}, how long the pretend bank takes (for demos and crash tests). The worker checks
+   * every call against the schema generated from this record before {@link #handle} runs.
    */
-  public record Args(BigDecimal amount, String currency, String payee, Long processing_ms) {}
+  public record Args(
+      @ToolParam(description = "amount in major units, e.g. 12.50", exclusiveMinimum = 0)
+          BigDecimal amount,
+      @ToolParam(description = "ISO 4217 currency code", pattern = "^[A-Z]{3}$", examples = "EUR")
+          String currency,
+      @ToolParam(description = "who is paid", pattern = "\\S") String payee,
+      @ToolParam(
+              description = "how long the pretend bank takes (demos and crash tests)",
+              required = false,
+              minimum = 0,
+              maximum = 60000)
+          Long processing_ms) {}
 
   /** The result. */
   public record Receipt(
@@ -39,16 +52,7 @@ public final class ProcessPayment
         .sideEffectClass(SideEffectClass.NON_IDEMPOTENT_WRITE)
         .maxConcurrency(16)
         .description("Pays an amount to a payee (demo: no money moves)")
-        // Checked by the host before handle() runs (a three-letter ISO 4217 currency, a
-        // positive amount, a payee that is not blank).
-        .inputSchema(
-            """
-            {"type":"object","required":["amount","currency","payee"],"properties":{\
-            "amount":{"type":"number","exclusiveMinimum":0},\
-            "currency":{"type":"string","pattern":"^[A-Z]{3}$"},\
-            "payee":{"type":"string","pattern":"\\\\S"},\
-            "processing_ms":{"type":"integer","minimum":0,"maximum":60000}}}""")
-        .build();
+        .build(); // the input schema is generated from Args
   }
 
   @Override

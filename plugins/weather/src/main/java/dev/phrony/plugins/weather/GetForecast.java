@@ -3,6 +3,7 @@ package dev.phrony.plugins.weather;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolCall;
 import dev.phrony.worker.api.ToolDescriptor;
+import dev.phrony.worker.api.ToolParam;
 import dev.phrony.worker.api.TypedToolHandler;
 import java.util.List;
 import java.util.Locale;
@@ -13,8 +14,13 @@ import java.util.Locale;
  */
 public final class GetForecast extends TypedToolHandler<GetForecast.Args, GetForecast.Forecast> {
 
-  /** Arguments: the city to forecast. */
-  public record Args(String city) {}
+  /**
+   * Arguments: the city to forecast. The worker checks every call against the schema generated from
+   * this record, so a missing, blank or non-text city never reaches {@link #handle}.
+   */
+  public record Args(
+      @ToolParam(description = "the city to forecast", pattern = "\\S", examples = "Oslo")
+          String city) {}
 
   /** One day of the forecast. */
   public record Day(int day, String conditions, int highC, int lowC) {}
@@ -36,14 +42,7 @@ public final class GetForecast extends TypedToolHandler<GetForecast.Args, GetFor
         .sideEffectClass(SideEffectClass.READ_ONLY)
         .maxConcurrency(32)
         .description("Three-day forecast for a city (deterministic demo data)")
-        // Checked by the host before handle() runs: a missing, blank or non-text city never
-        // reaches it.
-        .inputSchema(
-            """
-            {"type":"object","required":["city"],\
-            "properties":{"city":{"type":"string","pattern":"\\\\S"}},\
-            "examples":[{"city":"Oslo"}]}""")
-        .build();
+        .build(); // the input schema is generated from Args
   }
 
   @Override

@@ -1,14 +1,20 @@
-package dev.phrony.worker.manifest;
+package dev.phrony.worker.contract;
 
 import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.fasterxml.jackson.dataformat.yaml.YAMLParser;
 import dev.phrony.worker.SyntaxException;
 import java.io.IOException;
 import java.io.Reader;
+import java.math.BigDecimal;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -35,8 +41,16 @@ final class YamlTree {
     int line();
   }
 
-  /** A scalar; {@code text} is null for a YAML null or an empty value. */
-  record Scalar(String text, int line) implements Node {}
+  /**
+   * A scalar; {@code text} is null for a YAML null or an empty value. {@code token} is how a YAML
+   * reader types it: {@code VALUE_STRING} when quoted or plainly text, a number, a boolean or null
+   * when written as one (what a JSON Schema written in YAML means by {@code minimum: 0}).
+   */
+  record Scalar(String text, JsonToken token, int line) implements Node {
+    Scalar(String text, int line) {
+      this(text, JsonToken.VALUE_STRING, line);
+    }
+  }
 
   /** A mapping with string keys, in document order. */
   record Mapping(Map<String, Node> entries, int line) implements Node {
@@ -102,8 +116,50 @@ final class YamlTree {
               column(p.currentTokenLocation()));
         }
         String text = t == JsonToken.VALUE_NULL ? null : p.getText();
-        return new Scalar(text == null || text.isEmpty() ? null : text, line);
+        return new Scalar(text == null || text.isEmpty() ? null : text, t, line);
       }
+    }
+  }
+
+  /**
+   * The value of {@code node} as JSON, scalars typed as the YAML reader typed them (as the
+   * runtime's decoder reads an inline schema into a map of strings, numbers and booleans).
+   */
+  static JsonNode toJson(Node node) {
+    return switch (node) {
+      case Mapping m -> {
+        ObjectNode o = JsonNodeFactory.instance.objectNode();
+        m.entries().forEach((k, v) -> o.set(k, toJson(v)));
+        yield o;
+      }
+      case Sequence s -> {
+        ArrayNode a = JsonNodeFactory.instance.arrayNode();
+        s.items().forEach(i -> a.add(toJson(i)));
+        yield a;
+      }
+      case Scalar s -> scalar(s);
+    };
+  }
+
+  private static JsonNode scalar(Scalar s) {
+    JsonNodeFactory f = JsonNodeFactory.instance;
+    if (s.text() == null) {
+      return s.token() == JsonToken.VALUE_STRING ? f.textNode("") : f.nullNode();
+    }
+    return switch (s.token()) {
+      case VALUE_NUMBER_INT -> f.numberNode(new BigInteger(s.text().replace("_", "")));
+      case VALUE_NUMBER_FLOAT -> floating(s.text());
+      case VALUE_TRUE -> f.booleanNode(true);
+      case VALUE_FALSE -> f.booleanNode(false);
+      default -> f.textNode(s.text());
+    };
+  }
+
+  private static JsonNode floating(String text) {
+    try {
+      return JsonNodeFactory.instance.numberNode(new BigDecimal(text.replace("_", "")));
+    } catch (NumberFormatException e) {
+      return JsonNodeFactory.instance.textNode(text); // .inf, .nan: no JSON number
     }
   }
 

@@ -1,4 +1,4 @@
-package dev.phrony.worker.manifest;
+package dev.phrony.worker.contract;
 
 import dev.phrony.worker.UserErrorException;
 import java.nio.file.Path;
