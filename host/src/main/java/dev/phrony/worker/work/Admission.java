@@ -75,7 +75,7 @@ final class Admission {
               public void gaveUp(CallRecord call) {
                 calls.remove(call);
                 nack(
-                    call.owner,
+                    call.owner(),
                     call.invoke,
                     call.slots,
                     InvocationOutcome.NACK_CAPACITY_EXHAUSTED,
@@ -98,7 +98,7 @@ final class Admission {
   void admit(Invoke invoke, CallSink sink, HandlerSet set) {
     String callId = invoke.callId();
     CallRecord existing = calls.get(callId);
-    if (existing != null && existing.state == CallRecord.State.WAITING) {
+    if (existing != null && existing.state() == CallRecord.State.WAITING) {
       slotWaits.stop(existing); // invoked again (its stream was replaced): it waits as this one
       calls.remove(existing);
       existing = null;
@@ -114,7 +114,7 @@ final class Admission {
     ToolSlots slots = set.find(invoke.tool(), invoke.version());
     Optional<HeldResult> held = outbox.find(callId);
     if (held.isPresent()) {
-      CallRecord call = CallRecord.resent(held.get(), slots, invoke, sink);
+      CallRecord call = CallRecord.resent(held.get(), slots, invoke, sink, calls);
       calls.put(call);
       resend(call, invoke, sink);
       return;
@@ -147,7 +147,7 @@ final class Admission {
           "this worker serves no handler for " + invoke.tool() + "@" + invoke.version());
       return;
     }
-    CallRecord call = CallRecord.invoked(invoke, slots, sink);
+    CallRecord call = CallRecord.invoked(invoke, slots, sink, calls);
     calls.put(call);
     tryStart(call, false);
   }
@@ -156,10 +156,9 @@ final class Admission {
   private void resend(CallRecord call, Invoke invoke, CallSink sink) {
     debug(invoke, "invoke of a held call: resending its result");
     if (outbox.isOrphaned(call.callId)) {
-      outbox.holdAsync(call.held); // no longer orphaned: the runtime asks for it
+      outbox.holdAsync(call.held()); // no longer orphaned: the runtime asks for it
     }
-    call.owner = sink;
-    outcomes.send(call);
+    outcomes.send(call, sink);
   }
 
   /**
@@ -176,8 +175,7 @@ final class Admission {
     }
     Invoke invoke = call.invoke;
     long deadline = deadlineOf(invoke, slots);
-    call.permit = permit;
-    call.context =
+    CallContext context =
         new CallContext(
             call.callId,
             invoke.sessionId(),
@@ -189,10 +187,8 @@ final class Admission {
             deadline,
             invoke.argsBuffer(),
             pipeline.codec());
-    call.admittedAt = outcomes.now();
-    call.needsIntent = outbox.needsIntent(slots.sideEffectClass);
-    call.state = CallRecord.State.RUNNING; // counted as running from here on
-    calls.runningStarted();
+    // Counted as running from here on.
+    call.admitted(permit, context, outcomes.now(), outbox.needsIntent(slots.sideEffectClass));
     debug(invoke, "invoke admitted");
     if (deadline > 0) {
       long leftMs = deadline - clock.millis();
@@ -201,9 +197,9 @@ final class Admission {
             call, CallPipeline.deadlineExceeded(0), InvocationOutcome.DEADLINE_EXCEEDED, false);
         return;
       }
-      call.deadline =
+      call.deadline(
           scheduler.schedule(
-              () -> post.accept(() -> deadlinePassed.accept(call)), Duration.ofMillis(leftMs));
+              () -> post.accept(() -> deadlinePassed.accept(call)), Duration.ofMillis(leftMs)));
     }
     outcomes.start(call);
   }
@@ -223,7 +219,7 @@ final class Admission {
 
   /** Rule 5: an invoke for a call still running attaches to it; the handler runs once. */
   private void invokedAgain(CallRecord call, Invoke invoke, CallSink sink) {
-    if (call.state == CallRecord.State.CANCELLED && call.held == null) {
+    if (call.state() == CallRecord.State.CANCELLED && call.held() == null) {
       nack(
           sink,
           invoke,
@@ -234,14 +230,7 @@ final class Admission {
               + " have acted; it is not run a second time");
       return;
     }
-    if (call.state == CallRecord.State.CANCELLED) {
-      call.state = CallRecord.State.HOLDING; // its outcome is being held: the runtime now wants it
-      calls.runningStarted();
-    }
-    call.owner = sink;
-    if (call.permit.released()) {
-      call.permit = call.slots.acquire(); // the runtime counts this invoke in a slot
-    }
+    call.attach(sink);
     debug(invoke, "invoke of a running call attached to this stream");
   }
 

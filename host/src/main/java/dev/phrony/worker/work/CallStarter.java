@@ -63,17 +63,15 @@ final class CallStarter {
 
   /** In the context: the handler starts. */
   void start(CallRecord call) {
-    call.state = CallRecord.State.RUNNING;
-    call.handlerAlive = true;
-    call.entry = call.slots.entry; // it runs on this handler even if its key is rebound meanwhile
-    call.async = call.slots.async;
+    // It runs on this handler even if its key is rebound meanwhile.
+    call.handlerStarted(call.slots.entry, call.slots.async);
     if (call.slots.inline() && onIoThread.getAsBoolean()) {
       runInline(call);
       return;
     }
     Thread thread = CALL_THREADS.newThread(() -> runHandler(call));
     thread.setName("call-" + call.callId); // a thread dump names the call
-    call.thread = thread;
+    call.runsOn(thread);
     thread.start();
   }
 
@@ -85,7 +83,7 @@ final class CallStarter {
   private void runInline(CallRecord call) {
     try (var ctx = LogContext.call(call.callId, call.sessionId, call.key)) {
       CallPipeline.Refusal refusal =
-          pipeline.checkArgs(call.context.rawArgs(), call.entry.argsCheck());
+          pipeline.checkArgs(call.context().rawArgs(), call.entry().argsCheck());
       if (refusal != null) {
         finished.finished(call, null, refusal, 0);
         return;
@@ -96,7 +94,7 @@ final class CallStarter {
       startingInlineSinceMs = startedMs;
       startingInline = call;
       CompletableFuture<CallOutcome> outcome =
-          pipeline.start(call.async, call.entry.classLoader(), call.context);
+          pipeline.start(call.async(), call.entry().classLoader(), call.context());
       startingInline = null;
       long heldMs = clock.millis() - startedMs;
       if (call.slots.started(heldMs)) {
@@ -136,24 +134,24 @@ final class CallStarter {
   private void runHandler(CallRecord call) {
     try (var ctx = LogContext.call(call.callId, call.sessionId, call.key)) {
       CallPipeline.Refusal refusal =
-          pipeline.checkArgs(call.context.rawArgs(), call.entry.argsCheck());
+          pipeline.checkArgs(call.context().rawArgs(), call.entry().argsCheck());
       if (refusal != null) {
         post.accept(() -> finished.finished(call, null, refusal, 0));
         return;
       }
-      if (call.context.isCancelled()) {
+      if (call.context().isCancelled()) {
         post.accept(() -> finished.finished(call, null, null, 0)); // cancelled before it started
         return;
       }
       log.debug("handler started");
       long t0 = System.nanoTime();
-      if (call.async != null) { // moved off the I/O thread: started here, finished later
+      if (call.async() != null) { // moved off the I/O thread: started here, finished later
         finishWhenDone(
-            call, pipeline.start(call.async, call.entry.classLoader(), call.context), t0);
+            call, pipeline.start(call.async(), call.entry().classLoader(), call.context()), t0);
         return;
       }
       CallOutcome outcome =
-          pipeline.run(call.entry.handler(), call.entry.classLoader(), call.context);
+          pipeline.run(call.entry().handler(), call.entry().classLoader(), call.context());
       long ran = System.nanoTime() - t0;
       post.accept(() -> finished.finished(call, outcome, null, ran));
     }

@@ -9,7 +9,7 @@ import java.util.List;
  * to the moment it is orphaned or has settled after a cancel). Confined to the dispatcher's
  * context, which the dispatcher's parts share.
  */
-final class CallTable {
+final class CallTable implements CallRecord.Counts {
   private final HashMap<String, CallRecord> byId = new HashMap<>();
 
   // ---- written in the context, read anywhere (metrics, readiness, tests) ----
@@ -34,26 +34,21 @@ final class CallTable {
 
   /** A cancelled call leaves once nothing of it runs or is being written any more. */
   void forgetIfSettled(CallRecord call) {
-    if (call.state == CallRecord.State.CANCELLED && call.settled()) {
+    if (call.state() == CallRecord.State.CANCELLED && call.settled()) {
       remove(call);
     }
   }
 
-  // One writer (the context): a volatile read and write, no atomic update needed.
-  void runningStarted() {
-    running++;
+  // Counted by the records' own transitions. One writer (the context): a volatile read and
+  // write, no atomic update needed (docs/architecture.md, "sharing state").
+  @Override
+  public void running(int delta) {
+    running += delta;
   }
 
-  void runningEnded() {
-    running--;
-  }
-
-  void apartStarted() {
-    apart++;
-  }
-
-  void apartEnded() {
-    apart--;
+  @Override
+  public void apart(int delta) {
+    apart += delta;
   }
 
   /** Calls admitted whose outcome is not held yet (cancelled ones excluded); from any thread. */
@@ -78,7 +73,7 @@ final class CallTable {
   /** True while a result sent on a stream that is still open waits for its ack there. */
   boolean awaitingAckOnOpenStream() {
     for (CallRecord c : byId.values()) {
-      if (c.resultHeld() && c.state != CallRecord.State.DETACHED && c.owner.live()) {
+      if (c.resultHeld() && c.state() != CallRecord.State.DETACHED && c.owner().live()) {
         return true;
       }
     }

@@ -40,7 +40,7 @@ final class Cancels {
   /** The runtime cancelled {@code callId} on {@code sink}. */
   void cancelled(String callId, CallSink sink) {
     CallRecord call = calls.get(callId);
-    if (call != null && call.state == CallRecord.State.WAITING) {
+    if (call != null && call.state() == CallRecord.State.WAITING) {
       // Cancelled before a slot came: it never started, nothing is sent.
       slotWaits.stop(call);
       calls.remove(call);
@@ -53,7 +53,7 @@ final class Cancels {
       idle.check();
       return;
     }
-    if (call.state != CallRecord.State.CANCELLED) {
+    if (call.state() != CallRecord.State.CANCELLED) {
       cancel(call, "cancelled by the runtime");
     }
   }
@@ -70,10 +70,10 @@ final class Cancels {
   /** Cancels {@code sink}'s running calls; its waiting ones leave their queue, {@code refused}. */
   void on(CallSink sink, String why, Consumer<CallRecord> refused) {
     for (CallRecord c : calls.all()) {
-      if (c.owner != sink) {
+      if (c.owner() != sink) {
         continue;
       }
-      if (c.state == CallRecord.State.WAITING && slotWaits.stop(c)) {
+      if (c.state() == CallRecord.State.WAITING && slotWaits.stop(c)) {
         calls.remove(c);
         refused.accept(c);
       } else if (c.running()) {
@@ -85,20 +85,12 @@ final class Cancels {
 
   /** Interrupts {@code call}, frees its slot; nothing is sent for it from now on. */
   void cancel(CallRecord call, String why) {
-    CallRecord.State was = call.state;
-    call.state = CallRecord.State.CANCELLED;
-    call.releaseSlot();
-    call.deadline.cancel();
-    calls.runningEnded();
+    CallRecord.State was = call.cancelled();
     if (was != CallRecord.State.HOLDING) { // a held outcome was counted, and it may have acted
       call.slots.metrics.count(InvocationOutcome.CANCELLED);
-      if (call.intentWritten) {
+      if (call.intentWritten()) {
         outbox.markInterrupted(call.callId); // it may have acted: never run it again
       }
-    }
-    if (call.handlerAlive && !call.abandoned) {
-      call.abandoned = true;
-      calls.apartStarted();
     }
     try (var ctx = Outcomes.context(call)) {
       log.debug("call {} in state {}; handler interrupted", why, was);
@@ -109,11 +101,10 @@ final class Cancels {
   }
 
   void deadlinePassed(CallRecord call) {
-    switch (call.state) {
-      case INTENT -> call.deadlinePassed = true; // answered once the intent write returns
+    switch (call.state()) {
+      case INTENT -> call.deadlinePassedDuringIntent(); // answered once the intent write returns
       case RUNNING -> {
-        call.abandoned = true;
-        calls.apartStarted();
+        call.deadlinePassedWhileRunning();
         outcomes.decide(
             call,
             CallPipeline.deadlineExceeded(outcomes.elapsedMs(call)),
@@ -127,9 +118,9 @@ final class Cancels {
 
   /** Tells the handler its call is off: the flag, its stage cancelled, its thread interrupted. */
   private static void interrupt(CallRecord call) {
-    call.context.markCancelled();
-    if (call.thread != null) {
-      call.thread.interrupt();
+    call.context().markCancelled();
+    if (call.thread() != null) {
+      call.thread().interrupt();
     }
   }
 }

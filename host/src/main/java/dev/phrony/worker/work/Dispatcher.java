@@ -297,9 +297,9 @@ public final class Dispatcher {
         () -> {
           draining = true;
           for (CallRecord c : calls.all()) {
-            if (c.state == CallRecord.State.WAITING && slotWaits.stop(c)) {
+            if (c.state() == CallRecord.State.WAITING && slotWaits.stop(c)) {
               calls.remove(c);
-              admission.nackDraining(c.owner, c.invoke, c.slots);
+              admission.nackDraining(c.owner(), c.invoke, c.slots);
             }
           }
           idle.check();
@@ -327,7 +327,7 @@ public final class Dispatcher {
    * still produce is kept as orphaned.
    */
   void cancelOn(CallSink sink, String why) {
-    post(() -> cancels.on(sink, why, c -> admission.nackDraining(c.owner, c.invoke, c.slots)));
+    post(() -> cancels.on(sink, why, c -> admission.nackDraining(c.owner(), c.invoke, c.slots)));
   }
 
   /**
@@ -340,7 +340,7 @@ public final class Dispatcher {
     Set<String> ids = new HashSet<>();
     Set<String> onOpenStreams = new HashSet<>();
     for (CallRecord c : calls.view()) {
-      if (c.owner != null && c.owner.live()) {
+      if (c.owner() != null && c.owner().live()) {
         onOpenStreams.add(c.callId);
       } else if (c.running()) {
         ids.add(c.callId);
@@ -370,11 +370,11 @@ public final class Dispatcher {
   CompletableFuture<Void> whenIdleOn(CallSink sink) {
     return whenNone(
         c ->
-            c.owner == sink
-                && (c.state == CallRecord.State.WAITING
+            c.owner() == sink
+                && (c.state() == CallRecord.State.WAITING
                     || c.running()
-                    || c.state == CallRecord.State.SENT
-                    || c.state == CallRecord.State.HANDED_OVER));
+                    || c.state() == CallRecord.State.SENT
+                    || c.state() == CallRecord.State.HANDED_OVER));
   }
 
   /** Completes once no call runs, or is still to run, code of {@code loaders}. */

@@ -62,7 +62,8 @@ final class OrphanPolicy {
     int n = 0;
     for (String callId : advertised) {
       CallRecord call = calls.get(callId);
-      boolean sentHere = call != null && call.state == CallRecord.State.SENT && call.owner == sink;
+      boolean sentHere =
+          call != null && call.state() == CallRecord.State.SENT && call.owner() == sink;
       if (!sentHere && outbox.find(callId).isPresent() && !outbox.isOrphaned(callId)) {
         orphan(callId);
         n++;
@@ -91,8 +92,7 @@ final class OrphanPolicy {
    * another stream. Once the current stream's window has closed nobody will ask for it.
    */
   void heldWithoutStream(CallRecord call) {
-    // Its owner stays until that stream's end is taken in: it may hand the call over.
-    call.state = CallRecord.State.DETACHED;
+    call.waitsForStream();
     if (windowStream != null && windowClosed && windowStream.live()) {
       orphan(call.callId);
       log.info(
@@ -120,14 +120,11 @@ final class OrphanPolicy {
     }
   }
 
-  /** {@code sink} ended with {@code status}: its unacked results wait for the next register. */
+  /**
+   * {@code sink} ended with {@code status} (its calls were detached or handed over already): its
+   * window closes, and a call the runtime named as unknown is orphaned.
+   */
   void streamEnded(CallSink sink, Status status) {
-    for (CallRecord c : calls.view()) {
-      if (c.state == CallRecord.State.SENT && c.owner == sink) {
-        c.state = CallRecord.State.DETACHED;
-        c.owner = null;
-      }
-    }
     if (windowStream == sink) {
       windowTimer.cancel();
       windowTimer = Scheduler.NONE;

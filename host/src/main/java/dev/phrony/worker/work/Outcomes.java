@@ -56,7 +56,7 @@ final class Outcomes {
 
   /** An admitted call: its intent first where its class needs one, then its handler. */
   void start(CallRecord call) {
-    if (call.needsIntent) {
+    if (call.state() == CallRecord.State.INTENT) {
       recordIntent(call);
     } else {
       starter.start(call);
@@ -64,8 +64,7 @@ final class Outcomes {
   }
 
   private void recordIntent(CallRecord call) {
-    call.state = CallRecord.State.INTENT;
-    call.intentPending = true;
+    call.intentWriting();
     CompletableFuture<Void> written;
     try {
       written =
@@ -75,7 +74,7 @@ final class Outcomes {
                   call.sessionId,
                   call.key,
                   call.slots.sideEffectClass,
-                  call.admittedAt));
+                  call.admittedAt()));
     } catch (RuntimeException e) {
       written = CompletableFuture.failedFuture(e);
     }
@@ -83,10 +82,9 @@ final class Outcomes {
   }
 
   private void intentDone(CallRecord call, Throwable failure) {
-    call.intentPending = false;
-    call.intentWritten = failure == null;
-    if (call.state == CallRecord.State.CANCELLED) {
-      if (call.intentWritten) {
+    call.intentDone(failure == null);
+    if (call.state() == CallRecord.State.CANCELLED) {
+      if (call.intentWritten()) {
         outbox.markInterrupted(call.callId); // conservative: it was to run, never run it again
       }
       calls.forgetIfSettled(call);
@@ -108,7 +106,7 @@ final class Outcomes {
           false);
       return;
     }
-    if (call.deadlinePassed) {
+    if (call.deadlinePassed()) {
       decide(
           call,
           CallPipeline.deadlineExceeded(elapsedMs(call)),
@@ -127,16 +125,15 @@ final class Outcomes {
 
   private void handlerDone(
       CallRecord call, CallOutcome outcome, CallPipeline.Refusal refusal, long ranNanos) {
-    call.handlerAlive = false;
+    boolean apart = call.handlerFinished();
     if (ranNanos > 0) {
       call.slots.metrics.handlerTime(Duration.ofNanos(ranNanos));
     }
-    if (call.abandoned) {
-      calls.apartEnded();
+    if (apart) {
       try (var ctx = context(call)) {
         log.info(
             "handler of a {} call finished after {} ms; its outcome is dropped",
-            call.state == CallRecord.State.CANCELLED ? "cancelled" : "timed-out",
+            call.state() == CallRecord.State.CANCELLED ? "cancelled" : "timed-out",
             elapsedMs(call));
       }
       calls.forgetIfSettled(call);
@@ -144,16 +141,15 @@ final class Outcomes {
     }
     if (refusal != null && refusal.nack()) {
       call.slots.metrics.count(InvocationOutcome.NACK_INVALID_ARGS);
-      if (call.intentWritten) {
+      if (call.intentWritten()) {
         outbox.dropIntent(call.callId); // the handler never started
       }
-      call.deadline.cancel();
       calls.remove(call);
-      calls.runningEnded();
-      call.releaseSlot();
-      if (call.owner != null && call.owner.live()) {
+      call.refused();
+      CallSink owner = call.owner();
+      if (owner != null && owner.live()) {
         log.debug("nack {}: {}", refusal.code(), refusal.message());
-        call.owner.sendNack(call.callId, refusal.code(), refusal.message());
+        owner.sendNack(call.callId, refusal.code(), refusal.message());
       }
       return;
     }
@@ -184,14 +180,11 @@ final class Outcomes {
    * wait for a disk that refuses writes.
    */
   void decide(CallRecord call, CallOutcome outcome, InvocationOutcome counted, boolean handlerRan) {
-    call.deadline.cancel();
     call.slots.metrics.count(counted);
     HeldResult held =
         new HeldResult(
             call.callId, call.sessionId, call.key, call.slots.sideEffectClass, now(), outcome);
-    call.state = CallRecord.State.HOLDING;
-    call.held = held;
-    call.holdPending = true;
+    call.decided(held);
     CompletableFuture<Void> f;
     try {
       f = handlerRan ? outbox.holdAsync(held) : outbox.holdInMemoryAsync(held);
@@ -206,13 +199,13 @@ final class Outcomes {
   }
 
   private void held(CallRecord call, Throwable failure) {
-    call.holdPending = false;
+    call.holdDone();
     if (failure != null) {
       try (var ctx = context(call)) {
         log.error("result could not be held: {}", unwrap(failure).toString());
       }
     }
-    if (call.state == CallRecord.State.CANCELLED) {
+    if (call.state() == CallRecord.State.CANCELLED) {
       // Race 1: the cancel came while the result was being made durable. The runtime has
       // forgotten the call, so the result must not go out; it is kept for an operator.
       outbox.markOrphaned(call.callId);
@@ -222,12 +215,10 @@ final class Outcomes {
       calls.forgetIfSettled(call);
       return;
     }
-    call.deadline.cancel();
-    calls.runningEnded();
-    CallSink owner = call.owner;
+    CallSink owner = call.owner();
     if (owner != null && owner.live()) {
       call.releaseSlot();
-      send(call);
+      send(call, owner);
     } else {
       // Rule 3: its stream is gone; kept for in_flight, never sent on another stream.
       orphans.heldWithoutStream(call);
@@ -235,18 +226,17 @@ final class Outcomes {
     idle.check();
   }
 
-  /** Sends {@code call}'s held result on its owner: it then waits for the ack there. */
-  void send(CallRecord call) {
-    if (call.owner.sendResult(call.held)) {
-      call.state = CallRecord.State.SENT;
+  /** Sends {@code call}'s held result on {@code on}: it then waits for the ack there. */
+  void send(CallRecord call, CallSink on) {
+    if (on.sendResult(call.held())) {
+      call.sent(on);
     } else {
-      // Its stream has just ended: held for what that end decides (detached or handed over).
-      call.state = CallRecord.State.DETACHED;
+      call.unsent(on); // its stream has just ended: that end decides (detached, handed over)
     }
   }
 
   long elapsedMs(CallRecord call) {
-    return Duration.between(call.admittedAt, now()).toMillis();
+    return Duration.between(call.admittedAt(), now()).toMillis();
   }
 
   /**

@@ -41,8 +41,7 @@ final class SlotWaits {
 
   /** {@code call} waits for a slot of its tool, after those already waiting. */
   void await(CallRecord call) {
-    call.state = CallRecord.State.WAITING;
-    call.grace = scheduler.schedule(() -> post.accept(() -> graceOver(call)), grace);
+    call.waiting(scheduler.schedule(() -> post.accept(() -> graceOver(call)), grace));
     call.slots.waiting.add(call);
   }
 
@@ -54,7 +53,7 @@ final class SlotWaits {
 
   /** Takes {@code call} out of its queue; false if it was no longer waiting. */
   boolean stop(CallRecord call) {
-    call.grace.cancel();
+    call.grace().cancel();
     return call.slots.waiting.remove(call);
   }
 

@@ -39,23 +39,14 @@ final class StreamEnds {
   /** {@code sink} ended and the runtime dropped it: its calls run on apart, its slots are gone. */
   void detach(CallSink sink, Status status) {
     for (CallRecord c : calls.all()) {
-      if (c.owner != sink) {
+      if (c.owner() != sink) {
         continue;
       }
-      switch (c.state) {
-        case WAITING -> {
-          slotWaits.stop(c); // the runtime made it indeterminate with its stream
-          calls.remove(c);
-        }
-        case INTENT, RUNNING, HOLDING, CANCELLED -> {
-          c.owner = null;
-          c.releaseSlot();
-        }
-        case DETACHED, HANDED_OVER -> {
-          c.state = CallRecord.State.DETACHED;
-          c.owner = null;
-        }
-        case SENT -> {} // the orphan policy's, below
+      if (c.state() == CallRecord.State.WAITING) {
+        slotWaits.stop(c); // the runtime made it indeterminate with its stream
+        calls.remove(c);
+      } else {
+        c.detached();
       }
     }
     orphans.streamEnded(sink, status);
@@ -75,27 +66,16 @@ final class StreamEnds {
     String unknown = OrphanPolicy.unknownCallId(status.getDescription()).orElse(null);
     Set<String> moved = new LinkedHashSet<>();
     for (CallRecord c : calls.all()) {
-      if (c.owner != from || c.callId.equals(unknown)) {
+      if (c.owner() != from || c.callId.equals(unknown)) {
         continue;
       }
-      switch (c.state) {
-        case WAITING -> c.owner = to; // it still waits for a slot; started, it answers on `to`
-        case INTENT, RUNNING, HOLDING -> {
-          c.owner = to;
-          c.releaseSlot();
-        }
-        case SENT, DETACHED, HANDED_OVER -> {
-          // Maybe recorded already (then acked at `to`'s register), maybe not: sent again on
-          // `to` only once it is registered and has not acked it (see rescueRegistered).
-          c.state = CallRecord.State.HANDED_OVER;
-          c.owner = to;
-        }
-        case CANCELLED -> {
-          c.owner = null;
-          c.releaseSlot();
-          continue; // the runtime forgot it: nothing to hand over
-        }
+      if (c.state() == CallRecord.State.CANCELLED) {
+        c.detached(); // the runtime forgot it: nothing to hand over
+        continue;
       }
+      // A held result was maybe recorded already (then acked at `to`'s register), maybe not: it
+      // is sent again on `to` only once that is registered and has not acked it.
+      c.handedTo(to);
       moved.add(c.callId);
     }
     orphans.streamEnded(from, status); // the unknown call: orphaned, never sent again
@@ -109,8 +89,8 @@ final class StreamEnds {
    */
   void rescueRegistered(CallSink rescue) {
     for (CallRecord c : calls.all()) {
-      if (c.owner == rescue && c.state == CallRecord.State.HANDED_OVER) {
-        outcomes.send(c);
+      if (c.owner() == rescue && c.state() == CallRecord.State.HANDED_OVER) {
+        outcomes.send(c, rescue);
       }
     }
     idle.check();
