@@ -97,6 +97,12 @@ public final class PluginReloader implements AutoCloseable {
   private volatile Served served;
 
   /**
+   * The problems of the last load, each logged at WARN once while it lasts (on the reload thread):
+   * a broken jar left in the folder is not warned about again at every later reload.
+   */
+  private Set<LoadProblem> reported;
+
+  /**
    * @param first what the worker loaded at start (and serves as generation {@code generation})
    * @param keepGeneration keeps the number of a generation in the state dir before it registers
    * @param listener told of every reload's outcome (metrics, the dev console)
@@ -119,6 +125,7 @@ public final class PluginReloader implements AutoCloseable {
     this.listener = listener;
     this.clock = clock;
     this.served = new Served(first, applied, client.generation(), clock.instant());
+    this.reported = Set.copyOf(first.problems()); // the start logged those
   }
 
   /** What is served now. */
@@ -160,7 +167,14 @@ public final class PluginReloader implements AutoCloseable {
               List.of(),
               "plugins not reloaded (" + trigger + "): " + e.getMessage()));
     }
-    next.problems().forEach(p -> log.warn("plugin {} not loaded: {}", p.plugin(), p.reason()));
+    for (LoadProblem p : next.problems()) {
+      if (reported.contains(p)) {
+        log.debug("plugin {} still not loaded: {}", p.plugin(), p.reason());
+      } else {
+        log.warn("plugin {} not loaded: {}", p.plugin(), p.reason());
+      }
+    }
+    reported = Set.copyOf(next.problems()); // one that goes away and comes back is warned again
     HandlerOverrides.Applied applied = HandlerOverrides.apply(rules, next.catalog());
     CatalogChange change = CatalogChange.between(now.applied().served(), applied.served());
     if (strict && next.hasProblems()) {
