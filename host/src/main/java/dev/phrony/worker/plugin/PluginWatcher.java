@@ -6,6 +6,7 @@ import java.nio.file.ClosedWatchServiceException;
 import java.nio.file.FileVisitOption;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
@@ -373,6 +374,9 @@ public final class PluginWatcher implements AutoCloseable {
           || e.getValue().equals(loaded.get(rel))) {
         continue;
       }
+      if (e.getValue().size() < 0) {
+        continue; // a link that leads nowhere: not being written, and the loader reports it
+      }
       try {
         new ZipFile(dir.resolve(rel).toFile()).close();
       } catch (IOException ex) {
@@ -481,6 +485,12 @@ public final class PluginWatcher implements AutoCloseable {
             }
 
             private void failed(Path f, IOException e) {
+              if (!f.equals(dir) && !hidden(f) && Files.isSymbolicLink(f)) {
+                // A link that leads nowhere or back up (self -> .): a change like any other, whose
+                // reload reports it (the loader does not load it).
+                files.put(dir.relativize(f), linkStamp(f));
+                return;
+              }
               if (f.equals(dir)) {
                 rootFailed[0] = true;
                 problems.add(new Problem(f, e.toString()));
@@ -494,6 +504,18 @@ public final class PluginWatcher implements AutoCloseable {
       problems.add(new Problem(dir, e.toString()));
     }
     return new Walk(rootFailed[0] ? null : files, dirs, problems);
+  }
+
+  /** The stamp of a link itself (not of what it leads to), with no size. */
+  private static Stamp linkStamp(Path link) {
+    try {
+      return new Stamp(
+          -1,
+          Files.readAttributes(link, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS)
+              .lastModifiedTime());
+    } catch (IOException e) {
+      return new Stamp(-1, FileTime.fromMillis(0)); // gone meanwhile: the next walk sees it
+    }
   }
 
   private static boolean hidden(Path p) {
