@@ -62,6 +62,7 @@ public record DevHost(Path dir, boolean strict, WorkerPlugins plugins, DevServer
             dev.host().orElseThrow(),
             generation -> {},
             outcome -> reloaded.accept(outcome.message()),
+            true, // the console shows each outcome
             InstantSource.system());
     dev.schemasFrom(() -> reloader.served().applied().served());
     return new LiveReload(reloader, dir);

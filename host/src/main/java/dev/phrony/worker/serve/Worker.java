@@ -1,5 +1,6 @@
 package dev.phrony.worker.serve;
 
+import dev.phrony.worker.Count;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.config.WorkerConfig;
 import dev.phrony.worker.ops.MicrometerMetrics;
@@ -125,6 +126,7 @@ public final class Worker implements AutoCloseable {
                     client,
                     stateDir::generation,
                     o -> metrics.pluginReload(o.result().label()),
+                    false,
                     InstantSource.system()),
                 config.plugins()));
     http = startHttp(registry, pluginRoutes.apply(live.reloader()));
@@ -144,9 +146,9 @@ public final class Worker implements AutoCloseable {
    */
   public void start() {
     log.info(
-        "worker {} serving {} handlers from {}; state in {} (durability {}); runtime {}" + " ({})",
+        "worker {} serving {} from {}; state in {} (durability {}); runtime {} ({})",
         identity.workerId(),
-        plugins.applied().served().size(),
+        Count.of(plugins.applied().served().size(), "handler"),
         config.plugins(),
         stateDir.path(),
         config.durability().flagName(),

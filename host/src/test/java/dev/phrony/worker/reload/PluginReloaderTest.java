@@ -108,6 +108,7 @@ class PluginReloaderTest {
         client,
         kept::add,
         outcomes::add,
+        false,
         InstantSource.system());
   }
 
