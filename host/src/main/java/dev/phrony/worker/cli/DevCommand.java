@@ -176,6 +176,7 @@ final class DevCommand implements Callable<Integer> {
                   out.println(line);
                   out.flush();
                 })) {
+      dev.handlersFrom(() -> ReloadReport.handlers(live.reloader().served()));
       if (watch) {
         live.watch();
       }

@@ -312,6 +312,14 @@ public final class DevServer implements AutoCloseable {
     served.set(Objects.requireNonNull(catalog, "catalog"));
   }
 
+  /**
+   * Where the control API's {@code GET /handlers} comes from: {@code run}'s {@code /handlers} JSON
+   * of what the host serves now, so {@code list-handlers --worker} works against dev too.
+   */
+  public void handlersFrom(Supplier<String> json) {
+    control.handlersFrom(json);
+  }
+
   /** What is running and how to use it, for the terminal. */
   public String banner() {
     StringBuilder b = new StringBuilder();
