@@ -644,7 +644,7 @@ public final class Dispatcher {
     call.intentWritten = failure == null;
     if (call.state == CallRecord.State.CANCELLED) {
       if (call.intentWritten) {
-        outbox.markInterrupted(call.callId); // conservative: it was to run, never run it again
+        cancelledAfterIntent(call);
       }
       forgetIfSettled(call);
       return;
@@ -842,7 +842,7 @@ public final class Dispatcher {
     if (was != CallRecord.State.HOLDING) { // a held outcome was counted, and it may have acted
       call.slots.metrics.count(InvocationOutcome.CANCELLED);
       if (call.intentWritten) {
-        outbox.markInterrupted(call.callId); // it may have acted: never run it again
+        cancelledAfterIntent(call);
       }
     }
     if (call.handlerAlive && !call.abandoned) {
@@ -855,6 +855,18 @@ public final class Dispatcher {
     interrupt(call); // last: cancelling its stage may run the handler's own code
     forgetIfSettled(call);
     checkIdle();
+  }
+
+  /**
+   * A cancelled call whose intent is on disk: interrupted (never run again) if its handler began,
+   * for it may have acted; otherwise its intent is dropped, so a re-invoke runs it.
+   */
+  private void cancelledAfterIntent(CallRecord call) {
+    if (call.context.neverStarted()) {
+      outbox.dropIntent(call.callId);
+    } else {
+      outbox.markInterrupted(call.callId);
+    }
   }
 
   private void deadlinePassed(CallRecord call) {
