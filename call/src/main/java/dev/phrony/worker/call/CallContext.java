@@ -7,6 +7,7 @@ import java.time.Instant;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The {@link ToolCall} a handler receives: the call's facts as the runtime sent them, copied into a
@@ -29,6 +30,13 @@ public final class CallContext implements ToolCall {
 
   private final JsonCodec codec;
   private volatile boolean cancelled;
+
+  /** {@link #NEW} until the handler begins ({@link #STARTED}) or is stopped before it does. */
+  private final AtomicInteger phase = new AtomicInteger(NEW);
+
+  private static final int NEW = 0;
+  private static final int STARTED = 1;
+  private static final int STOPPED = 2;
 
   /** The stage an asynchronous handler returned: cancelled with the call. */
   private volatile CompletableFuture<?> stage;
@@ -72,10 +80,29 @@ public final class CallContext implements ToolCall {
    */
   public void markCancelled() {
     cancelled = true;
+    phase.compareAndSet(NEW, STOPPED);
     CompletableFuture<?> s = stage;
     if (s != null) {
       cancel(s);
     }
+  }
+
+  /**
+   * Claims the start, just before the handler's own code runs: false when the call was cancelled
+   * first, and the handler then must not run. With {@link #neverStarted} it decides, race-free,
+   * whether a cancelled call's handler ran at all.
+   */
+  public boolean begin() {
+    return phase.compareAndSet(NEW, STARTED);
+  }
+
+  /**
+   * Cancels the call if its handler has not begun, and says whether it never did (and now never
+   * will): such a call did nothing, so it is safe to run again. False once {@link #begin} won.
+   */
+  public boolean neverStarted() {
+    phase.compareAndSet(NEW, STOPPED);
+    return phase.get() == STOPPED;
   }
 
   /** The stage is the handler's: a subclass may refuse to be cancelled, which changes nothing. */

@@ -83,6 +83,13 @@ class DevIT {
           .startsWith("no_handler: ")
           .contains("hint: no worker serves no.such-tool@1.0.0; served: echo@default");
 
+      DistProcess.Result remote = DistProcess.run(tmp, "list-handlers", "--worker", control);
+      assertThat(remote.exit()).as("stderr: %s", remote.err()).isZero();
+      assertThat(remote.out()).containsPattern("(?m)^generation 1, loaded at \\S+$");
+      assertThat(remote.out().replaceAll("(?m)^generation .*\n", ""))
+          .as("what dev's worker serves, in the columns of the local table")
+          .isEqualTo(DistProcess.run(tmp, "list-handlers").out());
+
       DistProcess.Result second =
           DistProcess.run(
               tmp,

@@ -70,6 +70,10 @@ class DevReloadIT {
           "plugins_reloaded added=weather.get-forecast@1.0.0 replaced= removed=",
           Duration.ofSeconds(30));
 
+      assertThat(WorkerOps.reloadLines(dev.stdout() + dev.stderr()))
+          .as("the reload is shown once (the console's line), not also logged")
+          .hasSize(1);
+
       DistProcess.Result after =
           DistProcess.run(
               tmp,

@@ -138,7 +138,7 @@ final class DevCommand implements Callable<Integer> {
       try {
         host = Optional.of(DevHost.load(plugins.pluginsDir(), plugins.strict()));
       } catch (NotStartingException e) {
-        spec.commandLine().getErr().println("dev: " + e.getMessage());
+        spec.commandLine().getErr().println(spec.qualifiedName() + ": " + e.getMessage());
         return ExitCodes.PROBLEMS;
       }
     }
@@ -176,6 +176,7 @@ final class DevCommand implements Callable<Integer> {
                   out.println(line);
                   out.flush();
                 })) {
+      dev.handlersFrom(() -> ReloadReport.handlers(live.reloader().served()));
       if (watch) {
         live.watch();
       }

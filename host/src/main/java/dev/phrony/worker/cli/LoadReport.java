@@ -1,18 +1,19 @@
 package dev.phrony.worker.cli;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.phrony.worker.HostJson;
 import dev.phrony.worker.TextColumns;
+import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.api.ToolDescriptor;
 import dev.phrony.worker.config.DurationParser;
 import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.config.Source;
 import dev.phrony.worker.plugin.HandlerCatalog;
-import dev.phrony.worker.plugin.LoadProblem;
 import dev.phrony.worker.plugin.LoadResult;
 import java.util.ArrayList;
 import java.util.List;
@@ -45,79 +46,116 @@ final class LoadReport {
    */
   static String table(
       LoadResult result, Map<String, HandlerOverrides.Effective> effective, List<String> warnings) {
+    return table(tree(json(result, effective, warnings)));
+  }
+
+  /**
+   * The table of a load's {@link #json}, or of a running worker's {@code /handlers} (the same JSON,
+   * whose generation is then shown too): one rendering, so both read alike.
+   */
+  static String table(JsonNode root) {
     StringBuilder out = new StringBuilder();
-    List<HandlerCatalog.Entry> entries = result.catalog().entries();
-    if (entries.isEmpty()) {
+    JsonNode handlers = root.path("handlers");
+    if (handlers.isEmpty()) {
       out.append("no handlers\n");
     } else {
       List<List<String>> rows = new ArrayList<>();
       rows.add(HEADER);
-      for (HandlerCatalog.Entry e : entries) {
-        ToolDescriptor d = e.descriptor();
-        HandlerOverrides.Effective eff = effective.get(e.key());
+      for (JsonNode h : handlers) {
         String concurrency =
-            eff == null
-                ? Integer.toString(d.maxConcurrency())
-                : !eff.enabled()
-                    ? "disabled"
-                    : eff.maxConcurrency() + (isSet(eff.maxConcurrencySource()) ? "*" : "");
+            !h.path("enabled").asBoolean(true)
+                ? "disabled"
+                : h.path("max_concurrency").asText()
+                    + (isSet(h.path("settings").path("max_concurrency")) ? "*" : "");
         rows.add(
             List.of(
-                e.key(),
-                d.contractVersion(),
+                h.path("key").asText(),
+                h.path("contract_version").asText(),
                 concurrency,
-                d.sideEffectClass().wireName(),
-                e.plugin(),
-                shortHash(e.descriptorHash())));
+                h.path("side_effect_class").asText(),
+                h.path("plugin").asText(),
+                shortHash(h.path("descriptor_hash").asText())));
       }
       TextColumns.append(out, rows);
     }
     List<String> set = new ArrayList<>();
-    effective.forEach(
-        (key, e) -> {
-          if (isSet(e.maxConcurrencySource())) {
-            set.add(
-                key
-                    + ": max-concurrency "
-                    + e.maxConcurrency()
-                    + " ("
-                    + e.maxConcurrencySource()
-                    + ")");
-          }
-          if (isSet(e.enabledSource())) {
-            set.add(key + ": enabled " + e.enabled() + " (" + e.enabledSource() + ")");
-          }
-          if (isSet(e.deadlineSource())) {
-            set.add(
-                key
-                    + ": deadline "
-                    + e.deadline().map(DurationParser::format).orElse("none")
-                    + " ("
-                    + e.deadlineSource()
-                    + ")");
-          }
-        });
+    for (JsonNode h : handlers) {
+      JsonNode settings = h.path("settings");
+      String key = h.path("key").asText();
+      setLine(set, key, "max-concurrency", settings.path("max_concurrency"));
+      setLine(set, key, "enabled", settings.path("enabled"));
+      setLine(set, key, "deadline", settings.path("deadline"));
+    }
     if (!set.isEmpty()) {
       out.append("\nset by the operator:\n");
       set.forEach(l -> out.append("  ").append(l).append('\n'));
     }
+    JsonNode warnings = root.path("warnings");
     if (!warnings.isEmpty()) {
       out.append('\n');
-      warnings.forEach(w -> out.append("warning: ").append(w).append('\n'));
+      warnings.forEach(w -> out.append("warning: ").append(w.asText()).append('\n'));
     }
-    List<LoadProblem> problems = result.problems();
+    JsonNode problems = root.path("problems");
     if (!problems.isEmpty()) {
       out.append('\n')
           .append(problems.size() == 1 ? "1 problem" : problems.size() + " problems")
           .append(":\n");
       problems.forEach(
-          p -> out.append("  ").append(p.plugin()).append(": ").append(p.reason()).append('\n'));
+          p ->
+              out.append("  ")
+                  .append(p.path("plugin").asText())
+                  .append(": ")
+                  .append(p.path("reason").asText())
+                  .append('\n'));
     }
-    return out.append('\n')
-        .append("image digest: ")
-        .append(result.imageDigest())
+    out.append('\n');
+    if (root.has("generation")) {
+      out.append("generation ")
+          .append(root.path("generation").asText())
+          .append(", loaded at ")
+          .append(root.path("loaded_at").asText())
+          .append('\n');
+    }
+    return out.append("image digest: ")
+        .append(root.path("image_digest").asText())
         .append('\n')
         .toString();
+  }
+
+  /** {@code key: setting value (source from)} for a setting the operator set. */
+  private static void setLine(List<String> lines, String key, String name, JsonNode setting) {
+    if (isSet(setting)) {
+      JsonNode value = setting.path("value");
+      lines.add(
+          key
+              + ": "
+              + name
+              + " "
+              + (value.isNull() ? "none" : value.asText())
+              + " ("
+              + setting.path("source").asText()
+              + " "
+              + setting.path("from").asText()
+              + ")");
+    }
+  }
+
+  /** A setting of {@link #json}'s {@code settings} that is not the plugin's own value. */
+  private static boolean isSet(JsonNode setting) {
+    return setting.isObject() && !setting.path("source").asText("plugin").equals("plugin");
+  }
+
+  /** Parses JSON this class wrote, or a worker's answer ({@link UserErrorException} otherwise). */
+  static JsonNode tree(String json) {
+    try {
+      return JSON.readTree(json);
+    } catch (JsonProcessingException e) {
+      throw new UserErrorException(
+          "the answer is not JSON ("
+              + e.getOriginalMessage()
+              + "): is it a phrony-worker 'run' endpoint or a 'dev' control address?",
+          e);
+    }
   }
 
   /**

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.phrony.worker.Count;
 import dev.phrony.worker.HostJson;
 import dev.phrony.worker.Printable;
 import dev.phrony.worker.TextColumns;
@@ -31,7 +32,6 @@ import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
-import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -137,7 +137,7 @@ public final class OutboxCommand implements Runnable {
                 dash(e.toolKey()),
                 dash(e.sessionId()),
                 age(e.age(now)),
-                e.outcome() == null ? "-" : size(e.size())
+                e.outcome() == null ? "-" : Count.bytes(e.size())
               });
         }
         printTable(out, rows);
@@ -229,7 +229,7 @@ public final class OutboxCommand implements Runnable {
                     : "no result: the worker stopped while its handler ran; it may or may not have"
                         + " acted");
         case CallOutcome.Payload p -> {
-          field(out, "size", size(p.bytes().length));
+          field(out, "size", Count.bytes(p.bytes().length));
           out.println("payload:");
           Optional<JsonNode> json = parseJson(p.bytes());
           out.println(
@@ -440,16 +440,6 @@ public final class OutboxCommand implements Runnable {
       return s / 3600 + "h" + (s % 3600 / 60 == 0 ? "" : s % 3600 / 60 + "m");
     }
     return s / 86400 + "d" + (s % 86400 / 3600 == 0 ? "" : s % 86400 / 3600 + "h");
-  }
-
-  static String size(long bytes) {
-    if (bytes < 1024) {
-      return bytes + " B";
-    }
-    if (bytes < 1024 * 1024) {
-      return String.format(Locale.ROOT, "%.1f KiB", bytes / 1024.0);
-    }
-    return String.format(Locale.ROOT, "%.1f MiB", bytes / (1024.0 * 1024));
   }
 
   private static void printTable(PrintWriter out, List<String[]> rows) {

@@ -1,13 +1,16 @@
 package dev.phrony.worker.cli;
 
 import dev.phrony.worker.Distribution;
+import dev.phrony.worker.NearMiss;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.config.ConfigException;
 import dev.phrony.worker.config.LayeredDefaults;
 import dev.phrony.worker.dev.ControlUnreachableException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import picocli.CommandLine;
@@ -134,9 +137,36 @@ public final class PhronyWorkerCommand implements Runnable {
   private static int onUsageError(CommandLine.ParameterException e, String[] args) {
     CommandLine cmd = e.getCommandLine();
     String name = cmd.getCommandSpec().qualifiedName();
-    cmd.getErr().println(name + ": " + e.getMessage() + " (see '" + name + " --help')");
+    String message =
+        e instanceof CommandLine.UnmatchedArgumentException u
+            ? nearMiss(u).orElse(e.getMessage())
+            : e.getMessage();
+    cmd.getErr().println(name + ": " + message + " (see '" + name + " --help')");
     cmd.getErr().flush();
     return ExitCodes.USAGE;
+  }
+
+  /**
+   * "Did you mean" for the first word not understood, when a command or flag of this command is
+   * close to it ({@code lsit-handlers}, {@code --plugns}); empty when none is.
+   */
+  private static Optional<String> nearMiss(CommandLine.UnmatchedArgumentException e) {
+    if (e.getUnmatched().isEmpty()) {
+      return Optional.empty();
+    }
+    String typed = e.getUnmatched().getFirst();
+    CommandLine.Model.CommandSpec spec = e.getCommandLine().getCommandSpec();
+    if (typed.startsWith("-")) {
+      String flag = typed.contains("=") ? typed.substring(0, typed.indexOf('=')) : typed;
+      List<String> names = new ArrayList<>();
+      spec.options().stream()
+          .filter(o -> !o.hidden())
+          .forEach(o -> names.addAll(List.of(o.names())));
+      return NearMiss.closest(flag, names)
+          .map(f -> "unknown option '" + flag + "'; did you mean '" + f + "'?");
+    }
+    return NearMiss.closest(typed, spec.subcommands().keySet())
+        .map(c -> "'" + typed + "' is not a command; did you mean '" + c + "'?");
   }
 
   private static int onExecutionError(

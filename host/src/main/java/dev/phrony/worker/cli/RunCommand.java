@@ -61,7 +61,7 @@ final class RunCommand implements Callable<Integer> {
       ReloadSignal.install(() -> worker.reload("SIGHUP"));
       stopped.await();
     } catch (NotStartingException e) {
-      spec.commandLine().getErr().println("run: " + e.getMessage());
+      spec.commandLine().getErr().println(spec.qualifiedName() + ": " + e.getMessage());
       return ExitCodes.PROBLEMS;
     }
     return ExitCodes.OK;

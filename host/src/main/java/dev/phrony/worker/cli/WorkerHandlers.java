@@ -1,10 +1,5 @@
 package dev.phrony.worker.cli;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.phrony.worker.HostJson;
-import dev.phrony.worker.TextColumns;
 import dev.phrony.worker.UserErrorException;
 import java.io.IOException;
 import java.net.URI;
@@ -12,12 +7,12 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
-/** {@code list-handlers --worker URL}: what a running worker serves, from its {@code /handlers}. */
+/**
+ * {@code list-handlers --worker URL}: what a running worker serves, from its {@code /handlers}: a
+ * {@code run}'s HTTP endpoint, or a {@code dev}'s control address (its embedded worker).
+ */
 final class WorkerHandlers {
-  private static final ObjectMapper JSON = HostJson.MAPPER;
   private static final Duration TIMEOUT = Duration.ofSeconds(5);
 
   private WorkerHandlers() {}
@@ -52,7 +47,8 @@ final class WorkerHandlers {
               + uri
               + " ("
               + e
-              + "): check the address of its HTTP endpoint (--http of 'run')",
+              + "): check the address: the HTTP endpoint of a 'run' (its --http), or the control"
+              + " address of a 'dev' (its --control-port)",
           e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -68,62 +64,18 @@ final class WorkerHandlers {
               + r.statusCode()
               + " ("
               + r.body().strip()
-              + "): is it a phrony-worker 'run' endpoint?");
+              + "): give a phrony-worker 'run' HTTP endpoint (its --http) or a 'dev' control"
+              + " address (its --control-port)");
     }
     return r.body();
   }
 
   static boolean hasProblems(String json) {
-    return tree(json).path("problems").size() > 0;
+    return LoadReport.tree(json).path("problems").size() > 0;
   }
 
-  /** The JSON as {@code list-handlers} prints a load: a row per handler, then the problems. */
+  /** The JSON as {@code list-handlers} prints a load, with the generation served. */
   static String table(String json) {
-    JsonNode root = tree(json);
-    List<List<String>> rows = new ArrayList<>();
-    rows.add(List.of("KEY", "CONTRACT", "MAX", "SIDE EFFECT", "EXECUTION", "PLUGIN"));
-    for (JsonNode h : root.path("handlers")) {
-      rows.add(
-          List.of(
-              h.path("key").asText(),
-              h.path("contract_version").asText(),
-              h.path("max_concurrency").asText(),
-              h.path("side_effect_class").asText(),
-              h.path("execution").asText(),
-              h.path("plugin").asText()));
-    }
-    StringBuilder out = new StringBuilder();
-    TextColumns.append(out, rows);
-    out.append('\n')
-        .append("generation ")
-        .append(root.path("generation").asText())
-        .append(", loaded at ")
-        .append(root.path("loaded_at").asText())
-        .append('\n');
-    JsonNode problems = root.path("problems");
-    if (problems.size() > 0) {
-      out.append('\n').append("problems:\n");
-      problems.forEach(
-          p ->
-              out.append("  ")
-                  .append(p.path("plugin").asText())
-                  .append(": ")
-                  .append(p.path("reason").asText())
-                  .append('\n'));
-    }
-    out.append("image digest: ").append(root.path("image_digest").asText()).append('\n');
-    return out.toString();
-  }
-
-  private static JsonNode tree(String json) {
-    try {
-      return JSON.readTree(json);
-    } catch (JsonProcessingException e) {
-      throw new UserErrorException(
-          "--worker: the answer is not JSON ("
-              + e.getOriginalMessage()
-              + "): is it a phrony-worker 'run' endpoint?",
-          e);
-    }
+    return LoadReport.table(LoadReport.tree(json));
   }
 }

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.phrony.worker.NearMiss;
 import java.io.IOException;
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
@@ -427,37 +428,6 @@ public record ConfigFile(
 
   /** {@code (did you mean 'drain-timeout'?)} for a near miss, else nothing. */
   static String suggestion(String key, Iterable<String> known) {
-    String best = null;
-    int bestDistance = Integer.MAX_VALUE;
-    for (String k : known) {
-      int d = distance(key, k);
-      if (d < bestDistance) {
-        best = k;
-        bestDistance = d;
-      }
-    }
-    return best != null && bestDistance <= Math.max(2, key.length() / 4)
-        ? " (did you mean '" + best + "'?)"
-        : "";
-  }
-
-  /** Levenshtein distance; keys are short. */
-  private static int distance(String a, String b) {
-    int[] prev = new int[b.length() + 1];
-    int[] cur = new int[b.length() + 1];
-    for (int j = 0; j <= b.length(); j++) {
-      prev[j] = j;
-    }
-    for (int i = 1; i <= a.length(); i++) {
-      cur[0] = i;
-      for (int j = 1; j <= b.length(); j++) {
-        int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
-        cur[j] = Math.min(Math.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + cost);
-      }
-      int[] swap = prev;
-      prev = cur;
-      cur = swap;
-    }
-    return prev[b.length()];
+    return NearMiss.closest(key, known).map(best -> " (did you mean '" + best + "'?)").orElse("");
   }
 }

@@ -333,8 +333,10 @@ public final class CallService implements AutoCloseable {
         : "; it would be served by a plugin that failed to load: " + list;
   }
 
+  /** The keys some registration the runtime routes to advertises (a lapsed or retired one not). */
   private TreeSet<String> advertisedKeys() {
     return runtime.workers().stream()
+        .filter(w -> !w.leaseExpired())
         .flatMap(w -> w.handlers().stream())
         .map(WorkerView.HandlerView::key)
         .collect(Collectors.toCollection(TreeSet::new));

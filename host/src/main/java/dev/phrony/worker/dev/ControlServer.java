@@ -7,7 +7,6 @@ import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import dev.phrony.worker.SyntaxException;
 import dev.phrony.worker.testkit.LocalRuntime;
-import dev.phrony.worker.testkit.WorkerView;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -24,6 +23,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -43,6 +43,7 @@ import org.slf4j.LoggerFactory;
  *                                  "args": {...}} (args replace the proposed arguments)
  * GET  /v1/workers                 the runtime's registrations and their slots
  * GET  /v1/queues                  calls waiting for a slot, by tool@version
+ * GET  /handlers                   what dev's worker serves: {@code run}'s {@code /handlers}
  * GET  /healthz                    200 while serving, 503 while stopping
  * </pre>
  *
@@ -60,7 +61,7 @@ public final class ControlServer implements AutoCloseable {
   static final String ENDPOINTS =
       "POST /v1/calls, POST /v1/sessions/{id}/cancel, "
           + "GET /v1/sessions/{id}/events, GET /v1/approvals, POST /v1/approvals/{id}, "
-          + "GET /v1/workers, GET /v1/queues, GET /healthz";
+          + "GET /v1/workers, GET /v1/queues, GET /handlers, GET /healthz";
 
   /** How long a followed session stream stays silent before an empty line checks the client. */
   static final Duration KEEPALIVE = Duration.ofSeconds(15);
@@ -75,6 +76,7 @@ public final class ControlServer implements AutoCloseable {
   private final LocalRuntime runtime;
   private final SessionEvents sessions;
   private volatile boolean stopping;
+  private volatile Supplier<String> handlers;
 
   private ControlServer(
       HttpServer server,
@@ -120,6 +122,11 @@ public final class ControlServer implements AutoCloseable {
   /** {@code http://127.0.0.1:port}. */
   public String url() {
     return "http://127.0.0.1:" + port();
+  }
+
+  /** Where {@code GET /handlers} comes from: the JSON of what dev's worker serves now. */
+  public void handlersFrom(Supplier<String> json) {
+    handlers = Objects.requireNonNull(json, "json");
   }
 
   /** From now on new calls are refused (503) and {@code /healthz} says stopping. */
@@ -201,6 +208,10 @@ public final class ControlServer implements AutoCloseable {
       case "/v1/queues" -> {
         only(method, "GET");
         return queues();
+      }
+      case "/handlers" -> {
+        only(method, "GET");
+        return handlers();
       }
       default -> {
         List<String> parts = List.of(path.split("/", -1));
@@ -509,48 +520,26 @@ public final class ControlServer implements AutoCloseable {
   }
 
   private Response workers() {
-    ObjectNode o = Json.object();
-    ArrayNode list = o.putArray("workers");
-    for (WorkerView w : runtime.workers()) {
-      ObjectNode j = list.addObject();
-      j.put("worker_id", w.workerId());
-      j.put("stream_id", w.streamId());
-      j.put("connected", w.connected());
-      j.put("lease_expired", w.leaseExpired());
-      j.put("registered_at", w.registeredAt().toString());
-      j.put("lease_expires_at", w.leaseExpiresAt().toString());
-      j.put("in_flight", w.inFlight());
-      j.put("workload_identity", w.workloadIdentity());
-      j.put("image_digest", w.imageDigest());
-      ArrayNode handlers = j.putArray("handlers");
-      for (WorkerView.HandlerView h : w.handlers()) {
-        ObjectNode hj = handlers.addObject();
-        hj.put("key", h.key());
-        hj.put("tool", h.tool());
-        hj.put("version", h.version());
-        hj.put("contract_version", h.contractVersion());
-        hj.put("max_concurrency", h.maxConcurrency());
-        hj.put("busy", h.busy());
-        hj.put("invoked", h.invoked());
-        hj.put("descriptor_hash", h.descriptorHash());
-      }
-    }
-    return new Response(200, o);
+    return new Response(200, RuntimeViews.workers(runtime.workers()));
   }
 
   private Response queues() {
-    ObjectNode o = Json.object();
-    o.put("in_flight", runtime.inFlight());
-    ArrayNode list = o.putArray("queues");
-    runtime.queues().entrySet().stream()
-        .sorted(Map.Entry.comparingByKey())
-        .forEach(
-            e -> {
-              ObjectNode q = list.addObject();
-              q.put("key", e.getKey());
-              q.put("waiting", e.getValue());
-            });
-    return new Response(200, o);
+    return new Response(200, RuntimeViews.queues(runtime.inFlight(), runtime.queues()));
+  }
+
+  /**
+   * {@code run}'s {@code /handlers}, of dev's own worker: {@code list-handlers --worker} reads it.
+   */
+  private Response handlers() {
+    Supplier<String> json = handlers;
+    if (json == null) {
+      throw new Refusal(
+          404,
+          "no_worker",
+          "this dev runs no worker of its own (--no-host): ask the worker connected to it"
+              + " (the --http endpoint of a 'run')");
+    }
+    return new Response(200, Json.parse(json.get()));
   }
 
   private Response health() {

@@ -48,8 +48,9 @@ public record DevHost(Path dir, boolean strict, WorkerPlugins plugins, DevServer
 
   /**
    * Serves the folder live on {@code dev}'s host: a reload (the folder changing once watched,
-   * SIGHUP) takes the new code, whose input schemas then check an approval's edited arguments. Each
-   * reload's outcome line goes to {@code reloaded}. Closing it stops the watching.
+   * SIGHUP) takes the new code, whose input schemas then check an approval's edited arguments, and
+   * the next call reaches it ({@link DevServer#retireOlderThan}). Each reload's outcome line goes
+   * to {@code reloaded}. Closing it stops the watching.
    */
   public LiveReload serveLive(DevServer dev, Consumer<String> reloaded) {
     PluginReloader reloader =
@@ -61,7 +62,14 @@ public record DevHost(Path dir, boolean strict, WorkerPlugins plugins, DevServer
             plugins.applied(),
             dev.host().orElseThrow(),
             generation -> {},
-            outcome -> reloaded.accept(outcome.message()),
+            outcome -> {
+              if (outcome.result() == PluginReloader.Result.RELOADED
+                  && outcome.change().advertisementChanged()) {
+                dev.retireOlderThan(outcome.generation()); // before the line says it is served
+              }
+              reloaded.accept(outcome.message());
+            },
+            true, // the console shows each outcome
             InstantSource.system());
     dev.schemasFrom(() -> reloader.served().applied().served());
     return new LiveReload(reloader, dir);

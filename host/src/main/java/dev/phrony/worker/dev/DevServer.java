@@ -8,6 +8,7 @@ import dev.phrony.worker.plugin.LoadProblem;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.Event;
 import dev.phrony.worker.testkit.LocalRuntime;
+import dev.phrony.worker.testkit.WorkerView;
 import dev.phrony.worker.time.ExecutorScheduler;
 import dev.phrony.worker.work.WorkClient;
 import dev.phrony.worker.work.WorkOptions;
@@ -30,6 +31,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
+import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -310,6 +312,36 @@ public final class DevServer implements AutoCloseable {
    */
   public void schemasFrom(Supplier<HandlerCatalog> catalog) {
     served.set(Objects.requireNonNull(catalog, "catalog"));
+  }
+
+  /**
+   * Where the control API's {@code GET /handlers} comes from: {@code run}'s {@code /handlers} JSON
+   * of what the host serves now, so {@code list-handlers --worker} works against dev too.
+   */
+  public void handlersFrom(Supplier<String> json) {
+    control.handlersFrom(json);
+  }
+
+  /**
+   * The host's plugin generation {@code generation} is registered: every older registration of the
+   * host leaves routing now, not once its lease lapses (as the real runtime would have it), so the
+   * next call reaches the new code and a key just removed is answered {@code no_handler} at once.
+   * dev owns its runtime: nothing else routes to the old ones. Does nothing until that generation
+   * is registered (its reload may have outrun the registration): the old ones then lapse as usual.
+   */
+  public void retireOlderThan(int generation) {
+    String base = options.host().orElseThrow().identity().workerId();
+    String current = options.host().get().identity().forGeneration(generation, "").workerId();
+    if (runtime.worker(current).filter(WorkerView::connected).isEmpty()) {
+      return;
+    }
+    for (WorkerView w : runtime.workers()) {
+      String id = w.workerId();
+      if (!id.equals(current)
+          && (id.equals(base) || id.matches(Pattern.quote(base) + "\\.g\\d+"))) {
+        runtime.retire(id);
+      }
+    }
   }
 
   /** What is running and how to use it, for the terminal. */

@@ -65,6 +65,10 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
       "phrony.worker.outbox.durability.failures";
   public static final String OUTBOX_WAITING_FOR_DISK = "phrony.worker.outbox.waiting.for.disk";
   public static final String OUTBOX_FLUSHES = "phrony.worker.outbox.flushes";
+
+  /** {@code phrony_worker_outbox_disk_free_bytes}. */
+  public static final String OUTBOX_DISK_FREE = "phrony.worker.outbox.disk.free";
+
   public static final String RECONNECTS = "phrony.worker.stream.reconnects";
   public static final String HEARTBEAT_ROUND_TRIP = "phrony.worker.heartbeat.round.trip";
   public static final String STREAM_KILLS = "phrony.worker.stream.kills";
@@ -293,13 +297,19 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
           }
         };
     FunctionCounter.builder(OUTBOX_DURABILITY_FAILURES, outbox, DurableOutbox::durabilityFailures)
-        .description("Durable results whose write to disk failed (each failed retry counts)")
+        .description(
+            "Durable results and intents whose write to disk failed (each failed retry counts)")
         .register(registry);
     FunctionCounter.builder(OUTBOX_FLUSHES, outbox, DurableOutbox::flushCount)
         .description("Device flushes (fdatasync/fsync) of the outbox's files")
         .register(registry);
     Gauge.builder(OUTBOX_WAITING_FOR_DISK, outbox, DurableOutbox::waitingForDisk)
         .description("Durable results held and not sent because the disk refuses them")
+        .register(registry);
+    Gauge.builder(OUTBOX_DISK_FREE, outbox, o -> o.room().freeBytes())
+        .description(
+            "Bytes free on the outbox's disk; below one segment (4 MiB) the worker is not ready")
+        .baseUnit("bytes")
         .register(registry);
     for (OutboxEntry.State s :
         new OutboxEntry.State[] {

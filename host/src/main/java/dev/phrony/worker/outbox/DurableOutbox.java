@@ -19,6 +19,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -115,6 +116,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private static final Duration FIRST_RETRY = Duration.ofMillis(100);
   private static final Duration MAX_RETRY = Duration.ofSeconds(5);
   private final Scheduler timers;
+  private final DiskRoom room;
 
   /** The timer thread when the options bring no scheduler; closed with the outbox. */
   private final ExecutorScheduler ownTimers;
@@ -132,8 +134,10 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   /** Serialises pruning and purging with re-holds of known calls. */
   private final Object removals = new Object();
 
-  private DurableOutbox(Path dir, Options options, LogWriter journal, List<String> problems) {
+  private DurableOutbox(
+      Path dir, Options options, LogWriter journal, List<String> problems, DiskRoom room) {
     this.dir = dir;
+    this.room = room;
     this.options = options;
     this.memory = new MemoryOutbox(options.clock());
     this.journal = journal;
@@ -151,14 +155,24 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   static DurableOutbox open(StateDir stateDir, Options options, LogWriter.Tuning tuning)
       throws IOException {
     Path dir = stateDir.subdir(OUTBOX_DIR);
+    return open(stateDir, options, tuning, DiskRoom.usableSpaceOf(dir));
+  }
+
+  /** The same, with the free space of the outbox's disk measured by {@code usable} (tests). */
+  static DurableOutbox open(
+      StateDir stateDir, Options options, LogWriter.Tuning tuning, LongSupplier usable)
+      throws IOException {
+    Path dir = stateDir.subdir(OUTBOX_DIR);
+    DiskRoom room = new DiskRoom(dir, tuning.segmentBytes(), usable);
     LogReader.Loaded loaded = LogReader.read(dir, true);
     List<String> problems = loaded.problems();
     for (String p : problems) {
       log.warn("outbox damage found at start: {}", p);
     }
     LogWriter journal =
-        LogWriter.start(dir, stateDir.path().resolve(CORRUPT_DIR), loaded, options.clock(), tuning);
-    DurableOutbox o = new DurableOutbox(dir, options, journal, problems);
+        LogWriter.start(
+            dir, stateDir.path().resolve(CORRUPT_DIR), loaded, options.clock(), tuning, room);
+    DurableOutbox o = new DurableOutbox(dir, options, journal, problems, room);
     try {
       o.load(loaded.state());
     } catch (RuntimeException e) {
@@ -430,6 +444,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
         (v, e) -> {
           if (e != null) {
             intents.remove(intent.callId(), state); // not on disk: the handler will not run
+            durabilityFailures.incrementAndGet();
           }
         });
   }
@@ -617,7 +632,12 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     return journal.batchCount();
   }
 
-  /** Durable holds whose write failed (each retry that fails counts again). */
+  /** The room left on the outbox's disk: too little for a segment makes the worker not ready. */
+  public DiskRoom room() {
+    return room;
+  }
+
+  /** Durable holds and intents whose write failed (each retry that fails counts again). */
   public long durabilityFailures() {
     return durabilityFailures.get();
   }

@@ -36,7 +36,8 @@ import org.slf4j.LoggerFactory;
  * a crash (kill -9 or power loss) during an append leaves the newest file with a torn end, which
  * the next start cuts off: its appenders never returned, so nothing of it was acted on. An
  * unpublished {@code .tmp} is discarded the same way. A reader uses the newest snapshot and the
- * files after it, and ignores (the worker deletes) older ones.
+ * files after it, and ignores (the worker deletes) older ones; unless that snapshot is damaged:
+ * then the older files still there are read too, and kept until what they hold is rewritten.
  *
  * <p><b>Damage.</b> Every file and record is checksummed (CRC32C). A damaged record is reported and
  * skipped, the reader resynchronises on the next record marker, and the damaged file is copied into
@@ -113,13 +114,7 @@ final class LogReader {
       }
     }
     files.sort(Comparator.comparingLong(LogFile::seq));
-    int base = 0;
-    for (int i = files.size() - 1; i >= 0; i--) {
-      if (files.get(i).snapshot()) {
-        base = i;
-        break;
-      }
-    }
+    int base = base(files, problems);
     for (LogFile stale : files.subList(0, base)) {
       if (cleanUp && !misnamed.contains(stale.path())) {
         Files.deleteIfExists(stale.path()); // a compaction published its snapshot, then stopped
@@ -218,6 +213,48 @@ final class LogReader {
           damaged.add(new Damaged(f, List.copyOf(list), misnamed.contains(path)));
         });
     return new Loaded(state, live, damaged, maxSeq);
+  }
+
+  /**
+   * Where reading starts: the newest snapshot, unless it is damaged and older files are still there
+   * (a compaction published it, then stopped before deleting them): then the newest intact snapshot
+   * before it, or the oldest file. Those older files are read with everything after them, the
+   * damaged snapshot's readable records included, so its damage costs nothing they hold. The
+   * damaged snapshot is noted in {@code problems}.
+   */
+  private static int base(List<LogFile> files, Map<Path, List<String>> problems)
+      throws IOException {
+    for (int i = files.size() - 1; i >= 0; i--) {
+      LogFile f = files.get(i);
+      if (!f.snapshot()) {
+        continue;
+      }
+      if (i == 0 || readsWhole(f)) {
+        return i;
+      }
+      int older = i - 1;
+      while (older > 0 && !(files.get(older).snapshot() && readsWhole(files.get(older)))) {
+        older--;
+      }
+      problems
+          .computeIfAbsent(f.path(), k -> new ArrayList<>())
+          .add(
+              Printable.of(f.path().getFileName().toString())
+                  + ": damaged snapshot: read together with "
+                  + (files.get(older).snapshot() ? "the older snapshot " : "the older file ")
+                  + files.get(older).path().getFileName()
+                  + " and the files after it, which are kept until what they hold is rewritten");
+      return older;
+    }
+    return 0;
+  }
+
+  /** Whether every byte of the snapshot {@code f} reads as a header and intact records. */
+  private static boolean readsWhole(LogFile f) throws IOException {
+    byte[] bytes = Files.readAllBytes(f.path());
+    List<String> found = new ArrayList<>();
+    parse(f.withBytes(bytes.length), bytes, found, r -> {}, s -> {}, false);
+    return found.isEmpty();
   }
 
   /** A file of a log file's shape under a name that is not a log file's, if it is one. */

@@ -37,7 +37,7 @@ final class LogWriter implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(LogWriter.class);
 
   /** Smaller segments (tests: a file per batch) are not preallocated. */
-  private static final long PREALLOCATE_FROM = 64 << 10;
+  static final long PREALLOCATE_FROM = 64 << 10;
 
   /**
    * When the writer compacts, how long lazy records wait, and how large a batch file grows.
@@ -99,10 +99,17 @@ final class LogWriter implements AutoCloseable {
 
   private final AtomicLong batches = new AtomicLong();
 
-  private LogWriter(Path dir, LogReader.Loaded loaded, InstantSource clock, Tuning tuning)
+  private final DiskRoom room;
+
+  /** Whether the last segment started was preallocated (for logging the change only). */
+  private boolean preallocating = true;
+
+  private LogWriter(
+      Path dir, LogReader.Loaded loaded, InstantSource clock, Tuning tuning, DiskRoom room)
       throws IOException {
     this.dir = dir;
     this.tuning = tuning;
+    this.room = room;
     this.state = loaded.state();
     this.files = new LogFiles(dir, loaded, clock);
     this.compactor = new LogCompactor(files, tuning);
@@ -117,8 +124,26 @@ final class LogWriter implements AutoCloseable {
   static LogWriter start(
       Path dir, Path corruptDir, LogReader.Loaded loaded, InstantSource clock, Tuning tuning)
       throws IOException {
+    return start(
+        dir,
+        corruptDir,
+        loaded,
+        clock,
+        tuning,
+        new DiskRoom(dir, tuning.segmentBytes(), DiskRoom.usableSpaceOf(dir)));
+  }
+
+  /** The same, with the room on the disk measured by {@code room}. */
+  static LogWriter start(
+      Path dir,
+      Path corruptDir,
+      LogReader.Loaded loaded,
+      InstantSource clock,
+      Tuning tuning,
+      DiskRoom room)
+      throws IOException {
     StateDir.ensureOwnerOnlyDir(dir);
-    LogWriter w = new LogWriter(dir, loaded, clock, tuning);
+    LogWriter w = new LogWriter(dir, loaded, clock, tuning, room);
     try {
       if (!loaded.damaged().isEmpty()) {
         LogReader.copyAside(loaded.damaged(), corruptDir, clock.instant());
@@ -328,9 +353,15 @@ final class LogWriter implements AutoCloseable {
    * Fills a new batch file with zeros up to the segment size, so that an append changes no file
    * metadata and its {@code fdatasync} flushes the data alone (half the cost on ext4). The zeros
    * after the last record read as an unfinished append: cut off at rotation, or at the next start.
+   * A disk with less room than a segment gets a file that grows with its appends instead (slower,
+   * but every record that fits is written), until there is room again.
    */
   private void preallocate() throws IOException {
     if (tuning.segmentBytes() < PREALLOCATE_FROM) {
+      return;
+    }
+    if (!room.fitsSegment()) {
+      unpreallocated();
       return;
     }
     ByteBuffer zeros = ByteBuffer.allocate(256 << 10);
@@ -343,8 +374,20 @@ final class LogWriter implements AutoCloseable {
         }
       }
       files.force(active, true);
+      if (!preallocating) {
+        preallocating = true;
+        log.info("the outbox's disk ({}) has room for whole segments again", dir);
+      }
     } catch (IOException | RuntimeException e) {
-      // No room: the file goes again, so retries on a full disk leave nothing behind.
+      try { // the room went while it was filled (another writer, a quota): grow it as it goes
+        active.truncate(activeFile.bytes());
+        files.force(active, true);
+        unpreallocated();
+        return;
+      } catch (IOException | RuntimeException again) {
+        e.addSuppressed(again);
+      }
+      // Not even that: the file goes again, so retries on a full disk leave nothing behind.
       LogFile f = activeFile;
       try {
         active.close();
@@ -355,6 +398,13 @@ final class LogWriter implements AutoCloseable {
       activeFile = null;
       files.discard(f);
       throw e;
+    }
+  }
+
+  private void unpreallocated() {
+    if (preallocating) {
+      preallocating = false;
+      log.warn("{}", room.problem().orElse("the outbox's disk (" + dir + ") is nearly full"));
     }
   }
 

@@ -28,7 +28,6 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.ServiceConfigurationError;
@@ -45,11 +44,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Loads the plugins of a plugins directory into a {@link HandlerCatalog}.
  *
- * <p>Each immediate child of the directory is one plugin: a {@code .jar}, or a folder holding jars
- * (its own, and libraries in {@code lib/}). Hidden entries and other files are ignored. Each plugin
- * gets its own {@link PluginClassLoader}; its handlers are the {@link ToolHandler}s its jars list
- * in {@value #SERVICES_FILE}, created with the plugin's classloader as the thread context
- * classloader.
+ * <p>Each child of the directory is one plugin ({@link PluginFolder}): a jar, or a folder of jars
+ * (its own, and libraries in {@code lib/}). Each gets its own {@link PluginClassLoader}; its
+ * handlers are the {@link ToolHandler}s its jars list in {@value #SERVICES_FILE}, created with the
+ * plugin's classloader as the thread context classloader.
  *
  * <p>Anything wrong with a plugin is contained to it: the plugin is skipped and every problem found
  * in it is reported as a {@link LoadProblem}, while the other plugins load. The one exception is a
@@ -120,7 +118,7 @@ public final class PluginLoader {
     List<LoadResult.LoadedPlugin> loadedPlugins = new ArrayList<>();
     List<HandlerCatalog.Entry> entries = new ArrayList<>();
     int reused = 0;
-    for (Path plugin : plugins(pluginsDir)) {
+    for (Path plugin : PluginFolder.candidates(pluginsDir)) {
       Loaded loaded = load1(plugin, reusable);
       loaded.source().ifPresent(sources::add);
       problems.addAll(loaded.problems());
@@ -138,60 +136,6 @@ public final class PluginLoader {
         served.size(),
         problems.size());
     return new LoadResult(HandlerCatalog.of(served), problems, sources, loadedPlugins);
-  }
-
-  /** The plugin candidates in {@code dir}, sorted by name. */
-  private static List<Path> plugins(Path dir) {
-    if (!Files.exists(dir)) {
-      throw new PluginDirectoryException(
-          dir,
-          "plugins directory "
-              + shown(dir)
-              + " does not "
-              + "exist: create it and put plugin jars in it, or point --plugins at the folder that "
-              + "holds them",
-          null);
-    }
-    if (!Files.isDirectory(dir)) {
-      throw new PluginDirectoryException(
-          dir,
-          "plugins directory "
-              + shown(dir)
-              + " is not a "
-              + "directory: point --plugins at the folder that holds the plugin jars",
-          null);
-    }
-    List<Path> out = new ArrayList<>();
-    try (DirectoryStream<Path> children = Files.newDirectoryStream(dir)) {
-      for (Path child : children) {
-        String name = child.getFileName().toString();
-        if (name.startsWith(".")) {
-          continue;
-        }
-        if (Files.isDirectory(child) || (isJarName(name) && Files.isRegularFile(child))) {
-          out.add(child);
-        }
-      }
-    } catch (IOException e) {
-      throw new PluginDirectoryException(
-          dir,
-          "cannot read plugins directory "
-              + shown(dir)
-              + " ("
-              + e
-              + "): check that it exists and is readable by this user",
-          e);
-    }
-    out.sort(Comparator.comparing(p -> p.getFileName().toString()));
-    return out;
-  }
-
-  private static String shown(Path dir) {
-    return dir.isAbsolute() ? dir.toString() : dir + " (" + dir.toAbsolutePath().normalize() + ")";
-  }
-
-  private static boolean isJarName(String name) {
-    return name.toLowerCase(Locale.ROOT).endsWith(".jar");
   }
 
   /**
@@ -214,6 +158,10 @@ public final class PluginLoader {
   @SuppressWarnings("try") // the context classloader swap is used only for its scope
   private Loaded load1(Path plugin, Map<PluginSource, LoadResult.LoadedPlugin> reusable) {
     String id = plugin.toString();
+    Optional<String> badLink = PluginFolder.linkProblem(plugin);
+    if (badLink.isPresent()) {
+      return failed(null, id, badLink.get());
+    }
     List<Path> jarPaths;
     try {
       jarPaths = jarsOf(plugin);
@@ -325,7 +273,7 @@ public final class PluginLoader {
     try (DirectoryStream<Path> children = Files.newDirectoryStream(dir)) {
       for (Path child : children) {
         String name = child.getFileName().toString();
-        if (!name.startsWith(".") && isJarName(name) && Files.isRegularFile(child)) {
+        if (!name.startsWith(".") && PluginFolder.isJar(name) && Files.isRegularFile(child)) {
           jars.add(child);
         }
       }

@@ -6,6 +6,7 @@ import java.nio.file.ClosedWatchServiceException;
 import java.nio.file.FileVisitOption;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
@@ -15,6 +16,7 @@ import java.nio.file.WatchService;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.EnumSet;
@@ -47,6 +49,11 @@ import org.slf4j.LoggerFactory;
  * runs. The state at {@link #start} counts as already loaded, and going back to the loaded state
  * before the timer ends runs nothing.
  *
+ * <p>A new or changed jar that does not open as a zip holds the change back while it may still be
+ * being written; once it has stayed the same for {@link #DEFAULT_GIVE_UP} it is broken, not
+ * half-written, and the change is handed over anyway (the loader reports the jar and why), so one
+ * corrupt file never freezes the folder.
+ *
  * <p>{@code onChange} runs on the scheduler's thread, outside the watcher's lock, one at a time
  * (the scheduler runs one task at a time), so give the watcher a scheduler of its own: a reload,
  * and a rescan of a slow mount, hold that thread.
@@ -57,6 +64,13 @@ public final class PluginWatcher implements AutoCloseable {
   public static final Duration DEFAULT_SETTLE = Duration.ofSeconds(1);
   public static final Duration DEFAULT_RESCAN = Duration.ofSeconds(5);
 
+  /**
+   * How long a jar that does not open must stay unchanged (size and time) before it counts as
+   * broken rather than still being written: a copy that stalls longer than this is loaded as it is
+   * (and reported), then again once it completes.
+   */
+  public static final Duration DEFAULT_GIVE_UP = Duration.ofSeconds(5);
+
   static final String THREAD_NAME = "phrony-plugin-watch";
 
   /** dir/plugin/lib/x.jar is the deepest file a plugin has. */
@@ -66,6 +80,9 @@ public final class PluginWatcher implements AutoCloseable {
   private static final int MAX_WALKS = 4;
 
   private record Stamp(long size, FileTime modified) {}
+
+  /** A jar that did not open as a zip, as it was when first found so, and since when. */
+  private record Unreadable(Stamp stamp, Instant since) {}
 
   /** A folder that could not be read, and why: each is logged once while it lasts. */
   private record Problem(Path path, String reason) {}
@@ -89,6 +106,7 @@ public final class PluginWatcher implements AutoCloseable {
   private final Duration rescan;
   private final Runnable onChange;
   private final boolean watchEvents;
+  private final Duration giveUp;
 
   private final Object lock = new Object();
   private State state = State.NEW;
@@ -103,6 +121,7 @@ public final class PluginWatcher implements AutoCloseable {
   private Scheduler.Handle rescanHandle = Scheduler.NONE;
   private Set<Problem> reported = Set.of();
   private List<Path> partialReported = List.of();
+  private final Map<Path, Unreadable> unreadable = new HashMap<>();
   private WatchService watchService;
   private final Map<Path, Watched> watched = new HashMap<>();
   private final Set<Path> registerFailed = new HashSet<>();
@@ -116,23 +135,28 @@ public final class PluginWatcher implements AutoCloseable {
    */
   public PluginWatcher(
       Path dir, Scheduler scheduler, Duration settle, Duration rescan, Runnable onChange) {
-    this(dir, scheduler, settle, rescan, onChange, true);
+    this(dir, scheduler, settle, rescan, onChange, true, DEFAULT_GIVE_UP);
   }
 
-  /** {@code watchEvents} false: no WatchService, only the rescan (for tests). */
+  /**
+   * {@code watchEvents} false: no WatchService, only the rescan (for tests); {@code giveUp}: see
+   * {@link #DEFAULT_GIVE_UP}.
+   */
   PluginWatcher(
       Path dir,
       Scheduler scheduler,
       Duration settle,
       Duration rescan,
       Runnable onChange,
-      boolean watchEvents) {
+      boolean watchEvents,
+      Duration giveUp) {
     this.dir = Objects.requireNonNull(dir, "dir");
     this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
     this.settle = Objects.requireNonNull(settle, "settle");
     this.rescan = Objects.requireNonNull(rescan, "rescan");
     this.onChange = Objects.requireNonNull(onChange, "onChange");
     this.watchEvents = watchEvents;
+    this.giveUp = Objects.requireNonNull(giveUp, "giveUp");
     if (settle.isNegative()) {
       throw new IllegalArgumentException("settle must not be negative: " + settle);
     }
@@ -298,10 +322,13 @@ public final class PluginWatcher implements AutoCloseable {
       if (s.equals(loaded)) {
         settlePending = false;
         partialReported = List.of();
+        unreadable.clear();
         log.debug("plugin change reverted dir={}", dir);
         return;
       }
-      List<Path> partial = unreadableJars(s);
+      List<Path> broken = new ArrayList<>();
+      List<Path> partial = new ArrayList<>();
+      sortUnreadable(s, broken, partial);
       if (!partial.isEmpty()) {
         if (!partial.equals(partialReported)) {
           partialReported = partial;
@@ -310,10 +337,19 @@ public final class PluginWatcher implements AutoCloseable {
         scheduleSettle(); // never hand over a half-written jar
         return;
       }
+      if (!broken.isEmpty()) {
+        log.info(
+            "plugin jar does not open and has not changed for {} s: reloading without waiting for"
+                + " it (the reload reports why) dir={} jars={}",
+            giveUp.toSeconds(),
+            dir,
+            join(broken));
+      }
       plugins = String.join(",", changedPlugins(loaded, s));
       loaded = s;
       settlePending = false;
       partialReported = List.of();
+      unreadable.clear();
     }
     log.info("plugins changed dir={} plugins={}", dir, plugins);
     try {
@@ -324,25 +360,36 @@ public final class PluginWatcher implements AutoCloseable {
   }
 
   /**
-   * The new or changed jars that do not open as a zip: still being copied. Jars unchanged since the
-   * loaded state are not checked, so a broken plugin already reported by the loader does not hold
-   * back every later change.
+   * The new or changed jars that do not open as a zip, into {@code partial} (maybe still being
+   * copied) or {@code broken} (unchanged for {@link #giveUp} since first found so). Jars unchanged
+   * since the loaded state are not checked, so a broken plugin already reported by the loader does
+   * not hold back later changes.
    */
-  private List<Path> unreadableJars(SortedMap<Path, Stamp> s) {
-    List<Path> out = new ArrayList<>();
+  private void sortUnreadable(SortedMap<Path, Stamp> s, List<Path> broken, List<Path> partial) {
+    Instant now = scheduler.clock().instant();
+    Map<Path, Unreadable> still = new HashMap<>();
     for (Map.Entry<Path, Stamp> e : s.entrySet()) {
       Path rel = e.getKey();
       if (!rel.getFileName().toString().toLowerCase(Locale.ROOT).endsWith(".jar")
           || e.getValue().equals(loaded.get(rel))) {
         continue;
       }
+      if (e.getValue().size() < 0) {
+        continue; // a link that leads nowhere: not being written, and the loader reports it
+      }
       try {
         new ZipFile(dir.resolve(rel).toFile()).close();
       } catch (IOException ex) {
-        out.add(rel);
+        Unreadable u = unreadable.get(rel);
+        if (u == null || !u.stamp().equals(e.getValue())) {
+          u = new Unreadable(e.getValue(), now); // new, or still changing: its time starts now
+        }
+        still.put(rel, u);
+        (Duration.between(u.since(), now).compareTo(giveUp) >= 0 ? broken : partial).add(rel);
       }
     }
-    return out;
+    unreadable.clear();
+    unreadable.putAll(still);
   }
 
   /** The plugins (immediate children) whose files differ between two snapshots. */
@@ -438,6 +485,12 @@ public final class PluginWatcher implements AutoCloseable {
             }
 
             private void failed(Path f, IOException e) {
+              if (!f.equals(dir) && !hidden(f) && Files.isSymbolicLink(f)) {
+                // A link that leads nowhere or back up (self -> .): a change like any other, whose
+                // reload reports it (the loader does not load it).
+                files.put(dir.relativize(f), linkStamp(f));
+                return;
+              }
               if (f.equals(dir)) {
                 rootFailed[0] = true;
                 problems.add(new Problem(f, e.toString()));
@@ -451,6 +504,18 @@ public final class PluginWatcher implements AutoCloseable {
       problems.add(new Problem(dir, e.toString()));
     }
     return new Walk(rootFailed[0] ? null : files, dirs, problems);
+  }
+
+  /** The stamp of a link itself (not of what it leads to), with no size. */
+  private static Stamp linkStamp(Path link) {
+    try {
+      return new Stamp(
+          -1,
+          Files.readAttributes(link, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS)
+              .lastModifiedTime());
+    } catch (IOException e) {
+      return new Stamp(-1, FileTime.fromMillis(0)); // gone meanwhile: the next walk sees it
+    }
   }
 
   private static boolean hidden(Path p) {

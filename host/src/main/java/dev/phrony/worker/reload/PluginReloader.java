@@ -89,6 +89,7 @@ public final class PluginReloader implements AutoCloseable {
   private final WorkClient client;
   private final IntConsumer keepGeneration;
   private final Consumer<Outcome> listener;
+  private final boolean listenerShowsOutcomes;
   private final InstantSource clock;
   private final PluginLoader loader = new PluginLoader();
   private final ExecutorService thread =
@@ -97,9 +98,17 @@ public final class PluginReloader implements AutoCloseable {
   private volatile Served served;
 
   /**
+   * The problems of the last load, each logged at WARN once while it lasts (on the reload thread):
+   * a broken jar left in the folder is not warned about again at every later reload.
+   */
+  private Set<LoadProblem> reported;
+
+  /**
    * @param first what the worker loaded at start (and serves as generation {@code generation})
    * @param keepGeneration keeps the number of a generation in the state dir before it registers
    * @param listener told of every reload's outcome (metrics, the dev console)
+   * @param listenerShowsOutcomes true when {@code listener} shows each outcome to a person itself
+   *     (dev's console): the log then keeps it at DEBUG, so it is not shown twice
    */
   public PluginReloader(
       Path dir,
@@ -110,6 +119,7 @@ public final class PluginReloader implements AutoCloseable {
       WorkClient client,
       IntConsumer keepGeneration,
       Consumer<Outcome> listener,
+      boolean listenerShowsOutcomes,
       InstantSource clock) {
     this.dir = dir;
     this.strict = strict;
@@ -117,8 +127,10 @@ public final class PluginReloader implements AutoCloseable {
     this.client = client;
     this.keepGeneration = keepGeneration;
     this.listener = listener;
+    this.listenerShowsOutcomes = listenerShowsOutcomes;
     this.clock = clock;
     this.served = new Served(first, applied, client.generation(), clock.instant());
+    this.reported = Set.copyOf(first.problems()); // the start logged those
   }
 
   /** What is served now. */
@@ -160,7 +172,14 @@ public final class PluginReloader implements AutoCloseable {
               List.of(),
               "plugins not reloaded (" + trigger + "): " + e.getMessage()));
     }
-    next.problems().forEach(p -> log.warn("plugin {} not loaded: {}", p.plugin(), p.reason()));
+    for (LoadProblem p : next.problems()) {
+      if (reported.contains(p)) {
+        log.debug("plugin {} still not loaded: {}", p.plugin(), p.reason());
+      } else {
+        log.warn("plugin {} not loaded: {}", p.plugin(), p.reason());
+      }
+    }
+    reported = Set.copyOf(next.problems()); // one that goes away and comes back is warned again
     HandlerOverrides.Applied applied = HandlerOverrides.apply(rules, next.catalog());
     CatalogChange change = CatalogChange.between(now.applied().served(), applied.served());
     if (strict && next.hasProblems()) {
@@ -259,9 +278,12 @@ public final class PluginReloader implements AutoCloseable {
   }
 
   private Outcome done(Outcome o) {
-    switch (o.result()) {
-      case RELOADED, UNCHANGED -> log.info("{}", o.message());
-      default -> log.warn("{}", o.message());
+    if (listenerShowsOutcomes) {
+      log.debug("{}", o.message());
+    } else if (o.result() == Result.RELOADED || o.result() == Result.UNCHANGED) {
+      log.info("{}", o.message());
+    } else {
+      log.warn("{}", o.message());
     }
     try {
       listener.accept(o);

@@ -1,9 +1,12 @@
 package dev.phrony.worker.serve;
 
+import dev.phrony.worker.Count;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.config.WorkerConfig;
 import dev.phrony.worker.ops.MicrometerMetrics;
 import dev.phrony.worker.ops.OpsHttpServer;
+import dev.phrony.worker.ops.Readiness;
+import dev.phrony.worker.outbox.DiskErrors;
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.reload.LiveReload;
 import dev.phrony.worker.reload.PluginReloader;
@@ -98,12 +101,7 @@ public final class Worker implements AutoCloseable {
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     opened.push(registry::close);
     stateDir = keep(openStateDir());
-    outbox =
-        keep(
-            DurableOutbox.open(
-                stateDir,
-                new DurableOutbox.Options(
-                    config.durability(), config.orphanRetention(), InstantSource.system())));
+    outbox = keep(openOutbox());
     MicrometerMetrics metrics = keep(new MicrometerMetrics(registry));
     WorkOptions workOptions =
         workOptions().withGeneration(stateDir.generation()).withLeaveRoutingOnDrain(true);
@@ -125,6 +123,7 @@ public final class Worker implements AutoCloseable {
                     client,
                     stateDir::generation,
                     o -> metrics.pluginReload(o.result().label()),
+                    false,
                     InstantSource.system()),
                 config.plugins()));
     http = startHttp(registry, pluginRoutes.apply(live.reloader()));
@@ -144,9 +143,9 @@ public final class Worker implements AutoCloseable {
    */
   public void start() {
     log.info(
-        "worker {} serving {} handlers from {}; state in {} (durability {}); runtime {}" + " ({})",
+        "worker {} serving {} from {}; state in {} (durability {}); runtime {} ({})",
         identity.workerId(),
-        plugins.applied().served().size(),
+        Count.of(plugins.applied().served().size(), "handler"),
         config.plugins(),
         stateDir.path(),
         config.durability().flagName(),
@@ -210,7 +209,7 @@ public final class Worker implements AutoCloseable {
     var address = config.http().get();
     try {
       return OpsHttpServer.start(
-          address.socketAddress(), registry::scrape, client::readiness, routes);
+          address.socketAddress(), registry::scrape, this::readiness, routes);
     } catch (BindException e) {
       throw new UserErrorException(
           config.origin("http")
@@ -222,6 +221,15 @@ public final class Worker implements AutoCloseable {
               + " --http none",
           e);
     }
+  }
+
+  /** The client's readiness, and then the room on the outbox's disk. */
+  private Readiness readiness() {
+    Readiness r = client.readiness();
+    if (!r.ready()) {
+      return r;
+    }
+    return outbox.room().problem().map(Readiness::notReady).orElse(r);
   }
 
   private WorkClient newClient(WorkOptions workOptions, MicrometerMetrics metrics) {
@@ -247,7 +255,32 @@ public final class Worker implements AutoCloseable {
       throw new UserErrorException(e.getMessage(), e);
     } catch (StateDirRefusedException e) {
       throw new UserErrorException(config.origin("state-dir") + ": " + e.getMessage(), e);
+    } catch (IOException e) {
+      throw unwritable(e);
     }
+  }
+
+  private DurableOutbox openOutbox() {
+    try {
+      return DurableOutbox.open(
+          stateDir,
+          new DurableOutbox.Options(
+              config.durability(), config.orphanRetention(), InstantSource.system()));
+    } catch (IOException e) {
+      throw unwritable(e);
+    }
+  }
+
+  /** A state dir the worker cannot write (a full disk, a read-only mount), named with its fix. */
+  private UserErrorException unwritable(IOException e) {
+    return new UserErrorException(
+        config.origin("state-dir")
+            + " "
+            + config.stateDir()
+            + ": cannot write to it ("
+            + DiskErrors.reason(e)
+            + "): free space on its disk, or choose another state dir with --state-dir",
+        e);
   }
 
   private WorkOptions workOptions() {

@@ -93,6 +93,7 @@ final class CallStarter {
       ioThread = Thread.currentThread();
       startingInlineSinceMs = startedMs;
       startingInline = call;
+      call.context().begin(); // in the context, as a cancel is: nothing came first
       CompletableFuture<CallOutcome> outcome =
           pipeline.start(call.async(), call.entry().classLoader(), call.context());
       startingInline = null;
@@ -139,7 +140,7 @@ final class CallStarter {
         post.accept(() -> finished.finished(call, null, refusal, 0));
         return;
       }
-      if (call.context().isCancelled()) {
+      if (!call.context().begin()) {
         post.accept(() -> finished.finished(call, null, null, 0)); // cancelled before it started
         return;
       }

@@ -89,7 +89,7 @@ final class Cancels {
     if (was != CallRecord.State.HOLDING) { // a held outcome was counted, and it may have acted
       call.slots.metrics.count(InvocationOutcome.CANCELLED);
       if (call.intentWritten()) {
-        outbox.markInterrupted(call.callId); // it may have acted: never run it again
+        outcomes.cancelledAfterIntent(call);
       }
     }
     try (var ctx = Outcomes.context(call)) {

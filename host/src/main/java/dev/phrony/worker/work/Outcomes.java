@@ -85,7 +85,7 @@ final class Outcomes {
     call.intentDone(failure == null);
     if (call.state() == CallRecord.State.CANCELLED) {
       if (call.intentWritten()) {
-        outbox.markInterrupted(call.callId); // conservative: it was to run, never run it again
+        cancelledAfterIntent(call);
       }
       calls.forgetIfSettled(call);
       return;
@@ -115,6 +115,18 @@ final class Outcomes {
       return;
     }
     starter.start(call);
+  }
+
+  /**
+   * A cancelled call whose intent is on disk: interrupted (never run again) if its handler began,
+   * for it may have acted; otherwise its intent is dropped, so a later invoke runs it.
+   */
+  void cancelledAfterIntent(CallRecord call) {
+    if (call.context().neverStarted()) {
+      outbox.dropIntent(call.callId);
+    } else {
+      outbox.markInterrupted(call.callId);
+    }
   }
 
   /** The "finished" event of a start ({@link CallStarter}): the handler's outcome, or why none. */

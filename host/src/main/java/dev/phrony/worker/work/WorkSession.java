@@ -9,6 +9,7 @@ import dev.phrony.runtime.v1.WorkServerMsg;
 import dev.phrony.runtime.v1.WorkToolError;
 import dev.phrony.runtime.v1.WorkToolNack;
 import dev.phrony.runtime.v1.WorkToolResult;
+import dev.phrony.worker.Count;
 import dev.phrony.worker.call.CallOutcome;
 import dev.phrony.worker.ops.ReconnectReason;
 import dev.phrony.worker.ops.StreamKill;
@@ -238,9 +239,9 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
         registered = true;
         registration.complete(null); // the registrations take it from here, in order
         log.info(
-            "registered as {}: {} handlers, lease TTL {} ms",
+            "registered as {}: {}, lease TTL {} ms",
             identity.workerId(),
-            catalog.size(),
+            Count.of(catalog.size(), "handler"),
             heartbeat.ttl().toMillis());
       }
       case INVOKE, RESULT_ACK -> {} // Inbound reads these as records: they never come as Other

@@ -47,6 +47,46 @@ class PhronyWorkerCommandTest {
     assertThat(CliRun.run("help", "run").out()).contains("--plugins");
   }
 
+  @Test
+  void typosOfCommandsAndFlagsSuggestTheCloseMatch() {
+    assertUsage(
+        CliRun.run("lsit-handlers"),
+        "phrony-worker: 'lsit-handlers' is not a command; did you mean 'list-handlers'?"
+            + " (see 'phrony-worker --help')");
+    assertUsage(
+        CliRun.run("run", "--plugns", "./plugins"),
+        "phrony-worker run: unknown option '--plugns'; did you mean '--plugins'?"
+            + " (see 'phrony-worker run --help')");
+    assertUsage(
+        CliRun.run("list-handlers", "--formt=json"),
+        "phrony-worker list-handlers: unknown option '--formt'; did you mean '--format'?"
+            + " (see 'phrony-worker list-handlers --help')");
+    assertUsage(
+        CliRun.run("outbox", "lsit"),
+        "phrony-worker outbox: 'lsit' is not a command; did you mean 'list'?"
+            + " (see 'phrony-worker outbox --help')");
+    assertUsage(
+        CliRun.run("dev", "--watch-plugin", "off"),
+        "phrony-worker dev: unknown option '--watch-plugin'; did you mean '--watch-plugins'?"
+            + " (see 'phrony-worker dev --help')");
+  }
+
+  @Test
+  void anUnknownWordWithNothingCloseSaysSoWithoutAGuess() {
+    CliRun far = CliRun.run("run", "--colour");
+    assertThat(far.exit()).isEqualTo(ExitCodes.USAGE);
+    assertThat(far.err())
+        .isEqualTo(
+            "phrony-worker run: Unknown option: '--colour' (see 'phrony-worker run --help')\n");
+    assertThat(CliRun.run("frobnicate").err()).doesNotContain("did you mean");
+  }
+
+  private static void assertUsage(CliRun r, String line) {
+    assertThat(r.exit()).as(r.err()).isEqualTo(ExitCodes.USAGE);
+    assertThat(r.out()).isEmpty();
+    assertThat(r.err()).isEqualTo(line + "\n");
+  }
+
   private static Map<String, CommandLine> subcommands(String... args) {
     return PhronyWorkerCommand.newCommandLine(args).getSubcommands();
   }

@@ -27,6 +27,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -547,11 +548,12 @@ class DurableOutboxTest {
       assertThatThrownBy(() -> o.recordIntent(intent("i", clock.instant())))
           .isInstanceOf(java.io.UncheckedIOException.class);
       assertThat(o.interruptedIds()).isEmpty();
+      assertThat(o.durabilityFailures()).as("a failed intent counts too").isEqualTo(2);
 
       // Backoff: each failed retry waits twice as long as the one before.
       assertThat(timers.dueTimes()).containsExactly(clock.instant().plusMillis(100));
       timers.advance(Duration.ofMillis(100)); // the retry fails too
-      Await.until("the retry failed", () -> o.durabilityFailures() == 2 && timers.pending() == 1);
+      Await.until("the retry failed", () -> o.durabilityFailures() == 3 && timers.pending() == 1);
       assertThat(timers.dueTimes()).containsExactly(clock.instant().plusMillis(200));
       assertThat(held).isNotDone();
     } finally {
@@ -562,11 +564,45 @@ class DurableOutboxTest {
     assertThat(held).as("no retry before its time").isNotDone();
     timers.advance(Duration.ofMillis(1));
     held.get(30, TimeUnit.SECONDS); // the retry gets through
-    assertThat(o.durabilityFailures()).isEqualTo(2);
+    assertThat(o.durabilityFailures()).isEqualTo(3);
     assertThat(o.diskProblem()).isEmpty();
     assertThat(o.waitingForDisk()).isZero();
     closeAll();
     assertThat(OutboxView.read(dir()).find("r")).as("on disk now").isPresent();
+  }
+
+  @Test
+  void a_disk_with_less_room_than_a_segment_still_takes_writes_and_says_where_and_how_little()
+      throws Exception {
+    AtomicLong free = new AtomicLong(3L << 20); // 3 MiB: less than the 4 MiB segment
+    stateDir = StateDir.open(dir());
+    outbox =
+        DurableOutbox.open(
+            stateDir,
+            new DurableOutbox.Options(Durability.WRITES, Duration.ofDays(7), clock, timers),
+            LogWriter.Tuning.DEFAULT,
+            free::get);
+    outbox.recordIntent(intent("w-1", clock.instant()));
+    outbox.hold(result("w-1", "non_idempotent_write", "{\"paid\":true}"));
+    assertThat(outbox.durabilityFailures()).isZero();
+    assertThat(outbox.diskProblem()).as("nothing waits for the disk").isEmpty();
+    assertThat(outbox.room().freeBytes()).isEqualTo(3L << 20);
+    assertThat(outbox.room().problem())
+        .hasValueSatisfying(
+            p ->
+                assertThat(p)
+                    .contains(dir().resolve("outbox").toString())
+                    .contains("3.0 MiB free, less than one segment of its log (4.0 MiB)"));
+    try (Stream<Path> files = Files.list(dir().resolve("outbox"))) {
+      assertThat(files.mapToLong(f -> f.toFile().length()).sum())
+          .as("written as it goes, not preallocated")
+          .isLessThan(64 << 10);
+    }
+
+    free.set(1L << 30);
+    assertThat(outbox.room().problem()).as("room again").isEmpty();
+    closeAll();
+    assertThat(OutboxView.read(dir()).find("w-1")).as("on disk").isPresent();
   }
 
   @Test

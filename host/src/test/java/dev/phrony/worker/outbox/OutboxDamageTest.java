@@ -175,6 +175,72 @@ class OutboxDamageTest {
     assertThat(files(corrupt)).hasSize(4);
   }
 
+  /** Appends {@code records} to the log and closes it, which compacts the log into a snapshot. */
+  private Path compactInto(List<LogRecord> records) throws IOException {
+    StateDir.ensureOwnerOnlyDir(stateDir);
+    try (LogWriter log =
+        LogWriter.start(
+            outboxDir,
+            stateDir.resolve("corrupt"),
+            LogReader.read(outboxDir, true),
+            clock,
+            new LogWriter.Tuning(1_000, 100_000, 0, true, 1))) {
+      for (LogRecord r : records) {
+        log.append(List.of(r)); // a file each: more than one file is compacted at close
+      }
+    }
+    return files(outboxDir).stream()
+        .filter(p -> p.toString().endsWith(".snap"))
+        .reduce((a, b) -> b)
+        .orElseThrow();
+  }
+
+  @Test
+  void a_damaged_newer_snapshot_never_costs_the_intact_older_one_its_results() throws IOException {
+    List<LogRecord> first = new ArrayList<>();
+    for (int i = 1; i <= 29; i++) {
+      first.add(held("r" + i));
+    }
+    Path older = compactInto(first);
+    byte[] olderBytes = Files.readAllBytes(older);
+    Path newer = compactInto(List.of(held("r30"))); // deletes the older: a compaction that...
+    Files.write(older, olderBytes); // ...published the newer one, then stopped
+    byte[] a = Files.readAllBytes(newer);
+    java.util.Arrays.fill(a, LogFileFormat.HEADER_BYTES, a.length, (byte) 0x33); // every record
+    Files.write(newer, a);
+    List<String> expected = first.stream().map(LogRecord::callId).toList();
+
+    assertThat(OutboxView.read(stateDir).entries())
+        .as("a reader sees them too")
+        .extracting(OutboxEntry::callId)
+        .containsExactlyInAnyOrderElementsOf(expected);
+    try (StateDir sd = StateDir.open(stateDir);
+        DurableOutbox o = openOutbox(sd)) {
+      assertThat(o.pendingIds()).containsExactlyInAnyOrderElementsOf(expected);
+      assertThat(o.problems())
+          .anySatisfy(
+              p ->
+                  assertThat(p)
+                      .contains(newer.getFileName().toString())
+                      .contains("damaged snapshot")
+                      .contains(older.getFileName().toString()));
+    }
+    assertThat(files(stateDir.resolve("corrupt")))
+        .as("the damaged one set aside")
+        .anySatisfy(
+            p ->
+                assertThat(p.getFileName().toString())
+                    .startsWith(newer.getFileName().toString())
+                    .doesNotEndWith(".problems.txt"));
+    try (StateDir sd = StateDir.open(stateDir);
+        DurableOutbox o = openOutbox(sd)) {
+      assertThat(o.problems()).isEmpty();
+      assertThat(o.pendingIds())
+          .as("kept by the start-up rewrite")
+          .containsExactlyInAnyOrderElementsOf(expected);
+    }
+  }
+
   @Test
   void a_damaged_header_is_reported_and_its_records_are_still_read() throws IOException {
     List<Path> batches = writeBatches(List.of(held("a")), List.of(held("b")));

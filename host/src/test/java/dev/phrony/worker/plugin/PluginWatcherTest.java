@@ -30,6 +30,7 @@ class PluginWatcherTest {
   private static final Duration SETTLE = Duration.ofSeconds(1);
   private static final Duration RESCAN = Duration.ofMillis(100);
   private static final Duration MS = Duration.ofMillis(1);
+  private static final Duration GIVE_UP = Duration.ofSeconds(5);
 
   /** Long enough for any change to be seen by a rescan and settle. */
   private static final Duration ENOUGH = RESCAN.plus(SETTLE).multipliedBy(3);
@@ -56,7 +57,7 @@ class PluginWatcherTest {
   }
 
   private void start(Runnable onChange) {
-    watcher = new PluginWatcher(plugins, timers, SETTLE, RESCAN, onChange, false);
+    watcher = new PluginWatcher(plugins, timers, SETTLE, RESCAN, onChange, false, GIVE_UP);
     watcher.start();
   }
 
@@ -102,13 +103,16 @@ class PluginWatcherTest {
   }
 
   @Test
-  void halfWrittenJarNeverFiresUntilComplete() throws IOException {
+  void halfWrittenJarHoldsTheChangeBackWhileItMayStillBeWritten() throws IOException {
     byte[] whole = jar("half");
     start();
     Path jar = plugins.resolve("b.jar");
     Files.write(jar, Arrays.copyOf(whole, whole.length / 2));
-    timers.advance(Duration.ofMinutes(2));
-    assertThat(fired).as("a jar that does not open as a zip").hasValue(0);
+    watcher.poke();
+    timers.advance(SETTLE.plus(GIVE_UP).minus(MS));
+    assertThat(fired)
+        .as("a jar that does not open, unchanged for less than the give-up time")
+        .hasValue(0);
 
     Files.write(jar, whole);
     watcher.poke();
@@ -116,6 +120,41 @@ class PluginWatcherTest {
     assertThat(fired).as("complete, but not quiet for the settle time yet").hasValue(0);
     timers.advance(MS);
     assertThat(fired).hasValue(1);
+  }
+
+  @Test
+  void copyThatKeepsGrowingIsNeverGivenUpOn() throws IOException {
+    byte[] whole = jar("slow");
+    start();
+    Path jar = plugins.resolve("slow.jar");
+    for (int n = 1; n < 40; n++) { // a slow copy: a little more every settle time, for 40 s
+      Files.write(jar, Arrays.copyOf(whole, Math.max(1, whole.length * n / 40)));
+      watcher.poke();
+      timers.advance(SETTLE);
+    }
+    assertThat(fired).as("still changing: still being written").hasValue(0);
+  }
+
+  @Test
+  void corruptJarIsHandedOverOnceItStaysTheSameAndNeverBlocksALaterPlugin() throws IOException {
+    start();
+    Files.write(plugins.resolve("broken.jar"), "not a zip".getBytes(StandardCharsets.UTF_8));
+    watcher.poke();
+    timers.advance(SETTLE.plus(GIVE_UP).minus(MS));
+    assertThat(fired).as("may still be being written").hasValue(0);
+    timers.advance(SETTLE);
+    assertThat(fired)
+        .as("unchanged for the give-up time: broken, reloaded (and reported)")
+        .hasValue(1);
+
+    copyIn("good.jar", jar("good"));
+    watcher.poke();
+    timers.advance(SETTLE);
+    assertThat(fired).as("a plugin moved in afterwards, at the settle time as any").hasValue(2);
+
+    copyIn("empty.jar", jar("no-handlers"));
+    timers.advance(ENOUGH);
+    assertThat(fired).as("and the one after it").hasValue(3);
   }
 
   @Test
@@ -256,7 +295,7 @@ class PluginWatcherTest {
     copyIn("p/lib/dep.jar", jar("dep"));
     watcher =
         new PluginWatcher(
-            plugins, timers, SETTLE, Duration.ofHours(1), fired::incrementAndGet, true);
+            plugins, timers, SETTLE, Duration.ofHours(1), fired::incrementAndGet, true, GIVE_UP);
     watcher.start();
     assertThat(watchThreadAlive()).isTrue();
 

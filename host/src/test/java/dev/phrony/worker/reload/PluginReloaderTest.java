@@ -3,6 +3,10 @@ package dev.phrony.worker.reload;
 import static dev.phrony.worker.plugin.TestPlugins.descriptor;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.outbox.MemoryOutbox;
@@ -32,6 +36,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.LoggerFactory;
 
 /**
  * Reloads of a real plugins folder served to a LocalRuntime: what is refused, what is kept, and
@@ -103,6 +108,7 @@ class PluginReloaderTest {
         client,
         kept::add,
         outcomes::add,
+        false,
         InstantSource.system());
   }
 
@@ -182,6 +188,41 @@ class PluginReloaderTest {
       assertThat(o.problems()).hasSize(1);
       assertThat(answer("b")).isEqualTo("B");
     }
+  }
+
+  @Test
+  void a_broken_jar_is_warned_about_once_while_it_stays_and_again_if_it_comes_back()
+      throws Exception {
+    deploy("a.jar", plugin("a", "a", 2, "A"));
+    ListAppender<ILoggingEvent> logs = new ListAppender<>();
+    Logger reloaderLog = (Logger) LoggerFactory.getLogger(PluginReloader.class);
+    logs.start();
+    reloaderLog.addAppender(logs);
+    try (PluginReloader reloader = start(false)) {
+      TestPlugins.corruptJar(dir.resolve("broken.jar"));
+      reloader.reload("test").get(30, TimeUnit.SECONDS);
+      deploy("b.jar", plugin("b", "b", 2, "B"));
+      PluginReloader.Outcome o = reloader.reload("test").get(30, TimeUnit.SECONDS);
+      assertThat(o.problems()).as("still reported by each reload").hasSize(1);
+      assertThat(warnings(logs, "broken.jar")).as("logged once while it stays").hasSize(1);
+      assertThat(warnings(logs, "broken.jar").getFirst()).contains("broken.jar is not a valid jar");
+
+      Files.delete(dir.resolve("broken.jar"));
+      reloader.reload("test").get(30, TimeUnit.SECONDS);
+      TestPlugins.corruptJar(dir.resolve("broken.jar"));
+      reloader.reload("test").get(30, TimeUnit.SECONDS);
+      assertThat(warnings(logs, "broken.jar")).as("back again: warned again").hasSize(2);
+    } finally {
+      reloaderLog.detachAppender(logs);
+    }
+  }
+
+  private static List<String> warnings(ListAppender<ILoggingEvent> logs, String text) {
+    return logs.list.stream()
+        .filter(e -> e.getLevel() == Level.WARN)
+        .map(ILoggingEvent::getFormattedMessage)
+        .filter(m -> m.contains(text))
+        .toList();
   }
 
   @Test

@@ -6,13 +6,16 @@ import com.google.protobuf.ByteString;
 import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolResult;
+import dev.phrony.worker.call.ArgsCheck;
 import dev.phrony.worker.outbox.DurableOutbox;
+import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.state.StateDir;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.FakeScheduler;
 import io.grpc.Status;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -25,9 +28,10 @@ import org.junit.jupiter.api.io.TempDir;
  * The five races of issue 12, each forced into the interleaving that broke the old call core
  * (latches and a gated disk, no sleeps). Each failed there: the old dispatcher sent the result of a
  * call cancelled during its hold (race 1), ran a write cancelled during its intent a second time
- * (race 2), orphaned {@code s:av:1:1} for a NOT_FOUND naming {@code s:av:1:12} (race 3, in {@link
- * NotFoundCallTest} and below), left every deadline timer queued (race 4), and could lose a slot
- * when a re-invoke attached while the call finished (race 5).
+ * (race 2; since issue 42 such a call, which never ran, is run by a later invoke, once), orphaned
+ * {@code s:av:1:1} for a NOT_FOUND naming {@code s:av:1:12} (race 3, in {@link NotFoundCallTest}
+ * and below), left every deadline timer queued (race 4), and could lose a slot when a re-invoke
+ * attached while the call finished (race 5).
  */
 class CallRacesTest {
   @TempDir Path dir;
@@ -109,15 +113,80 @@ class CallRacesTest {
     GatedOutbox.Write intent = outbox.intentEntered("p1").get(10, TimeUnit.SECONDS);
     d.onCancel("p1", sink); // the intent is not on disk yet: the outbox does not know it
     intent.proceed();
-    Await.until("interrupted", () -> durable.wasInterrupted("p1"));
+    Await.until("its intent dropped: it never ran", () -> durable.entries().isEmpty());
+    assertThat(durable.wasInterrupted("p1")).as("safe to run again").isFalse();
+    assertThat(pay.runs).as("the cancelled attempt never ran").hasValue(0);
+
     d.onInvoke(invoke("p1", "pay", 0), sink); // a recovering runtime asks again
+    outbox.holdEntered("p1").get(10, TimeUnit.SECONDS).proceed(); // the gate's hold, once
+    assertThat(sink.next()).isInstanceOf(FakeSink.Result.class);
+    assertThat(pay.runs).as("run once, by the invoke that was not cancelled").hasValue(1);
+  }
+
+  @Test
+  void a_write_cancelled_after_its_start_but_before_its_handler_began_is_safe_to_retry()
+      throws Exception {
+    // Its thread is made but not yet running the handler (on a JVM whose carriers runaway
+    // handlers hold, it may wait there long): here the argument check holds it.
+    CountDownLatch checking = new CountDownLatch(1);
+    CountDownLatch proceed = new CountDownLatch(1);
+    TestHandler pay = payment(4, call -> ToolResult.json("{\"paid\":true}"));
+    HandlerCatalog.Entry plain = HandlerCatalog.Entry.of(pay, "test");
+    ArgsCheck held =
+        args -> {
+          checking.countDown();
+          await(proceed);
+          return null;
+        };
+    Dispatcher d =
+        TestDispatchers.of(
+            HandlerCatalog.of(
+                List.of(
+                    new HandlerCatalog.Entry(
+                        plain.descriptor(),
+                        pay,
+                        plain.classLoader(),
+                        "test",
+                        plain.descriptorHash(),
+                        held))),
+            outbox,
+            timers);
+    d.onInvoke(invoke("p1", "pay", 0), sink);
+    await(checking); // its intent is on disk, its handler not begun
+    d.onCancel("p1", sink);
+    proceed.countDown();
+    Await.until("its intent dropped", () -> durable.entries().isEmpty());
+    assertThat(durable.wasInterrupted("p1")).as("it never ran: safe to run again").isFalse();
+    Await.until("its thread ended", () -> d.runningApart() == 0);
+    assertThat(pay.runs).hasValue(0);
+
+    d.onInvoke(invoke("p1", "pay", 0), sink); // a recovering runtime asks again
+    assertThat(sink.next()).isInstanceOf(FakeSink.Result.class);
+    assertThat(pay.runs).hasValue(1);
+  }
+
+  @Test
+  void a_write_cancelled_once_its_handler_began_stays_interrupted() throws Exception {
+    CountDownLatch running = new CountDownLatch(1);
+    TestHandler pay =
+        payment(
+            4,
+            call -> {
+              running.countDown();
+              release.await();
+              return ToolResult.json("{}");
+            });
+    Dispatcher d = dispatcher(pay);
+    d.onInvoke(invoke("p1", "pay", 0), sink);
+    await(running);
+    d.onCancel("p1", sink);
+    Await.until("interrupted", () -> durable.wasInterrupted("p1"));
+    d.onInvoke(invoke("p1", "pay", 0), sink);
     assertThat(sink.next())
         .isInstanceOfSatisfying(
             FakeSink.Nack.class,
             n -> assertThat(n.code()).isEqualTo("previous_attempt_interrupted"));
-    assertThat(pay.runs).as("handler runs for p1").hasValue(0);
-    assertThat(d.busy("pay@1.0.0")).isZero();
-    sink.assertNothingMore();
+    assertThat(pay.runs).hasValue(1);
   }
 
   @Test

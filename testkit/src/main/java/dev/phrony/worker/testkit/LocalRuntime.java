@@ -312,6 +312,19 @@ public final class LocalRuntime implements AutoCloseable {
     registry.cancelSession(Objects.requireNonNull(sessionId, "sessionId"));
   }
 
+  /**
+   * Takes a registration out of routing at once and for good, as if its lease had lapsed and its
+   * heartbeats were no longer heard (they are still answered): new calls skip it, calls it has
+   * finish and its results are taken as usual, and {@link WorkerView#leaseExpired} says so. Not
+   * something the real runtime offers a worker; for an embedder that knows a worker has handed over
+   * to a newer registration (dev's plugin generations), so its old code gets no new call.
+   *
+   * @return false when no registration has {@code workerId}
+   */
+  public boolean retire(String workerId) {
+    return registry.retire(Objects.requireNonNull(workerId, "workerId"));
+  }
+
   // ------------------------------------------------------------------ views
 
   /** The registrations, in registration order (empty while stopped). */

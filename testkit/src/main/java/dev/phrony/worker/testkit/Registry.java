@@ -95,6 +95,9 @@ final class Registry {
     final Instant registeredAt;
     Instant lease;
 
+    /** Out of routing for good ({@link LocalRuntime#retire}): its heartbeats renew nothing. */
+    boolean retired;
+
     Worker(String id, WorkerStream stream, WorkRegister register, Instant now) {
       this.id = id;
       this.stream = stream;
@@ -229,7 +232,26 @@ final class Registry {
       if (w == null) {
         return false;
       }
-      w.lease = settings.clock().instant().plus(settings.leaseTtl());
+      if (!w.retired) {
+        w.lease = settings.clock().instant().plus(settings.leaseTtl());
+      }
+      return true;
+    }
+  }
+
+  /** Takes a registration out of routing for good; false when there is none for the id. */
+  boolean retire(String workerId) {
+    synchronized (lock) {
+      Worker w = workers.get(workerId);
+      if (w == null) {
+        return false;
+      }
+      w.retired = true;
+      Instant now = settings.clock().instant();
+      if (w.lease.isAfter(now)) {
+        w.lease = now;
+      }
+      log.info("worker retired worker_id={} stream={}", workerId, w.stream.streamId());
       return true;
     }
   }
@@ -514,7 +536,7 @@ final class Registry {
                 handlers,
                 w.registeredAt,
                 w.lease,
-                now.isAfter(w.lease),
+                w.retired || now.isAfter(w.lease),
                 w.stream.isOpen(),
                 leased.getOrDefault(w.id, 0)));
       }
@@ -546,7 +568,7 @@ final class Registry {
     }
     Instant now = settings.clock().instant();
     for (Worker w : candidates) {
-      if (now.isAfter(w.lease)) {
+      if (w.retired || now.isAfter(w.lease)) {
         continue;
       }
       Slot slot = w.handlers.get(key);

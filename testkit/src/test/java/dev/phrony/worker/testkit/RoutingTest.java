@@ -49,6 +49,27 @@ class RoutingTest extends RuntimeTestSupport {
   }
 
   @Test
+  void aRetiredRegistrationGetsNoNewCallWhateverItsHeartbeatsAndFinishesWhatItHas() {
+    start();
+    ScriptedWorker old = worker().registered("w", "echo", "1", 4);
+    CompletableFuture<Outcome> running = runtime.dispatch(Call.of("a", "s", "echo", "1", "{}"));
+    assertThat(old.expectInvoke().getCallId()).isEqualTo("a");
+    ScriptedWorker next = worker().registered("w.g2", "echo", "1", 4);
+
+    assertThat(runtime.retire("w")).isTrue();
+    old.heartbeat().expect(BodyCase.HEARTBEAT_ACK); // answered, but renews nothing
+    CompletableFuture<Outcome> later = runtime.dispatch(Call.of("b", "s", "echo", "1", "{}"));
+
+    assertThat(next.expectInvoke().getCallId()).as("not the earlier registration").isEqualTo("b");
+    assertThat(runtime.worker("w").orElseThrow().leaseExpired()).isTrue();
+    old.result("a", "{\"from\":\"old\"}");
+    assertThat(old.expect(BodyCase.RESULT_ACK).getResultAck().getCallId()).isEqualTo("a");
+    assertThat(await(running).text()).isEqualTo("{\"from\":\"old\"}");
+    assertThat(later).isNotDone();
+    assertThat(runtime.retire("nobody")).isFalse();
+  }
+
+  @Test
   void theInvokeCarriesEveryFieldOfTheCall() {
     start();
     ScriptedWorker w = worker().registered("w1", "weather.get-forecast", "1.0.0", 1);
