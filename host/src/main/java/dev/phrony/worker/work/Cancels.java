@@ -2,7 +2,6 @@ package dev.phrony.worker.work;
 
 import dev.phrony.worker.call.CallPipeline;
 import dev.phrony.worker.ops.InvocationOutcome;
-import dev.phrony.worker.outbox.ResultOutbox;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -16,7 +15,6 @@ final class Cancels {
   private static final Logger log = LoggerFactory.getLogger(Dispatcher.class);
 
   private final CallTable calls;
-  private final ResultOutbox outbox;
   private final SlotWaits slotWaits;
   private final OrphanPolicy orphans;
   private final Outcomes outcomes;
@@ -24,13 +22,11 @@ final class Cancels {
 
   Cancels(
       CallTable calls,
-      ResultOutbox outbox,
       SlotWaits slotWaits,
       OrphanPolicy orphans,
       Outcomes outcomes,
       IdleWaiters idle) {
     this.calls = calls;
-    this.outbox = outbox;
     this.slotWaits = slotWaits;
     this.orphans = orphans;
     this.outcomes = outcomes;

@@ -168,7 +168,7 @@ public final class Dispatcher {
             this::deadlinePassed,
             idle::check);
     this.slotWaits = admission.slotWaits();
-    this.cancels = new Cancels(calls, outbox, slotWaits, orphans, outcomes, idle);
+    this.cancels = new Cancels(calls, slotWaits, orphans, outcomes, idle);
     this.streamEnds = new StreamEnds(calls, slotWaits, orphans, outcomes, idle);
     this.metrics = metrics;
     this.initial = handlerSet(catalog);

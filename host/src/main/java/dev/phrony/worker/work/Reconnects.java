@@ -84,6 +84,11 @@ final class Reconnects {
     return delay;
   }
 
+  /** True while the runtime cannot be reached (it was said once; the tries go on quietly). */
+  boolean down() {
+    return outage != null;
+  }
+
   /** A serving stream registered: an outage that was reported is over. */
   void registered() {
     Outage o = outage;

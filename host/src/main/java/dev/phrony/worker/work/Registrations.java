@@ -156,6 +156,10 @@ final class Registrations {
     }
     Generation g = generation;
     WorkSession s = streams.create(g.handlers(), g.identity());
+    if (!reconnects.down()) {
+      log.info(
+          "connecting to {} (stream {}, as {})", options.target(), s.id(), g.identity().workerId());
+    }
     session = s;
     track(s, g.number(), Role.SERVING, kill);
     streams.open(s, dispatcher.inFlightIds());

@@ -136,10 +136,10 @@ final class WorkChannel {
 
   /** Opens {@code s}'s stream and sends its register; a failure ends {@code s} at once. */
   void open(WorkSession s, Set<String> inFlight) {
-    log.info(
-        "connecting to {} (stream {}, {}, as {})",
-        options.target(),
+    log.debug(
+        "stream {} opens on {} ({}) as {}",
         s.id(),
+        options.target(),
         transport.name(),
         s.identity().workerId());
     // Our reconnects pace the tries; the channel's own backoff (1 s and up) would only add.
