@@ -2,8 +2,6 @@ package dev.phrony.worker.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.google.protobuf.ByteString;
-import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.worker.api.AsyncToolHandler;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolCall;
@@ -65,19 +63,6 @@ class AsyncDispatchTest {
     return TestDispatchers.of(TestHandler.catalog(h), outbox, timers);
   }
 
-  private static Inbound.Invoke invoke(String callId) {
-    return Inbound.Invoke.of(msg(callId).build());
-  }
-
-  private static WorkInvoke.Builder msg(String callId) {
-    return WorkInvoke.newBuilder()
-        .setCallId(callId)
-        .setSessionId("s1")
-        .setTool("a")
-        .setVersion("1.0.0")
-        .setArgs(ByteString.copyFromUtf8("{}"));
-  }
-
   private static CallOutcome outcome(FakeSink.Sent s) {
     return ((FakeSink.Result) s).held().outcome();
   }
@@ -87,7 +72,7 @@ class AsyncDispatchTest {
     AsyncHandler h =
         new AsyncHandler(c -> CompletableFuture.completedFuture(ToolResult.json("{\"ok\":true}")));
     Dispatcher d = dispatcher(h);
-    d.onInvoke(invoke("c1"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "a", "{}"), sink);
     FakeSink.Sent sent = sink.sent.poll();
     assertThat(sent).as("sent within onInvoke: no thread, no hand-off").isNotNull();
     assertThat(new String(((CallOutcome.Payload) outcome(sent)).bytes(), StandardCharsets.UTF_8))
@@ -101,7 +86,7 @@ class AsyncDispatchTest {
   void its_outcome_goes_out_when_its_stage_completes_on_another_thread() throws Exception {
     CompletableFuture<ToolResult> later = new CompletableFuture<>();
     Dispatcher d = dispatcher(new AsyncHandler(c -> later));
-    d.onInvoke(invoke("c1"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "a", "{}"), sink);
     assertThat(d.busy("a@1.0.0")).isEqualTo(1);
     sink.assertNothingMore();
     Thread.ofPlatform().start(() -> later.complete(ToolResult.text("done"))).join();
@@ -116,7 +101,7 @@ class AsyncDispatchTest {
   void a_cancel_cancels_its_stage_frees_the_slot_and_nothing_is_ever_sent() {
     CompletableFuture<ToolResult> later = new CompletableFuture<>();
     Dispatcher d = dispatcher(new AsyncHandler(c -> later));
-    d.onInvoke(invoke("c1"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "a", "{}"), sink);
     d.onCancel("c1", sink);
     assertThat(later).isCancelled();
     assertThat(d.busy("a@1.0.0")).isZero();
@@ -130,7 +115,7 @@ class AsyncDispatchTest {
     // A stage that refuses to be cancelled (this one's cancel throws): the worker can only stop
     // listening to it.
     Dispatcher d = dispatcher(new AsyncHandler(c -> later.minimalCompletionStage()));
-    d.onInvoke(invoke("c1"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "a", "{}"), sink);
     d.onCancel("c1", sink);
     assertThat(later).isNotCancelled();
     assertThat(d.busy("a@1.0.0")).isZero();
@@ -145,7 +130,7 @@ class AsyncDispatchTest {
     CompletableFuture<ToolResult> later = new CompletableFuture<>();
     Dispatcher d = dispatcher(new AsyncHandler(c -> later));
     long deadline = timers.clock().millis() + 1_000;
-    d.onInvoke(Inbound.Invoke.of(msg("c1").setDeadlineUnixMs(deadline).build()), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "a", "{}", deadline), sink);
     timers.advance(Duration.ofMillis(999));
     sink.assertNothingMore();
     timers.advance(Duration.ofMillis(1));
@@ -169,14 +154,14 @@ class AsyncDispatchTest {
             });
     Dispatcher d = dispatcher(h);
     for (int i = 1; i <= 5; i++) {
-      d.onInvoke(invoke("c" + i), sink);
+      d.onInvoke(TestInvokes.invoke("c" + i, "a", "{}"), sink);
       assertThat(outcome(sink.next())).isInstanceOf(CallOutcome.Payload.class);
     }
     assertThat(h.startedOn)
         .as("slow, fast (the count starts again), slow, slow, slow")
         .containsOnly(Thread.currentThread())
         .hasSize(5);
-    d.onInvoke(invoke("c6"), sink);
+    d.onInvoke(TestInvokes.invoke("c6", "a", "{}"), sink);
     assertThat(outcome(sink.next())).isInstanceOf(CallOutcome.Payload.class);
     assertThat(h.startedOn.get(5))
         .as("after three slow starts in a row")
@@ -197,7 +182,7 @@ class AsyncDispatchTest {
             WorkerMetrics.NONE,
             () -> false,
             null);
-    d.onInvoke(invoke("c1"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "a", "{}"), sink);
     assertThat(outcome(sink.next())).isInstanceOf(CallOutcome.Payload.class);
     assertThat(h.startedOn).singleElement().satisfies(t -> assertThat(t.isVirtual()).isTrue());
   }
@@ -221,7 +206,9 @@ class AsyncDispatchTest {
                 }));
     assertThat(d.reportStalledStart()).isEmpty();
     Thread io =
-        Thread.ofPlatform().name("phrony-work-io-test").start(() -> d.onInvoke(invoke("c1"), sink));
+        Thread.ofPlatform()
+            .name("phrony-work-io-test")
+            .start(() -> d.onInvoke(TestInvokes.invoke("c1", "a", "{}"), sink));
     inside.await();
     timers.manualClock().advance(Duration.ofMillis(Dispatcher.STALLED_START_MS - 1));
     assertThat(d.reportStalledStart()).as("under a second").isEmpty();

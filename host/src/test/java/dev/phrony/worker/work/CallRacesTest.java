@@ -2,8 +2,6 @@ package dev.phrony.worker.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.google.protobuf.ByteString;
-import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.call.ArgsCheck;
@@ -57,20 +55,6 @@ class CallRacesTest {
     stateDir.close();
   }
 
-  private static Inbound.Invoke invoke(String callId, String tool, long deadlineUnixMs) {
-    return Inbound.Invoke.of(msg(callId, tool, deadlineUnixMs).build());
-  }
-
-  private static WorkInvoke.Builder msg(String callId, String tool, long deadlineUnixMs) {
-    return WorkInvoke.newBuilder()
-        .setCallId(callId)
-        .setSessionId("s")
-        .setTool(tool)
-        .setVersion("1.0.0")
-        .setArgs(ByteString.copyFromUtf8("{}"))
-        .setDeadlineUnixMs(deadlineUnixMs);
-  }
-
   private static TestHandler payment(int max, TestHandler.Body body) {
     return new TestHandler("pay", "1.0.0", max, SideEffectClass.NON_IDEMPOTENT_WRITE, body);
   }
@@ -84,7 +68,7 @@ class CallRacesTest {
     TestHandler pay = payment(1, call -> ToolResult.json("{\"paid\":true}"));
     Dispatcher d = dispatcher(pay);
     outbox.gate("p1");
-    d.onInvoke(invoke("p1", "pay", 0), sink);
+    d.onInvoke(TestInvokes.invoke("p1", "pay", "{}", 0), sink);
     outbox.intentEntered("p1").get(10, TimeUnit.SECONDS).proceed();
     GatedOutbox.Write hold = outbox.holdEntered("p1").get(10, TimeUnit.SECONDS);
     d.onCancel("p1", sink); // lands while the result's fsync runs
@@ -97,7 +81,7 @@ class CallRacesTest {
     assertThat(sink.sent).as("nothing may be sent after the cancel").isEmpty();
     assertThat(d.runningCount()).isZero();
     // The runtime forgot the call; if it invokes it again, the held result answers (rule 5).
-    d.onInvoke(invoke("p1", "pay", 0), sink);
+    d.onInvoke(TestInvokes.invoke("p1", "pay", "{}", 0), sink);
     assertThat(sink.next())
         .isInstanceOfSatisfying(
             FakeSink.Result.class, r -> assertThat(r.held().callId()).isEqualTo("p1"));
@@ -109,7 +93,7 @@ class CallRacesTest {
     TestHandler pay = payment(4, call -> ToolResult.json("{}"));
     Dispatcher d = dispatcher(pay);
     outbox.gate("p1");
-    d.onInvoke(invoke("p1", "pay", 0), sink);
+    d.onInvoke(TestInvokes.invoke("p1", "pay", "{}", 0), sink);
     GatedOutbox.Write intent = outbox.intentEntered("p1").get(10, TimeUnit.SECONDS);
     d.onCancel("p1", sink); // the intent is not on disk yet: the outbox does not know it
     intent.proceed();
@@ -117,7 +101,7 @@ class CallRacesTest {
     assertThat(durable.wasInterrupted("p1")).as("safe to run again").isFalse();
     assertThat(pay.runs).as("the cancelled attempt never ran").hasValue(0);
 
-    d.onInvoke(invoke("p1", "pay", 0), sink); // a recovering runtime asks again
+    d.onInvoke(TestInvokes.invoke("p1", "pay", "{}", 0), sink); // a recovering runtime asks again
     outbox.holdEntered("p1").get(10, TimeUnit.SECONDS).proceed(); // the gate's hold, once
     assertThat(sink.next()).isInstanceOf(FakeSink.Result.class);
     assertThat(pay.runs).as("run once, by the invoke that was not cancelled").hasValue(1);
@@ -151,7 +135,7 @@ class CallRacesTest {
                         held))),
             outbox,
             timers);
-    d.onInvoke(invoke("p1", "pay", 0), sink);
+    d.onInvoke(TestInvokes.invoke("p1", "pay", "{}", 0), sink);
     await(checking); // its intent is on disk, its handler not begun
     d.onCancel("p1", sink);
     proceed.countDown();
@@ -160,7 +144,7 @@ class CallRacesTest {
     Await.until("its thread ended", () -> d.runningApart() == 0);
     assertThat(pay.runs).hasValue(0);
 
-    d.onInvoke(invoke("p1", "pay", 0), sink); // a recovering runtime asks again
+    d.onInvoke(TestInvokes.invoke("p1", "pay", "{}", 0), sink); // a recovering runtime asks again
     assertThat(sink.next()).isInstanceOf(FakeSink.Result.class);
     assertThat(pay.runs).hasValue(1);
   }
@@ -177,11 +161,11 @@ class CallRacesTest {
               return ToolResult.json("{}");
             });
     Dispatcher d = dispatcher(pay);
-    d.onInvoke(invoke("p1", "pay", 0), sink);
+    d.onInvoke(TestInvokes.invoke("p1", "pay", "{}", 0), sink);
     await(running);
     d.onCancel("p1", sink);
     Await.until("interrupted", () -> durable.wasInterrupted("p1"));
-    d.onInvoke(invoke("p1", "pay", 0), sink);
+    d.onInvoke(TestInvokes.invoke("p1", "pay", "{}", 0), sink);
     assertThat(sink.next())
         .isInstanceOfSatisfying(
             FakeSink.Nack.class,
@@ -202,8 +186,8 @@ class CallRacesTest {
     assertThat(OrphanPolicy.unknownCallId(null)).isEmpty();
 
     Dispatcher d = dispatcher(TestHandler.of("t", 4, call -> ToolResult.json("{}")));
-    d.onInvoke(invoke("s:av:1:1", "t", 0), sink);
-    d.onInvoke(invoke("s:av:1:12", "t", 0), sink);
+    d.onInvoke(TestInvokes.invoke("s:av:1:1", "t", "{}", 0), sink);
+    d.onInvoke(TestInvokes.invoke("s:av:1:12", "t", "{}", 0), sink);
     Await.until("both sent", () -> sink.sent.size() == 2);
     sink.live = false;
     d.onStreamEnded(sink, Status.NOT_FOUND.withDescription("unknown call_id \"s:av:1:12\""));
@@ -227,11 +211,11 @@ class CallRacesTest {
     Dispatcher d = dispatcher(t, block);
     long hour = timers.clock().millis() + 3_600_000;
     for (int i = 0; i < 500; i++) {
-      d.onInvoke(invoke("c" + i, "t", hour), sink);
+      d.onInvoke(TestInvokes.invoke("c" + i, "t", "{}", hour), sink);
     }
     Await.until("all answered", () -> sink.sent.size() == 500);
     for (int i = 0; i < 10; i++) {
-      d.onInvoke(invoke("b" + i, "block", hour), sink);
+      d.onInvoke(TestInvokes.invoke("b" + i, "block", "{}", hour), sink);
     }
     TestDispatchers.settle(d);
     assertThat(timers.pending()).as("one timer per running call").isEqualTo(10);
@@ -241,7 +225,7 @@ class CallRacesTest {
     TestDispatchers.settle(d);
     assertThat(timers.pending()).as("cancelled calls hold no timer").isEqualTo(5);
     for (int i = 10; i < 16; i++) { // five take the freed slots, one waits for a slot
-      d.onInvoke(invoke("b" + i, "block", hour), sink);
+      d.onInvoke(TestInvokes.invoke("b" + i, "block", "{}", hour), sink);
     }
     TestDispatchers.settle(d);
     assertThat(timers.pending()).as("the sixth holds its grace timer only").isEqualTo(11);
@@ -267,7 +251,7 @@ class CallRacesTest {
             });
     Dispatcher d = dispatcher(t);
     FakeSink old = new FakeSink();
-    d.onInvoke(invoke("c1", "t", 0), old);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}", 0), old);
     Await.until("running", () -> t.runs.get() == 1);
     old.live = false;
     d.onStreamEnded(old, Status.UNAVAILABLE);
@@ -286,7 +270,7 @@ class CallRacesTest {
                           await(owner);
                         }));
     holding.await();
-    d.onInvoke(invoke("c1", "t", 0), sink); // queued: attaches and takes a slot
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}", 0), sink); // queued: attaches and takes a slot
     release.countDown();
     returned.await(); // the handler returned; its completion is queued behind the invoke
     owner.countDown();
@@ -298,8 +282,8 @@ class CallRacesTest {
     assertThat(old.sent).isEmpty();
     assertThat(t.runs).hasValue(1);
     // Both slots are still there.
-    d.onInvoke(invoke("c2", "t", 0), sink);
-    d.onInvoke(invoke("c3", "t", 0), sink);
+    d.onInvoke(TestInvokes.invoke("c2", "t", "{}", 0), sink);
+    d.onInvoke(TestInvokes.invoke("c3", "t", "{}", 0), sink);
     assertThat(
             Set.of(
                 ((FakeSink.Result) sink.next()).held().callId(),
@@ -319,7 +303,7 @@ class CallRacesTest {
                   release.await();
                   return ToolResult.json("{}");
                 }));
-    d.onInvoke(invoke("c1", "t", 0), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}", 0), sink);
     sink.live = false;
     d.onStreamEnded(sink, Status.UNAVAILABLE);
     FakeSink next = new FakeSink();

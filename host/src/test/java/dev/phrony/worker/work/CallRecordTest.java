@@ -26,8 +26,7 @@ class CallRecordTest {
   private final CallTable table = new CallTable();
 
   private CallRecord admitted(boolean needsIntent) {
-    CallRecord c =
-        CallRecord.invoked(TestInvokes.invoke("c1", "echo", "1.0.0", "{}"), slots, sink, table);
+    CallRecord c = CallRecord.invoked(TestInvokes.invoke("c1", "echo", "{}"), slots, sink, table);
     c.admitted(slots.tryAcquire(), context(), Instant.EPOCH, needsIntent);
     return c;
   }

@@ -2,8 +2,6 @@ package dev.phrony.worker.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.google.protobuf.ByteString;
-import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.ops.MicrometerMetrics;
@@ -31,19 +29,6 @@ class DispatcherMetricsTest {
     release.countDown();
     metrics.close();
     registry.close();
-  }
-
-  private static Inbound.Invoke invoke(String callId, String tool, String args) {
-    return Inbound.Invoke.of(msg(callId, tool, args).build());
-  }
-
-  private static WorkInvoke.Builder msg(String callId, String tool, String args) {
-    return WorkInvoke.newBuilder()
-        .setCallId(callId)
-        .setSessionId("s1")
-        .setTool(tool)
-        .setVersion("1.0.0")
-        .setArgs(ByteString.copyFromUtf8(args));
   }
 
   private double count(String tool, String outcome, String code) {
@@ -85,17 +70,17 @@ class DispatcherMetricsTest {
         TestDispatchers.of(
             TestHandler.catalog(ok, fail, block), new MemoryOutbox(), timers, 1 << 20, metrics);
 
-    d.onInvoke(invoke("c1", "ok", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "ok", "{}"), sink);
     sink.next();
-    d.onInvoke(invoke("c2", "fail", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c2", "fail", "{}"), sink);
     sink.next();
-    d.onInvoke(invoke("c3", "ok", "not json"), sink);
+    d.onInvoke(TestInvokes.invoke("c3", "ok", "not json"), sink);
     sink.next();
-    d.onInvoke(invoke("c4", "nope", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c4", "nope", "{}"), sink);
     sink.next();
-    d.onInvoke(invoke("b1", "block", "{}"), sink);
-    d.onInvoke(invoke("b2", "block", "{}"), sink);
-    d.onInvoke(invoke("b3", "block", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("b1", "block", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("b2", "block", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("b3", "block", "{}"), sink);
     TestDispatchers.settle(d);
     timers.advance(Dispatcher.SLOT_GRACE); // no slot came back in time
     sink.next(); // b3: capacity_exhausted
@@ -116,7 +101,7 @@ class DispatcherMetricsTest {
     assertThat(ratio()).isEqualTo(0.1);
     assertThat(gauge(MicrometerMetrics.SLOTS_IN_USE, "block@1.0.0")).isEqualTo(1);
     d.startDraining();
-    d.onInvoke(invoke("b4", "block", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("b4", "block", "{}"), sink);
     TestDispatchers.settle(d);
     assertThat(count("block@1.0.0", "nack", "draining")).isEqualTo(1);
     release.countDown();
@@ -157,10 +142,7 @@ class DispatcherMetricsTest {
     Dispatcher d =
         TestDispatchers.of(
             TestHandler.catalog(block), new MemoryOutbox(), timers, 1 << 20, metrics);
-    d.onInvoke(
-        Inbound.Invoke.of(
-            msg("c1", "block", "{}").setDeadlineUnixMs(timers.clock().millis() + 10).build()),
-        sink);
+    d.onInvoke(TestInvokes.invoke("c1", "block", "{}", timers.clock().millis() + 10), sink);
     timers.advance(java.time.Duration.ofMillis(10));
     sink.next();
     assertThat(count("block@1.0.0", "deadline_exceeded", "")).isEqualTo(1);

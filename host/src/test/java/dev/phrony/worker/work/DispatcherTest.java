@@ -2,8 +2,6 @@ package dev.phrony.worker.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.google.protobuf.ByteString;
-import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.worker.api.ToolException;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.call.CallOutcome;
@@ -11,6 +9,7 @@ import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.testkit.Await;
+import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.FakeScheduler;
 import io.grpc.Status;
 import java.nio.charset.StandardCharsets;
@@ -40,19 +39,6 @@ class DispatcherTest {
   private Dispatcher dispatcher(int maxResultBytes, TestHandler... handlers) {
     return TestDispatchers.of(
         TestHandler.catalog(handlers), outbox, timers, maxResultBytes, WorkerMetrics.NONE);
-  }
-
-  private static Inbound.Invoke invoke(String callId, String tool, String args) {
-    return Inbound.Invoke.of(msg(callId, tool, args).build());
-  }
-
-  private static WorkInvoke.Builder msg(String callId, String tool, String args) {
-    return WorkInvoke.newBuilder()
-        .setCallId(callId)
-        .setSessionId("s1")
-        .setTool(tool)
-        .setVersion("1.0.0")
-        .setArgs(ByteString.copyFromUtf8(args));
   }
 
   private TestHandler blocking(String tool, int max) {
@@ -91,9 +77,9 @@ class DispatcherTest {
   void an_invoke_beyond_max_concurrency_is_nacked_and_a_freed_slot_is_reused() throws Exception {
     TestHandler h = blocking("t", 2);
     Dispatcher d = dispatcher(h);
-    d.onInvoke(invoke("c1", "t", "{}"), sink);
-    d.onInvoke(invoke("c2", "t", "{}"), sink);
-    d.onInvoke(invoke("c3", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c2", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c3", "t", "{}"), sink);
     TestDispatchers.settle(d);
     timers.advance(Dispatcher.SLOT_GRACE.minusMillis(1));
     sink.assertNothingMore(); // it waits a while for a cancel that would make room
@@ -109,7 +95,7 @@ class DispatcherTest {
     assertThat(payload(sink.next())).isEqualTo("{\"ok\":true}");
     assertThat(payload(sink.next())).isEqualTo("{\"ok\":true}");
     assertThat(d.busy("t@1.0.0")).isZero();
-    d.onInvoke(invoke("c4", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c4", "t", "{}"), sink);
     assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c4");
   }
 
@@ -119,9 +105,9 @@ class DispatcherTest {
     // The runtime frees a cancelled call's slot, gives it to its next waiting call and only
     // then sends the cancel: c2's invoke arrives while c1 still holds the one slot.
     Dispatcher d = dispatcher(firstBlocks());
-    d.onInvoke(invoke("c1", "t", "{}"), sink);
-    d.onInvoke(invoke("c2", "t", "{}"), sink);
-    d.onInvoke(invoke("c3", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c2", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c3", "t", "{}"), sink);
     sink.assertNothingMore();
     d.onCancel("c1", sink);
     assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c2");
@@ -137,13 +123,13 @@ class DispatcherTest {
   @Test
   void an_invoke_waiting_for_a_slot_is_dropped_by_its_cancel_or_its_streams_end() throws Exception {
     Dispatcher d = dispatcher(firstBlocks());
-    d.onInvoke(invoke("c1", "t", "{}"), sink);
-    d.onInvoke(invoke("c2", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c2", "t", "{}"), sink);
     d.onCancel("c2", sink); // the runtime gave up on it: it never runs, nothing is sent
     FakeSink other = new FakeSink();
-    d.onInvoke(invoke("c3", "t", "{}"), other);
+    d.onInvoke(TestInvokes.invoke("c3", "t", "{}"), other);
     d.onStreamEnded(other, Status.UNAVAILABLE);
-    d.onInvoke(invoke("c4", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c4", "t", "{}"), sink);
     d.onCancel("c1", sink);
     assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c4");
     TestDispatchers.settle(d);
@@ -156,10 +142,10 @@ class DispatcherTest {
   void an_invoke_waiting_for_a_slot_invoked_again_waits_once_for_the_later_stream()
       throws Exception {
     Dispatcher d = dispatcher(firstBlocks());
-    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}"), sink);
     FakeSink earlier = new FakeSink();
-    d.onInvoke(invoke("c2", "t", "{}"), earlier);
-    d.onInvoke(invoke("c2", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c2", "t", "{}"), earlier);
+    d.onInvoke(TestInvokes.invoke("c2", "t", "{}"), sink);
     TestDispatchers.settle(d);
     assertThat(timers.pending()).as("one grace timer: the first wait was replaced").isEqualTo(1);
     d.onCancel("c1", sink);
@@ -173,16 +159,16 @@ class DispatcherTest {
   @Test
   void unknown_tool_invalid_args_and_draining_are_nacked_with_their_codes() throws Exception {
     Dispatcher d = dispatcher(TestHandler.of("t", 1, call -> ToolResult.json("{}")));
-    d.onInvoke(invoke("c1", "nope", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "nope", "{}"), sink);
     assertThat(((FakeSink.Nack) sink.next()).code()).isEqualTo("unknown_tool");
-    d.onInvoke(Inbound.Invoke.of(msg("c1b", "t", "{}").setVersion("2.0.0").build()), sink);
+    d.onInvoke(TestInvokes.invoke(Call.of("c1b", "s1", "t", "2.0.0", "{}")), sink);
     assertThat(((FakeSink.Nack) sink.next()).code())
         .as("a served tool at a version not served")
         .isEqualTo("unknown_tool");
-    d.onInvoke(invoke("c2", "t", "{not json"), sink);
+    d.onInvoke(TestInvokes.invoke("c2", "t", "{not json"), sink);
     assertThat(((FakeSink.Nack) sink.next()).code()).isEqualTo("invalid_args");
     d.startDraining();
-    d.onInvoke(invoke("c3", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c3", "t", "{}"), sink);
     assertThat(((FakeSink.Nack) sink.next()).code()).isEqualTo("draining");
   }
 
@@ -198,10 +184,10 @@ class DispatcherTest {
                   runs.incrementAndGet();
                   return ToolResult.json("{}");
                 }));
-    d.onInvoke(invoke("c1", "t", "{\"a\":"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{\"a\":"), sink);
     assertThat(((FakeSink.Nack) sink.next()).callId()).isEqualTo("c1");
     assertThat(d.busy("t@1.0.0")).isZero();
-    d.onInvoke(invoke("c2", "t", "{}"), sink); // the one slot is free again
+    d.onInvoke(TestInvokes.invoke("c2", "t", "{}"), sink); // the one slot is free again
     assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c2");
     assertThat(runs).hasValue(1);
   }
@@ -227,7 +213,7 @@ class DispatcherTest {
                     }
                   }
                 }));
-    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}"), sink);
     started.await();
     d.startDraining();
     d.cancelAll();
@@ -244,8 +230,8 @@ class DispatcherTest {
   void a_duplicate_invoke_of_a_running_call_runs_the_handler_once() throws Exception {
     TestHandler h = blocking("t", 4);
     Dispatcher d = dispatcher(h);
-    d.onInvoke(invoke("c1", "t", "{}"), sink);
-    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}"), sink);
     release.countDown();
     assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c1");
     Await.until("c1 done", () -> d.runningCount() == 0);
@@ -258,9 +244,9 @@ class DispatcherTest {
   void a_duplicate_invoke_of_a_held_call_resends_the_held_result() throws Exception {
     TestHandler h = TestHandler.of("t", 4, call -> ToolResult.json("{\"n\":1}"));
     Dispatcher d = dispatcher(h);
-    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}"), sink);
     assertThat(payload(sink.next())).isEqualTo("{\"n\":1}");
-    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}"), sink);
     assertThat(payload(sink.next())).isEqualTo("{\"n\":1}");
     assertThat(h.runs).hasValue(1);
     d.onResultAck("c1");
@@ -290,13 +276,13 @@ class DispatcherTest {
               return ToolResult.json("{}");
             });
     Dispatcher d = dispatcher(h);
-    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}"), sink);
     started.await();
     d.onCancel("c1", sink);
     assertThat(interrupted.await(10, TimeUnit.SECONDS)).isTrue();
     TestDispatchers.settle(d);
     assertThat(d.busy("t@1.0.0")).isZero();
-    d.onInvoke(invoke("c2", "t", "{}"), sink); // the freed slot takes a new call
+    d.onInvoke(TestInvokes.invoke("c2", "t", "{}"), sink); // the freed slot takes a new call
     assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c2");
     Await.until("the cancelled handler returned", () -> d.runningApart() == 0);
     sink.assertNothingMore();
@@ -321,10 +307,7 @@ class DispatcherTest {
               return ToolResult.json("{}");
             });
     Dispatcher d = dispatcher(h);
-    d.onInvoke(
-        Inbound.Invoke.of(
-            msg("c1", "t", "{}").setDeadlineUnixMs(timers.clock().millis() + 50).build()),
-        sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}", timers.clock().millis() + 50), sink);
     Await.until("handler started", () -> h.runs.get() == 1);
     timers.advance(Duration.ofMillis(49));
     assertThat(sink.sent).isEmpty();
@@ -360,14 +343,14 @@ class DispatcherTest {
                 }),
             TestHandler.of("big", 1, call -> ToolResult.text("x".repeat(41))),
             TestHandler.of("typed", 1, call -> ToolResult.of(call.args(Out.class).city())));
-    d.onInvoke(invoke("c1", "value", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "value", "{}"), sink);
     assertThat(payload(sink.next())).isEqualTo("{\"city\":\"Oslo\",\"n\":3}");
-    d.onInvoke(invoke("c2", "text", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c2", "text", "{}"), sink);
     assertThat(payload(sink.next())).isEqualTo("plain words");
-    d.onInvoke(invoke("c3", "tool-error", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c3", "tool-error", "{}"), sink);
     assertThat(error(sink.next()))
         .isEqualTo(new CallOutcome.Error("invalid_args", "city is required"));
-    d.onInvoke(invoke("c4", "crash", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c4", "crash", "{}"), sink);
     assertThat(error(sink.next()))
         .satisfies(
             e -> {
@@ -376,11 +359,11 @@ class DispatcherTest {
                   .as("no exception text for the model")
                   .matches("internal error \\(ref [0-9a-f]{8}\\)");
             });
-    d.onInvoke(invoke("c5", "big", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c5", "big", "{}"), sink);
     assertThat(error(sink.next()).code()).isEqualTo("result_too_large");
-    d.onInvoke(invoke("c6", "typed", "{\"city\":\"Bergen\",\"extra\":1}"), sink);
+    d.onInvoke(TestInvokes.invoke("c6", "typed", "{\"city\":\"Bergen\",\"extra\":1}"), sink);
     assertThat(payload(sink.next())).isEqualTo("\"Bergen\"");
-    d.onInvoke(invoke("c7", "typed", "{\"n\":\"not a number\"}"), sink);
+    d.onInvoke(TestInvokes.invoke("c7", "typed", "{\"n\":\"not a number\"}"), sink);
     assertThat(error(sink.next()).code()).isEqualTo("invalid_args");
   }
 
@@ -388,7 +371,7 @@ class DispatcherTest {
   void a_result_finished_after_its_stream_ended_is_held_not_sent() throws Exception {
     TestHandler h = blocking("t", 1);
     Dispatcher d = dispatcher(h);
-    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}"), sink);
     sink.live = false;
     d.onStreamEnded(sink, Status.UNAVAILABLE);
     TestDispatchers.settle(d);
@@ -401,7 +384,7 @@ class DispatcherTest {
     assertThat(next.sent).isEmpty();
     assertThat(outbox.isOrphaned("c1")).as("the runtime may still ask for it").isFalse();
     // The runtime invokes the same call again on the new stream: the held result answers it.
-    d.onInvoke(invoke("c1", "t", "{}"), next);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}"), next);
     assertThat(payload(next.next())).isEqualTo("{\"ok\":true}");
     assertThat(h.runs).hasValue(1);
   }
@@ -425,7 +408,7 @@ class DispatcherTest {
                 new HandlerCatalog.Entry(
                     e.descriptor(), h, marker, "test", e.descriptorHash(), e.argsCheck())));
     Dispatcher d = TestDispatchers.of(catalog, outbox, timers);
-    d.onInvoke(invoke("c1", "t", "{}"), sink);
+    d.onInvoke(TestInvokes.invoke("c1", "t", "{}"), sink);
     sink.next();
     assertThat(seen[0]).isSameAs(marker);
   }

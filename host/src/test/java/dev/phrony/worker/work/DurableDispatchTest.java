@@ -2,8 +2,6 @@ package dev.phrony.worker.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.google.protobuf.ByteString;
-import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.worker.api.SideEffectClass;
 import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.Durability;
@@ -35,19 +33,6 @@ class DurableDispatchTest {
     release.countDown();
   }
 
-  private static Inbound.Invoke invoke(String callId) {
-    return Inbound.Invoke.of(msg(callId).build());
-  }
-
-  private static WorkInvoke.Builder msg(String callId) {
-    return WorkInvoke.newBuilder()
-        .setCallId(callId)
-        .setSessionId("s1")
-        .setTool("pay")
-        .setVersion("1.0.0")
-        .setArgs(ByteString.copyFromUtf8("{}"));
-  }
-
   private TestHandler payment(TestHandler.Body body) {
     return new TestHandler("pay", "1.0.0", 4, SideEffectClass.NON_IDEMPOTENT_WRITE, body);
   }
@@ -75,7 +60,7 @@ class DurableDispatchTest {
                             .orElse(null));
                     return ToolResult.json("{\"paid\":true}");
                   }));
-      d.onInvoke(invoke("pay-1"), sink);
+      d.onInvoke(TestInvokes.invoke("pay-1", "pay", "{}"), sink);
       assertThat(sink.next()).isInstanceOf(FakeSink.Result.class);
       assertThat(seen.get()).isEqualTo(OutboxEntry.State.RUNNING);
       assertThat(outbox.entries())
@@ -101,7 +86,7 @@ class DurableDispatchTest {
       TestHandler h = payment(call -> ToolResult.json("{}"));
       Dispatcher d = dispatcher(outbox, h);
       d.execute(() -> assertThat(d.inFlightIds()).contains("pay-1"));
-      d.onInvoke(invoke("pay-1"), sink);
+      d.onInvoke(TestInvokes.invoke("pay-1", "pay", "{}"), sink);
       assertThat(sink.next())
           .isInstanceOfSatisfying(
               FakeSink.Nack.class,
@@ -121,10 +106,10 @@ class DurableDispatchTest {
                 return ToolResult.json("{}");
               });
       Dispatcher d = dispatcher(outbox, h);
-      d.onInvoke(invoke("pay-1"), sink);
+      d.onInvoke(TestInvokes.invoke("pay-1", "pay", "{}"), sink);
       dev.phrony.worker.testkit.Await.until("running", () -> h.runs.get() == 1);
       d.onCancel("pay-1", sink);
-      d.onInvoke(invoke("pay-1"), sink);
+      d.onInvoke(TestInvokes.invoke("pay-1", "pay", "{}"), sink);
       assertThat(sink.next())
           .isInstanceOfSatisfying(
               FakeSink.Nack.class,
@@ -163,7 +148,7 @@ class DurableDispatchTest {
       Dispatcher d = dispatcher(outbox, h);
       Path outboxDir = dir.resolve("outbox");
       breakDisk(outboxDir);
-      d.onInvoke(invoke("r-1"), sink);
+      d.onInvoke(TestInvokes.invoke("r-1", "pay", "{}"), sink);
       dev.phrony.worker.testkit.Await.until("the write failed", () -> outbox.waitingForDisk() == 1);
       assertThat(h.runs).hasValue(1);
       d.execute(sink::assertNothingMore); // after the dispatcher has seen the failure
@@ -187,7 +172,7 @@ class DurableDispatchTest {
       Path outboxDir = dir.resolve("outbox");
       breakDisk(outboxDir);
       try {
-        d.onInvoke(invoke("pay-1"), sink);
+        d.onInvoke(TestInvokes.invoke("pay-1", "pay", "{}"), sink);
         assertThat(sink.next())
             .isInstanceOfSatisfying(
                 FakeSink.Result.class,

@@ -41,7 +41,7 @@ class StreamEndsTest {
     FakeSink killed = new FakeSink();
     FakeSink rescue = new FakeSink();
     for (String id : new String[] {"running", "sent", "crossed", "late"}) {
-      d.onInvoke(TestInvokes.invoke(id, "pay", "1.0.0", "{}"), killed);
+      d.onInvoke(TestInvokes.invoke(id, "pay", "{}"), killed);
     }
     release.open("sent");
     release.open("crossed");
@@ -80,7 +80,7 @@ class StreamEndsTest {
   @Test
   void a_stream_the_runtime_dropped_detaches_its_calls_instead() throws Exception {
     FakeSink lost = new FakeSink();
-    d.onInvoke(TestInvokes.invoke("running", "pay", "1.0.0", "{}"), lost);
+    d.onInvoke(TestInvokes.invoke("running", "pay", "{}"), lost);
     lost.live = false;
     d.onStreamEnded(lost, Status.UNAVAILABLE);
     Set<String> listed = inContext(d::inFlightIds);

@@ -136,6 +136,21 @@ public record Call(
         callId, sessionId, agentVersionId, turn, tool, version, args, sideEffectClass, ms);
   }
 
+  /** The {@code invoke} the runtime sends for this call (the one place one is built from it). */
+  public dev.phrony.runtime.v1.WorkInvoke toInvoke() {
+    return dev.phrony.runtime.v1.WorkInvoke.newBuilder()
+        .setCallId(callId)
+        .setSessionId(sessionId)
+        .setAgentVersionId(agentVersionId)
+        .setTurn(turn)
+        .setTool(tool)
+        .setVersion(version)
+        .setArgs(com.google.protobuf.ByteString.copyFrom(args))
+        .setSideEffectClass(sideEffectClass)
+        .setDeadlineUnixMs(deadlineUnixMs)
+        .build();
+  }
+
   @Override
   public String toString() {
     return "Call[" + callId + " " + key() + " " + argsText() + "]";

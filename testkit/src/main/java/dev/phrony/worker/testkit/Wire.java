@@ -1,9 +1,7 @@
 package dev.phrony.worker.testkit;
 
-import com.google.protobuf.ByteString;
 import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkHeartbeatAck;
-import dev.phrony.runtime.v1.WorkInvoke;
 import dev.phrony.runtime.v1.WorkRegistered;
 import dev.phrony.runtime.v1.WorkResultAck;
 import dev.phrony.runtime.v1.WorkServerMsg;
@@ -82,19 +80,7 @@ final class Wire {
   }
 
   static WorkServerMsg invoke(Call call) {
-    return WorkServerMsg.newBuilder()
-        .setInvoke(
-            WorkInvoke.newBuilder()
-                .setCallId(call.callId())
-                .setSessionId(call.sessionId())
-                .setAgentVersionId(call.agentVersionId())
-                .setTurn(call.turn())
-                .setTool(call.tool())
-                .setVersion(call.version())
-                .setArgs(ByteString.copyFrom(call.args()))
-                .setSideEffectClass(call.sideEffectClass())
-                .setDeadlineUnixMs(call.deadlineUnixMs()))
-        .build();
+    return WorkServerMsg.newBuilder().setInvoke(call.toInvoke()).build();
   }
 
   /**
