@@ -5,8 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkInFlightCall;
 import dev.phrony.runtime.v1.WorkRegister;
-import dev.phrony.worker.api.SideEffectClass;
-import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
@@ -35,17 +33,7 @@ class CancelCrossingTest {
   @Test
   void a_result_that_crossed_its_cancel_is_kept_and_the_stream_is_replaced_at_once()
       throws Exception {
-    TestHandler pay =
-        new TestHandler(
-            "pay",
-            "1.0.0",
-            8,
-            SideEffectClass.NON_IDEMPOTENT_WRITE,
-            call -> {
-              started.of(call.callId()).complete(null);
-              release.of(call.callId()).join();
-              return ToolResult.json("{\"paid\":true}");
-            });
+    TestHandler pay = Gates.gatedPayment(8, started, release);
     FakeScheduler timers = new FakeScheduler();
     Instant start = timers.clock().instant();
     MemoryOutbox outbox = new MemoryOutbox();

@@ -5,8 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkInFlightCall;
 import dev.phrony.runtime.v1.WorkRegister;
-import dev.phrony.worker.api.SideEffectClass;
-import dev.phrony.worker.api.ToolResult;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
@@ -39,17 +37,7 @@ class KillContainmentTest {
   @Test
   void a_crossing_kill_hands_every_other_call_over_and_loses_only_a_call_sent_in_the_window()
       throws Exception {
-    TestHandler pay =
-        new TestHandler(
-            "pay",
-            "1.0.0",
-            32,
-            SideEffectClass.NON_IDEMPOTENT_WRITE,
-            call -> {
-              started.of(call.callId()).complete(null);
-              release.of(call.callId()).join();
-              return ToolResult.json("{\"paid\":\"" + call.callId() + "\"}");
-            });
+    TestHandler pay = Gates.gatedPayment(32, started, release);
     MemoryOutbox outbox = new MemoryOutbox();
     try (LocalRuntime rt =
             LocalRuntime.builder()
@@ -154,17 +142,7 @@ class KillContainmentTest {
 
   @Test
   void every_crossing_is_replaced_at_once_however_many_come_in_a_row() throws Exception {
-    TestHandler pay =
-        new TestHandler(
-            "pay",
-            "1.0.0",
-            8,
-            SideEffectClass.NON_IDEMPOTENT_WRITE,
-            call -> {
-              started.of(call.callId()).complete(null);
-              release.of(call.callId()).join();
-              return ToolResult.json("{}");
-            });
+    TestHandler pay = Gates.gatedPayment(8, started, release);
     FakeScheduler timers = new FakeScheduler(); // never advanced: no backoff can pass
     try (LocalRuntime rt =
             LocalRuntime.builder().port(0).cancelDelay(Duration.ofMinutes(1)).start();
