@@ -395,8 +395,9 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
       abortCause = cause;
       abortReason = reason;
     }
-    if (live()) {
-      requests.cancel(reason, null);
+    ClientCallStreamObserver<Outbound> r = requests; // null: a stop came while it opens
+    if (live() && r != null) {
+      r.cancel(reason, null);
     }
   }
 
