@@ -138,6 +138,9 @@ class CallRacesTest {
     d.onInvoke(TestInvokes.invoke("p1", "pay", "{}", 0), sink);
     await(checking); // its intent is on disk, its handler not begun
     d.onCancel("p1", sink);
+    // The outbox writer's thread may still be draining the context (it posted the start): the
+    // cancel has run only once the context is through, and only then may the handler try to begin.
+    TestDispatchers.settle(d);
     proceed.countDown();
     Await.until("its intent dropped", () -> durable.entries().isEmpty());
     assertThat(durable.wasInterrupted("p1")).as("it never ran: safe to run again").isFalse();
