@@ -30,6 +30,7 @@ import java.util.Set;
  *  HOLDING --held, stream gone--> DETACHED --invoked again--> SENT
  *  SENT --its stream ended--> DETACHED --not asked for within a lease TTL--> (gone: orphaned)
  *  SENT, DETACHED --its stream killed, handed to a rescue--> HANDED_OVER --rescue registered--> SENT
+ *  HOLDING --held, its rescue not open yet--> HANDED_OVER
  *  INTENT, RUNNING, HOLDING --cancel--> CANCELLED --thread, intent, hold done--> (gone)
  *  CANCELLED --invoked again while its outcome is being held--> HOLDING
  *  RUNNING --its arguments refused before the handler ran--> NACKED (gone)
@@ -94,7 +95,8 @@ final class CallRecord {
     NEXT.put(State.WAITING, EnumSet.of(State.INTENT, State.RUNNING));
     NEXT.put(State.INTENT, EnumSet.of(State.RUNNING, State.HOLDING, State.CANCELLED));
     NEXT.put(State.RUNNING, EnumSet.of(State.HOLDING, State.CANCELLED, State.NACKED));
-    NEXT.put(State.HOLDING, EnumSet.of(State.SENT, State.DETACHED, State.CANCELLED));
+    NEXT.put(
+        State.HOLDING, EnumSet.of(State.SENT, State.DETACHED, State.HANDED_OVER, State.CANCELLED));
     NEXT.put(State.SENT, EnumSet.of(State.SENT, State.DETACHED, State.HANDED_OVER));
     NEXT.put(State.DETACHED, EnumSet.of(State.SENT, State.DETACHED, State.HANDED_OVER));
     NEXT.put(State.HANDED_OVER, EnumSet.of(State.SENT, State.DETACHED, State.HANDED_OVER));
@@ -361,6 +363,15 @@ final class CallRecord {
       releaseSlot();
     }
     owner = to;
+  }
+
+  /**
+   * Its result is held, and the rescue it was handed to is not open yet: it goes out once that is
+   * registered, with the rest of the rescue's held results.
+   */
+  void waitsForRescue() {
+    require(held != null, "only a held result waits for its rescue");
+    to(State.HANDED_OVER);
   }
 
   /** The runtime invoked it again on {@code sink} while it runs (rule 5): it answers there. */

@@ -19,6 +19,14 @@ interface CallSink {
   /** True while the stream is open; a closed sink never sends. */
   boolean live();
 
+  /**
+   * False for a stream not opened yet (a rescue that waits for its calls to be taken off a dead
+   * entry first): nothing may be sent on it until then.
+   */
+  default boolean open() {
+    return true;
+  }
+
   /** Queues a result on this stream; false if the stream is already closed. */
   boolean sendResult(HeldResult result);
 

@@ -159,7 +159,7 @@ final class Outcomes {
       calls.remove(call);
       call.refused();
       CallSink owner = call.owner();
-      if (owner != null && owner.live()) {
+      if (owner != null && owner.live() && owner.open()) {
         log.debug("nack {}: {}", refusal.code(), refusal.message());
         owner.sendNack(call.callId, refusal.code(), refusal.message());
       }
@@ -230,7 +230,11 @@ final class Outcomes {
     CallSink owner = call.owner();
     if (owner != null && owner.live()) {
       call.releaseSlot();
-      send(call, owner);
+      if (owner.open()) {
+        send(call, owner);
+      } else {
+        call.waitsForRescue(); // sent once that rescue is registered
+      }
     } else {
       // Rule 3: its stream is gone; kept for in_flight, never sent on another stream.
       orphans.heldWithoutStream(call);

@@ -41,12 +41,19 @@ import org.slf4j.LoggerFactory;
  * often for a result that crossed its call's cancel on the wire, and keeps the registration as a
  * dead entry, first in routing, failing every call sent to it, with the stream's calls still on it.
  * Registering the same id again would remove the entry but make those calls indeterminate first. So
- * the calls are handed to a rescue registration (its {@code in_flight} moves them), and only once
- * the runtime has answered it is the killed id registered again, at once, with no backoff. The
- * rescue is a side registration rather than the next of rotating worker ids: the worker id stays
- * the one the operator and the runtime's views know (rule 2), a new id would leave the dead entry
- * in routing for a whole lease TTL unless it were evicted anyway, and a registration with no
- * handlers never competes with the serving one for calls.
+ * the replacement stream opens at once, with no backoff, and sends two registers back to back: a
+ * hand-over ({@code <id>.h<n>}, no handlers) whose {@code in_flight} moves the calls off the dead
+ * entry, then the killed id's own, which replaces the entry. The runtime reads one stream's
+ * messages in order, so the calls are safe before the entry goes, one round trip sooner than if the
+ * hand-over had its own stream: every call routed in that window is lost. Once the hand-over is
+ * answered, a rescue ({@code <id>.r<n>}, no handlers, a stream of its own) takes the calls over in
+ * its {@code in_flight} and answers them; they cannot stay with the hand-over, whose stream now
+ * answers as the killed id. Once the rescue is registered, the hand-over's registration (no stream
+ * of its own) is evicted. The rescue is a side registration rather than the next of rotating worker
+ * ids: the worker id stays the one the operator and the runtime's views know (rule 2), a new id
+ * would leave the dead entry in routing for a whole lease TTL unless it were evicted anyway, and a
+ * registration with no handlers is routed nothing, so a rescue that is killed in turn (an answer
+ * for a call the runtime forgot in the window) costs no other call.
  */
 final class Registrations {
   private static final Logger log = LoggerFactory.getLogger(WorkClient.class);
@@ -76,10 +83,10 @@ final class Registrations {
     WorkSession create(HandlerSet handlers, WorkerIdentity identity);
 
     /**
-     * Opens {@code s}'s gRPC stream and sends its register with {@code inFlight}; a failure ends
-     * {@code s} at once.
+     * Opens {@code s}'s gRPC stream and sends its register with {@code inFlight}, after {@code
+     * first}'s if not null; a failure ends {@code s} at once.
      */
-    void open(WorkSession s, Set<String> inFlight);
+    void open(WorkSession s, Set<String> inFlight, WorkSession.HandOver first);
 
     /** Ends {@code s} from our side once the connection leaves READY (a runtime going away). */
     void watch(WorkSession s);
@@ -90,6 +97,12 @@ final class Registrations {
 
   /** A killed stream until its dead entry is replaced: for the window's measure and the log. */
   private record Kill(WorkSession killed, StreamKill cause, long endedNanos, int handedOver) {}
+
+  /**
+   * A killed stream's calls on their way to {@code stream}, a rescue not opened yet: the stream
+   * that replaces the dead entry first moves them off it with {@code handOver}'s register.
+   */
+  private record Rescue(WorkSession stream, WorkSession.HandOver handOver) {}
 
   private final WorkOptions options;
   private final Dispatcher dispatcher;
@@ -108,6 +121,9 @@ final class Registrations {
   private final List<WorkClient.Handover> handovers = new ArrayList<>();
   private Scheduler.Handle reconnect = Scheduler.NONE;
   private int rescues;
+
+  /** Each rescue's hand-over identity, a registration with no stream left: evicted after it. */
+  private final Map<WorkSession, WorkerIdentity> phantoms = new java.util.HashMap<>();
 
   // ---- written in the context, read anywhere ----
   private volatile WorkSession session;
@@ -141,17 +157,19 @@ final class Registrations {
 
   /** Opens the first serving stream. */
   void start() {
-    dispatcher.execute(() -> openServing(null));
+    dispatcher.execute(() -> openServing(null, null));
   }
 
   // ---- opening ----
 
   /**
    * Opens the current generation's stream, listing the calls the dispatcher holds that no open
-   * stream answers for (rules 2, 3). {@code kill}: it replaces that killed stream's dead entry.
+   * stream answers for (rules 2, 3). {@code kill}: it replaces that killed stream's dead entry,
+   * after moving {@code rescue}'s calls off it if not null.
    */
-  private void openServing(Kill kill) {
+  private void openServing(Kill kill, Rescue rescue) {
     if (stopping || leaving) {
+      openRescue(rescue);
       return;
     }
     Generation g = generation;
@@ -162,39 +180,74 @@ final class Registrations {
     }
     session = s;
     track(s, g.number(), Role.SERVING, kill);
-    streams.open(s, dispatcher.inFlightIds());
-  }
-
-  /** Registers {@code killed}'s id again with no handlers and closes: its dead entry is gone. */
-  private void evict(WorkSession killed, Kill kill) {
-    if (stopping) {
-      return;
-    }
-    WorkSession s = streams.create(noHandlers, killed.identity());
-    track(s, generation.number(), Role.EVICTING, kill);
-    streams.open(s, Set.of());
+    streams.open(s, dispatcher.inFlightIds(), handOver(s, rescue));
   }
 
   /**
-   * Hands {@code killed}'s calls over to a new rescue registration and opens it; null when there is
-   * nothing to hand over.
+   * Registers {@code dead}'s id again with no handlers and closes: its dead entry is gone. {@code
+   * rescue}: its calls are moved off the entry first, as in {@link #openServing}.
    */
-  private WorkSession rescue(WorkSession killed, WorkSession.End end) {
+  private void evict(WorkerIdentity dead, Kill kill, Rescue rescue) {
+    if (stopping) {
+      openRescue(rescue);
+      return;
+    }
+    WorkSession s = streams.create(noHandlers, dead);
+    track(s, generation.number(), Role.EVICTING, kill);
+    streams.open(s, Set.of(), handOver(s, rescue));
+  }
+
+  /**
+   * Hands {@code killed}'s calls over to a new rescue registration, not opened yet; null when there
+   * is nothing to hand over. Their hand-over goes under an identity of its own ({@code .h<n>},
+   * beside the rescue's {@code .r<n>}), a registration the stream replacing the dead entry makes
+   * just before its own.
+   */
+  private Rescue rescue(WorkSession killed, WorkSession.End end) {
     WorkerIdentity k = killed.identity();
-    WorkerIdentity id =
-        new WorkerIdentity(
-            options.identity().workerId() + ".r" + (rescues + 1),
-            k.workloadIdentity(),
-            k.imageDigest());
-    WorkSession r = streams.create(noHandlers, id);
+    String base = options.identity().workerId();
+    int n = rescues + 1;
+    WorkSession r =
+        streams.create(
+            noHandlers, new WorkerIdentity(base + ".r" + n, k.workloadIdentity(), k.imageDigest()));
     Set<String> handed = dispatcher.handOver(killed, r, end.status());
     if (handed.isEmpty()) {
       return null; // never opened: nothing to close
     }
-    rescues++;
+    rescues = n;
     track(r, generation.number(), Role.RESCUE, null);
-    streams.open(r, handed);
-    return r;
+    WorkerIdentity via = new WorkerIdentity(base + ".h" + n, k.workloadIdentity(), k.imageDigest());
+    phantoms.put(r, via);
+    return new Rescue(r, new WorkSession.HandOver(via, handed));
+  }
+
+  /**
+   * The hand-over {@code s} sends before its own register, if {@code rescue} is not null; the
+   * rescue opens once the runtime has answered it (or {@code s} ended), so that its own register,
+   * on another stream, can only reach the runtime after the calls are off the dead entry.
+   */
+  private WorkSession.HandOver handOver(WorkSession s, Rescue rescue) {
+    if (rescue == null) {
+      return null;
+    }
+    boolean[] done = {false};
+    Runnable once =
+        () -> {
+          if (!done[0]) {
+            done[0] = true;
+            openRescue(rescue);
+          }
+        };
+    s.handedOver().thenRun(() -> dispatcher.execute(once));
+    s.ended().whenComplete((e, t) -> dispatcher.execute(once));
+    return rescue.handOver();
+  }
+
+  /** Opens {@code rescue}'s stream: its register's {@code in_flight} moves the calls to it. */
+  private void openRescue(Rescue rescue) {
+    if (rescue != null) {
+      streams.open(rescue.stream(), rescue.handOver().calls(), null);
+    }
   }
 
   private void track(WorkSession s, int gen, Role role, Kill kill) {
@@ -221,6 +274,10 @@ final class Registrations {
         streams.watch(s);
         boundByDrainTimeout(s, "a rescue registration");
         closeWhenIdle(s);
+        WorkerIdentity phantom = phantoms.remove(s);
+        if (phantom != null) {
+          evict(phantom, null, null); // the hand-over's registration, its calls moved on
+        }
       }
       case EVICTING -> s.abort(ReconnectReason.RUNTIME_CLOSED, "dead registration evicted");
       case RETIRING -> {}
@@ -253,32 +310,33 @@ final class Registrations {
     if (o == null) {
       return;
     }
+    phantoms.remove(s); // a rescue that never registered: its calls stay where they are
     long endedNanos = System.nanoTime();
     if (!end.registered() || end.kill() == null || stopping) {
       dispatcher.detach(s, end.status());
       afterEnd(s, o, end, null, null);
       return;
     }
-    WorkSession rescue = rescue(s, end);
+    Rescue rescue = rescue(s, end);
     Kill kill =
-        new Kill(s, end.kill(), endedNanos, rescue == null ? 0 : rescue.advertised().size());
+        new Kill(s, end.kill(), endedNanos, rescue == null ? 0 : rescue.handOver().calls().size());
+    afterEnd(s, o, end, kill, rescue); // first: every millisecond before the replacement costs
     log.info(
         "stream {} ({}) ended by the runtime ({}), which keeps its registration: {}",
         s.id(),
         s.identity().workerId(),
         end.reason(),
         rescue == null
-            ? "nothing to hand over; replacing it at once"
+            ? "nothing to hand over; replaced at once"
             : kill.handedOver()
                 + " calls handed over to "
-                + rescue.identity().workerId()
+                + rescue.stream().identity().workerId()
                 + " (stream "
-                + rescue.id()
-                + "), the dead entry replaced once that is registered");
-    afterEnd(s, o, end, kill, rescue);
+                + rescue.stream().id()
+                + "), the dead entry replaced at once");
   }
 
-  private void afterEnd(WorkSession s, Open o, WorkSession.End end, Kill kill, WorkSession rescue) {
+  private void afterEnd(WorkSession s, Open o, WorkSession.End end, Kill kill, Rescue rescue) {
     boolean current = o.role() == Role.SERVING && s == session;
     if (!current && o.role() != Role.RESCUE && o.generation() != generation.number()) {
       dispatcher.dropHandlerSet(s.handlers());
@@ -287,8 +345,8 @@ final class Registrations {
       servingEnded(end, kill, rescue);
     } else if (kill != null) {
       // An older generation's dead entry, or a rescue's (routed nothing, but kept by the runtime
-      // for good): removed once its calls are safe.
-      afterRescue(rescue, () -> evict(s, kill));
+      // for good): removed at once, its calls moved off it first.
+      evict(s.identity(), kill, rescue);
     }
     if (!current) {
       log.info(
@@ -303,7 +361,7 @@ final class Registrations {
   }
 
   /** The current generation's stream ended: the next one opens, at once after a registered one. */
-  private void servingEnded(WorkSession.End end, Kill kill, WorkSession rescue) {
+  private void servingEnded(WorkSession.End end, Kill kill, Rescue rescue) {
     if (stopping) {
       return;
     }
@@ -311,44 +369,26 @@ final class Registrations {
     servingEnds.incrementAndGet();
     metrics.reconnect(end.cause());
     if (kill != null) {
-      afterRescue(rescue, () -> replace(kill));
+      replace(kill, rescue);
       return;
     }
     if (leaving) {
       return;
     }
     Duration delay = reconnects.after(end);
-    reconnect = scheduler.schedule(() -> dispatcher.execute(() -> openServing(null)), delay);
+    reconnect = scheduler.schedule(() -> dispatcher.execute(() -> openServing(null, null)), delay);
   }
 
   /**
    * The killed serving stream's dead entry goes: a new serving stream, or, leaving, an eviction.
    */
-  private void replace(Kill kill) {
+  private void replace(Kill kill, Rescue rescue) {
     if (leaving) {
-      evict(kill.killed(), kill);
+      evict(kill.killed().identity(), kill, rescue);
     } else {
       reconnect.cancel();
-      openServing(kill);
+      openServing(kill, rescue);
     }
-  }
-
-  /** Runs {@code next} in the context once {@code rescue} (if any) is registered, or ended. */
-  private void afterRescue(WorkSession rescue, Runnable next) {
-    if (rescue == null) {
-      next.run();
-      return;
-    }
-    boolean[] done = {false};
-    Runnable once =
-        () -> {
-          if (!done[0]) {
-            done[0] = true;
-            next.run();
-          }
-        };
-    rescue.registration().thenRun(() -> dispatcher.execute(once));
-    rescue.ended().whenComplete((e, t) -> dispatcher.execute(once));
   }
 
   // ---- plugin generations ----
@@ -395,7 +435,7 @@ final class Registrations {
             return;
           }
           reconnect.cancel(); // a stream waiting to reconnect opens as the new generation, now
-          openServing(null); // the old stream serves on until the new one is registered
+          openServing(null, null); // the old stream serves on until the new one is registered
         });
     return h;
   }

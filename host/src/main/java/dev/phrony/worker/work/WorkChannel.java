@@ -134,8 +134,11 @@ final class WorkChannel {
     return writes;
   }
 
-  /** Opens {@code s}'s stream and sends its register; a failure ends {@code s} at once. */
-  void open(WorkSession s, Set<String> inFlight) {
+  /**
+   * Opens {@code s}'s stream and sends its register, after {@code first}'s if not null; a failure
+   * ends {@code s} at once.
+   */
+  void open(WorkSession s, Set<String> inFlight, WorkSession.HandOver first) {
     log.debug(
         "stream {} opens on {} ({}) as {}",
         s.id(),
@@ -152,7 +155,7 @@ final class WorkChannel {
       }
       // The generated stub's call, with invokes and acks read by Inbound's own marshaller.
       ClientCalls.asyncBidiStreamingCall(channel.newCall(workMethod, callOptions), s);
-      s.register(inFlight);
+      s.register(inFlight, first);
     } catch (RuntimeException e) {
       log.error("stream {} could not be used", s.id(), e);
       s.couldNotOpen(e);

@@ -150,8 +150,8 @@ public final class WorkClient implements AutoCloseable {
               }
 
               @Override
-              public void open(WorkSession s, Set<String> inFlight) {
-                channel.open(s, inFlight);
+              public void open(WorkSession s, Set<String> inFlight, WorkSession.HandOver first) {
+                channel.open(s, inFlight, first);
               }
 
               @Override

@@ -22,6 +22,7 @@ import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -75,6 +76,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   private final StreamCancels cancels = new StreamCancels();
   private final CompletableFuture<End> ended = new CompletableFuture<>();
   private final CompletableFuture<Void> registration = new CompletableFuture<>();
+  private final CompletableFuture<Void> handedOver = new CompletableFuture<>();
+  private volatile String handOverVia;
 
   private volatile ClientCallStreamObserver<Outbound> requests;
   private volatile StreamWriter writer;
@@ -138,6 +141,11 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     return registration;
   }
 
+  /** Completes when the runtime answers the hand-over register that preceded this stream's own. */
+  CompletableFuture<Void> handedOver() {
+    return handedOver;
+  }
+
   boolean registered() {
     return registered && live();
   }
@@ -160,18 +168,45 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   }
 
   /**
-   * Sends {@code register} with every handler and {@code inFlight}, the calls still in flight that
-   * this registration is to answer (rules 2, 3, 9), and starts the watchdog: {@code registered}
-   * must come within a default TTL. Called once, in the dispatcher's context.
+   * A register this stream sends before its own: a registration under {@code via}, with no
+   * handlers, whose {@code in_flight} moves {@code calls} off a killed stream's dead entry (see
+   * {@link Registrations}). The runtime reads one stream's messages in order, so the calls are off
+   * that entry before this stream's own register replaces it, with no round trip between the two.
    */
-  void register(Set<String> inFlight) {
+  record HandOver(WorkerIdentity via, Set<String> calls) {}
+
+  /**
+   * Sends {@code register} with every handler and {@code inFlight}, the calls still in flight that
+   * this registration is to answer (rules 2, 3, 9), after {@code first}'s register if not null, and
+   * starts the watchdog: {@code registered} must come within a default TTL. Called once, in the
+   * dispatcher's context.
+   */
+  void register(Set<String> inFlight, HandOver first) {
+    if (first != null) {
+      handOverVia = first.via().workerId();
+      writer.send(registerMessage(first.via(), List.of(), first.calls()));
+    }
     advertised = Set.copyOf(inFlight);
+    writer.send(registerMessage(identity, catalog.entries(), advertised));
+    heartbeat.start();
+    log.debug(
+        "stream {}: register sent with {} handlers and {} in flight{}",
+        id,
+        catalog.size(),
+        advertised.size(),
+        first == null
+            ? ""
+            : ", after one as " + first.via().workerId() + " taking over " + first.calls().size());
+  }
+
+  private static Outbound registerMessage(
+      WorkerIdentity as, List<HandlerCatalog.Entry> handlers, Set<String> inFlight) {
     WorkRegister.Builder reg =
         WorkRegister.newBuilder()
-            .setWorkerId(identity.workerId())
-            .setWorkloadIdentity(identity.workloadIdentity())
-            .setImageDigest(identity.imageDigest());
-    for (HandlerCatalog.Entry e : catalog.entries()) {
+            .setWorkerId(as.workerId())
+            .setWorkloadIdentity(as.workloadIdentity())
+            .setImageDigest(as.imageDigest());
+    for (HandlerCatalog.Entry e : handlers) {
       reg.addHandlers(
           WorkHandlerAdvertisement.newBuilder()
               .setTool(e.descriptor().tool())
@@ -180,14 +215,14 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
               .setMaxConcurrency(Dispatcher.slotsOf(e))
               .setDescriptorHash(e.descriptorHash()));
     }
-    advertised.forEach(c -> reg.addInFlight(WorkInFlightCall.newBuilder().setCallId(c)));
-    writer.send(new Outbound.Proto(WorkClientMsg.newBuilder().setRegister(reg).build()));
-    heartbeat.start();
-    log.debug(
-        "stream {}: register sent with {} handlers and {} in flight",
-        id,
-        catalog.size(),
-        advertised.size());
+    inFlight.forEach(c -> reg.addInFlight(WorkInFlightCall.newBuilder().setCallId(c)));
+    return new Outbound.Proto(WorkClientMsg.newBuilder().setRegister(reg).build());
+  }
+
+  /** True once the stream is open: what is sent on it goes after its register. */
+  @Override
+  public boolean open() {
+    return writer != null;
   }
 
   /**
@@ -235,6 +270,12 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   private void onOther(WorkServerMsg msg) {
     switch (msg.getBodyCase()) {
       case REGISTERED -> {
+        if (handOverVia != null && !handedOver.isDone()) {
+          // The answer to the hand-over register, which came first: not this stream's own.
+          handedOver.complete(null);
+          log.debug("stream {}: calls taken over as {}", id, msg.getRegistered().getWorkerId());
+          return;
+        }
         heartbeat.onRegistered(msg.getRegistered().getLeaseTtlMs());
         registered = true;
         registration.complete(null); // the registrations take it from here, in order
@@ -333,7 +374,9 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
       writer.closed();
     }
     StreamKill kill = null;
-    if (abortReason == null && keepsRegistration(status)) {
+    // Even on a stream we were closing: a refusal the runtime read before our half-close ends the
+    // stream without unregistering it, so the entry is left dead all the same.
+    if (keepsRegistration(status)) {
       kill =
           OrphanPolicy.unknownCallId(status.getDescription())
               .map(this::explainUnknownCall)

@@ -22,9 +22,9 @@ import org.junit.jupiter.api.Test;
  * first, then sends the cancel). LocalRuntime's crossing mode holds the cancel back, as the real
  * runtime's ledger write and the wire do, so the crossing is forced: the call is forgotten, its
  * handler finishes, the result reaches a runtime that no longer knows it and the stream ends {@code
- * NOT_FOUND}. The worker then keeps that call orphaned, hands the killed stream's other calls to a
- * rescue registration (its {@code in_flight}), and once that is registered registers its own id
- * again, at once (no backoff: the fake clock never moves).
+ * NOT_FOUND}. The worker then keeps that call orphaned and, at once (no backoff: the fake clock
+ * never moves), opens a stream that moves the killed stream's other calls off the dead entry and
+ * registers its own id again, then hands those calls to a rescue registration that answers them.
  */
 class CancelCrossingTest {
   private final Gates release = new Gates();
@@ -59,8 +59,8 @@ class CancelCrossingTest {
       Await.until("the runtime ended the stream", () -> rt.events().stream().anyMatch(Event.end()));
 
       Await.until(
-          "registered again, no time passed",
-          () -> registers(rt).size() == 3 && client.registered());
+          "registered again, the call handed to a rescue, no time passed",
+          () -> registers(rt).size() >= 4 && client.registered());
       assertThat(timers.clock().instant()).isEqualTo(start);
       assertThat(
               rt.events().stream()
@@ -70,16 +70,23 @@ class CancelCrossingTest {
                   .status()
                   .getDescription())
           .contains("unknown call_id \"crossed\"");
-      // The killed stream's other call moved to a rescue registration first; then w1 again.
-      WorkRegister rescue = registers(rt).get(1).getRegister();
-      assertThat(rescue.getWorkerId()).isEqualTo("w1.r1");
-      assertThat(rescue.getHandlersList()).isEmpty();
-      assertThat(rescue.getInFlightList())
-          .extracting(WorkInFlightCall::getCallId)
-          .containsExactly("other");
-      WorkRegister again = registers(rt).get(2).getRegister();
+      // The replacement stream first moves the killed stream's other call off the dead entry
+      // (w1.h1, no handlers), then registers w1 again on the same stream, read in that order.
+      WorkRegister handOver = registers(rt).get(1).clientMsg().getRegister();
+      assertThat(handOver.getWorkerId()).isEqualTo("w1.h1");
+      assertThat(handOver.getHandlersList()).isEmpty();
+      assertThat(inFlight(handOver)).containsExactly("other");
+      WorkRegister again = registers(rt).get(2).clientMsg().getRegister();
       assertThat(again.getWorkerId()).isEqualTo("w1");
       assertThat(again.getInFlightList()).isEmpty();
+      assertThat(registers(rt).get(1).streamId()).isEqualTo(registers(rt).get(2).streamId());
+      // Then a rescue on a stream of its own takes the call over and will answer it.
+      WorkRegister rescue = registers(rt).get(3).clientMsg().getRegister();
+      assertThat(rescue.getWorkerId()).isEqualTo("w1.r1");
+      assertThat(rescue.getHandlersList()).isEmpty();
+      assertThat(inFlight(rescue)).containsExactly("other");
+      // And the hand-over's registration, with no stream left, is evicted.
+      Await.until("the hand-over evicted", () -> rt.worker("w1.h1").isEmpty());
       assertThat(outbox.isOrphaned("crossed")).isTrue();
       assertThat(client.dispatcher().timings().crossedOnWire()).isEqualTo(1);
       assertThat(client.dispatcher().timings().writtenAfterCancelRead()).isZero();
@@ -90,10 +97,11 @@ class CancelCrossingTest {
     }
   }
 
-  private static List<WorkClientMsg> registers(LocalRuntime rt) {
-    return rt.events().stream()
-        .filter(Event.in(WorkClientMsg.BodyCase.REGISTER))
-        .map(Event::clientMsg)
-        .toList();
+  private static List<String> inFlight(WorkRegister r) {
+    return r.getInFlightList().stream().map(WorkInFlightCall::getCallId).toList();
+  }
+
+  private static List<Event> registers(LocalRuntime rt) {
+    return rt.events().stream().filter(Event.in(WorkClientMsg.BodyCase.REGISTER)).toList();
   }
 }

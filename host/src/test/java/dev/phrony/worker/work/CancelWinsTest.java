@@ -213,7 +213,7 @@ class CancelWinsTest {
 
   private void open() {
     session.beforeStart(call);
-    session.register(Set.of());
+    session.register(Set.of(), null);
     deliver(
         WorkServerMsg.newBuilder()
             .setRegistered(WorkRegistered.newBuilder().setWorkerId("w1").setLeaseTtlMs(30_000))

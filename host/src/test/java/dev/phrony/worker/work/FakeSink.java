@@ -15,6 +15,14 @@ final class FakeSink implements CallSink {
   final LinkedBlockingQueue<Sent> sent = new LinkedBlockingQueue<>();
   volatile boolean live = true;
 
+  /** False for a rescue whose stream is not opened yet: nothing may be sent on it. */
+  volatile boolean open = true;
+
+  @Override
+  public boolean open() {
+    return open;
+  }
+
   @Override
   public boolean live() {
     return live;
@@ -22,6 +30,9 @@ final class FakeSink implements CallSink {
 
   @Override
   public boolean sendResult(HeldResult result) {
+    if (!open) {
+      throw new IllegalStateException("sent on a stream not opened yet");
+    }
     if (live) {
       sent.add(new Result(result));
     }

@@ -78,6 +78,27 @@ class StreamEndsTest {
   }
 
   @Test
+  void a_call_that_finishes_before_its_rescue_is_open_waits_for_its_registration()
+      throws Exception {
+    FakeSink killed = new FakeSink();
+    FakeSink rescue = new FakeSink();
+    rescue.open = false; // opened only once the calls are off the dead entry
+    d.onInvoke(TestInvokes.invoke("running", "pay", "{}"), killed);
+    killed.live = false;
+    Set<String> handed =
+        inContext(() -> d.handOver(killed, rescue, Status.NOT_FOUND.withDescription("x")));
+    assertThat(handed).containsExactly("running");
+
+    release.open("running");
+    awaitHeld("running");
+    rescue.assertNothingMore(); // held, not sent on a stream whose register is not out yet
+
+    rescue.open = true;
+    d.onRescueRegistered(rescue);
+    assertThat(resultOf(rescue.next())).isEqualTo("running");
+  }
+
+  @Test
   void a_stream_the_runtime_dropped_detaches_its_calls_instead() throws Exception {
     FakeSink lost = new FakeSink();
     d.onInvoke(TestInvokes.invoke("running", "pay", "{}"), lost);
