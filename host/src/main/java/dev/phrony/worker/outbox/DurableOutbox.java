@@ -16,7 +16,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
@@ -113,21 +112,16 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private final LogWriter journal;
   private final List<String> problems;
   private final AtomicLong durabilityFailures = new AtomicLong();
-  private static final Duration FIRST_RETRY = Duration.ofMillis(100);
-  private static final Duration MAX_RETRY = Duration.ofSeconds(5);
+  private final DurableHolds holds;
   private final Scheduler timers;
   private final DiskRoom room;
 
   /** The timer thread when the options bring no scheduler; closed with the outbox. */
   private final ExecutorScheduler ownTimers;
 
-  /** Holds whose write failed, waiting for a retry; guards the timer state below too. */
-  private final List<Waiting> waiting = new ArrayList<>();
+  /** Guards the prune timer and {@code closed}: a prune under it finds the log still open. */
+  private final Object lifecycle = new Object();
 
-  private volatile String diskProblem;
-  private Scheduler.Handle retryTimer = Scheduler.NONE;
-  private boolean retryScheduled;
-  private Duration retryDelay = FIRST_RETRY;
   private Scheduler.Handle pruneTimer = Scheduler.NONE;
   private boolean closed;
 
@@ -145,6 +139,16 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     this.ownTimers =
         options.scheduler() == null ? new ExecutorScheduler("phrony-outbox-timer") : null;
     this.timers = ownTimers != null ? ownTimers : options.scheduler();
+    this.holds =
+        new DurableHolds(
+            dir,
+            journal,
+            timers,
+            durabilityFailures,
+            r -> {
+              onDisk.add(r.callId());
+              held(r);
+            });
   }
 
   /** Opens the outbox in {@code stateDir} (which this process has locked). */
@@ -247,9 +251,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
       held(result);
       return DONE;
     }
-    Waiting w = new Waiting(result, new CompletableFuture<>());
-    write(List.of(w));
-    return w.done();
+    return holds.write(result);
   }
 
   @Override
@@ -261,101 +263,18 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     return DONE;
   }
 
-  /** A durable hold whose record is not on disk yet. */
-  private record Waiting(HeldResult result, CompletableFuture<Void> done) {}
-
-  /** Writes the records of {@code batch}; on failure they wait for the next retry. */
-  private void write(List<Waiting> batch) {
-    CompletableFuture<Void> written;
-    try {
-      written =
-          journal.appendAsync(
-              batch.stream().<LogRecord>map(w -> new LogRecord.Result(w.result(), null)).toList());
-    } catch (IllegalStateException closed) {
-      batch.forEach(w -> w.done().completeExceptionally(closed));
-      return;
-    }
-    written.whenComplete(
-        (v, e) -> {
-          if (e == null) {
-            diskRecovered(); // before the holds complete: whoever waits on one sees it ready
-            for (Waiting w : batch) {
-              onDisk.add(w.result().callId());
-              held(w.result());
-              w.done().complete(null);
-            }
-          } else {
-            diskFailed(
-                batch, e instanceof CompletionException && e.getCause() != null ? e.getCause() : e);
-          }
-        });
-  }
-
-  private void diskFailed(List<Waiting> batch, Throwable cause) {
-    durabilityFailures.addAndGet(batch.size());
-    String reason = DiskErrors.reason(cause);
-    synchronized (waiting) {
-      waiting.addAll(batch);
-      boolean first = diskProblem == null;
-      diskProblem = reason;
-      if (first) {
-        log.error(
-            "the outbox cannot write to {} ({}): {} durable result(s) are held and not"
-                + " sent until it can; retrying",
-            dir,
-            cause.toString(),
-            waiting.size());
-      }
-      if (retryScheduled || closed) {
-        return;
-      }
-      retryScheduled = true;
-      retryTimer = timers.schedule(this::retry, retryDelay);
-      retryDelay = retryDelay.multipliedBy(2);
-      if (retryDelay.compareTo(MAX_RETRY) > 0) {
-        retryDelay = MAX_RETRY;
-      }
-    }
-  }
-
-  private void retry() {
-    List<Waiting> batch;
-    synchronized (waiting) {
-      retryScheduled = false;
-      batch = List.copyOf(waiting);
-      waiting.clear();
-    }
-    if (!batch.isEmpty()) {
-      write(batch);
-    }
-  }
-
-  private void diskRecovered() {
-    synchronized (waiting) {
-      if (diskProblem == null) {
-        return;
-      }
-      diskProblem = null;
-      retryDelay = FIRST_RETRY;
-    }
-    log.info("the outbox writes to {} again: held results are sent", dir);
-  }
-
   /**
    * Why durable results cannot be written now ({@code No space left on device}), or empty when the
    * last write succeeded: while present the worker is not ready.
    */
   @Override
   public Optional<String> diskProblem() {
-    String p = diskProblem;
-    return p == null ? Optional.empty() : Optional.of(p);
+    return holds.problem();
   }
 
   /** Durable holds waiting for the disk. */
   public int waitingForDisk() {
-    synchronized (waiting) {
-      return waiting.size();
-    }
+    return holds.waiting();
   }
 
   /**
@@ -544,7 +463,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     if (period.isNegative() || period.isZero()) {
       throw new IllegalArgumentException("prune period must be positive, not " + period);
     }
-    synchronized (waiting) {
+    synchronized (lifecycle) {
       if (closed) {
         throw new IllegalStateException("the outbox is closed");
       }
@@ -554,7 +473,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   }
 
   private void prunePeriodically(Duration period) {
-    synchronized (waiting) {
+    synchronized (lifecycle) {
       if (closed) {
         return;
       }
@@ -658,21 +577,14 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   /** Writes what is pending and stops the writer; the state dir stays locked by its owner. */
   @Override
   public void close() throws IOException {
-    List<Waiting> left;
-    synchronized (waiting) {
+    synchronized (lifecycle) {
       closed = true;
-      left = List.copyOf(waiting);
-      waiting.clear();
-      retryTimer.cancel();
       pruneTimer.cancel();
     }
+    holds.close();
     if (ownTimers != null) {
       ownTimers.close();
     }
-    IOException notDurable =
-        new IOException(
-            "the outbox closed before the result could be" + " written: it was never sent");
-    left.forEach(w -> w.done().completeExceptionally(notDurable));
     journal.close();
   }
 }
