@@ -100,19 +100,17 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     }
   }
 
-  private record IntentState(IntentRecord intent, Instant interruptedAt) {}
-
   private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
 
   private final Path dir;
   private final Options options;
   private final MemoryOutbox memory;
   private final Set<String> onDisk = ConcurrentHashMap.newKeySet();
-  private final ConcurrentHashMap<String, IntentState> intents = new ConcurrentHashMap<>();
   private final LogWriter journal;
   private final List<String> problems;
   private final AtomicLong durabilityFailures = new AtomicLong();
   private final DurableHolds holds;
+  private final DurableIntents intents;
   private final Scheduler timers;
   private final DiskRoom room;
 
@@ -139,6 +137,8 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     this.ownTimers =
         options.scheduler() == null ? new ExecutorScheduler("phrony-outbox-timer") : null;
     this.timers = ownTimers != null ? ownTimers : options.scheduler();
+    this.intents =
+        new DurableIntents(options.durability(), journal, options.clock(), durabilityFailures);
     this.holds =
         new DurableHolds(
             dir,
@@ -194,32 +194,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
       onDisk.add(r.callId());
       orphaned += r.orphanedAt() == null ? 0 : 1;
     }
-    List<LogRecord> newlyInterrupted = new ArrayList<>();
-    for (LogRecord.Intent i : state.intents()) {
-      IntentRecord in = i.intent();
-      Instant at = i.interruptedAt();
-      if (at == null) {
-        // When the stop came is not known; from its start on, its outcome was. Not the time of
-        // this open: a record shows when its event happened, written once, so a purge by age
-        // (which opens the outbox too) sees the call's age, not zero.
-        at = in.startedAt();
-        newlyInterrupted.add(new LogRecord.Interrupted(in.callId(), at));
-        log.warn(
-            "call {} was interrupted: its {} handler {} (session {}) started at {} and the "
-                + "worker stopped before its result was held; it may or may not have acted, and a "
-                + "re-invoke will be refused",
-            in.callId(),
-            in.sideEffectClass(),
-            in.toolKey(),
-            in.sessionId(),
-            in.startedAt());
-      }
-      intents.put(in.callId(), new IntentState(in, at));
-    }
-    if (!newlyInterrupted.isEmpty()) {
-      journal.append(newlyInterrupted);
-    }
-    int interrupted = intents.size();
+    int interrupted = intents.load(state.intents());
     log.info(
         "outbox {} opened: {} held, {} orphaned, {} interrupted; durability={}, orphan "
             + "retention={}{}",
@@ -233,7 +208,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     prune(now);
   }
 
-  // ---- ResultOutbox ----
+  // ---- HeldResults ----
 
   @Override
   public CompletableFuture<Void> holdAsync(HeldResult result) {
@@ -294,7 +269,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private void held(HeldResult result) {
     String callId = result.callId();
     memory.hold(result);
-    if (intents.remove(callId) != null && !onDisk.contains(callId)) {
+    if (intents.superseded(callId) && !onDisk.contains(callId)) {
       journal.appendLater(new LogRecord.DropIntent(callId)); // not superseded on disk: drop it
     }
   }
@@ -339,67 +314,37 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     return memory.size();
   }
 
+  // ---- CallIntents: see DurableIntents ----
+
   @Override
   public boolean needsIntent(String sideEffectClass) {
-    return options.durability().needsIntent(sideEffectClass);
+    return intents.needsIntent(sideEffectClass);
   }
 
   @Override
   public CompletableFuture<Void> recordIntentAsync(IntentRecord intent) {
-    if (!needsIntent(intent.sideEffectClass())) {
-      return DONE;
-    }
-    // Known before it is on disk, so a cancel that lands during the write still marks it.
-    IntentState state = new IntentState(intent, null);
-    intents.put(intent.callId(), state);
-    CompletableFuture<Void> written;
-    try {
-      written = journal.appendAsync(List.of(new LogRecord.Intent(intent, null)));
-    } catch (RuntimeException e) {
-      intents.remove(intent.callId(), state);
-      throw e;
-    }
-    return written.whenComplete(
-        (v, e) -> {
-          if (e != null) {
-            intents.remove(intent.callId(), state); // not on disk: the handler will not run
-            durabilityFailures.incrementAndGet();
-          }
-        });
+    return intents.recordIntentAsync(intent);
   }
 
   /** Forgets an intent (an operator or retention cleared it, or its handler never started). */
   @Override
   public void dropIntent(String callId) {
-    if (intents.remove(callId) != null) {
-      journal.appendLater(new LogRecord.DropIntent(callId));
-    }
+    intents.dropIntent(callId);
   }
 
   @Override
   public void markInterrupted(String callId) {
-    Instant now = options.clock().instant();
-    IntentState s =
-        intents.computeIfPresent(
-            callId,
-            (id, old) -> old.interruptedAt() != null ? old : new IntentState(old.intent(), now));
-    if (s != null && s.interruptedAt() == now) {
-      journal.appendLater(new LogRecord.Interrupted(callId, now));
-    }
+    intents.markInterrupted(callId);
   }
 
   @Override
   public boolean wasInterrupted(String callId) {
-    IntentState s = intents.get(callId);
-    return s != null && s.interruptedAt() != null;
+    return intents.wasInterrupted(callId);
   }
 
   @Override
   public Collection<String> interruptedIds() {
-    return intents.values().stream()
-        .filter(s -> s.interruptedAt() != null)
-        .map(s -> s.intent().callId())
-        .toList();
+    return intents.interruptedIds();
   }
 
   // ---- operations ----
@@ -434,23 +379,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
               retention);
         }
       }
-      for (IntentState s : intents.values()) {
-        IntentRecord i = s.intent();
-        if (s.interruptedAt() != null
-            && !s.interruptedAt().isAfter(cutoff)
-            && intents.remove(i.callId(), s)) {
-          journal.appendLater(new LogRecord.DropIntent(i.callId()));
-          pruned.add(i.callId());
-          log.info(
-              "pruned interrupted call {} ({}, session {}), interrupted since {} "
-                  + "(retention {})",
-              i.callId(),
-              i.toolKey(),
-              i.sessionId(),
-              s.interruptedAt(),
-              retention);
-        }
-      }
+      intents.prune(cutoff, retention, pruned);
     }
     return pruned;
   }
@@ -487,8 +416,8 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     synchronized (removals) {
       boolean known = memory.find(callId).isPresent();
       release(callId);
-      if (intents.containsKey(callId)) {
-        dropIntent(callId);
+      if (intents.has(callId)) {
+        intents.dropIntent(callId);
         known = true;
       }
       return known;
@@ -513,21 +442,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
               onDisk.contains(r.callId()),
               r.outcome()));
     }
-    for (IntentState s : intents.values()) {
-      IntentRecord i = s.intent();
-      out.add(
-          new OutboxEntry(
-              i.callId(),
-              s.interruptedAt() == null ? OutboxEntry.State.RUNNING : OutboxEntry.State.INTERRUPTED,
-              i.toolKey(),
-              i.sessionId(),
-              i.sideEffectClass(),
-              i.startedAt(),
-              null,
-              s.interruptedAt() == null ? i.startedAt() : s.interruptedAt(),
-              true,
-              null));
-    }
+    intents.addEntries(out);
     out.sort(Comparator.comparing(OutboxEntry::since).thenComparing(OutboxEntry::callId));
     return out;
   }
