@@ -1,47 +1,30 @@
 package dev.phrony.worker.reload;
 
-import static dev.phrony.worker.plugin.TestPlugins.descriptor;
-
 import dev.phrony.worker.plugin.TestPlugins;
 import java.io.IOException;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 
 /** A plugins folder of real jars, changed as a deployment changes it. */
 final class PluginsFolder {
   final Path dir;
-  private final Path tmp;
   private final TestPlugins build;
 
   PluginsFolder(Path tmp) throws IOException {
-    this.tmp = tmp;
     this.dir = Files.createDirectories(tmp.resolve("plugins"));
     this.build = new TestPlugins(tmp.resolve("build"));
   }
 
   /** A plugin whose one tool {@code tool@1} answers {@code answer}, {@code max} at a time. */
   TestPlugins.JarBuilder plugin(String pkg, String tool, int max, String answer) {
-    return build
-        .jar()
-        .handler(
-            pkg + ".Handler",
-            descriptor(tool, "1", "read_only")
-                .replace(".build()", ".maxConcurrency(" + max + ").build()"),
-            "",
-            "return ToolResult.text(\"" + answer + "\");");
+    return build.answering(pkg, tool, max, answer);
   }
 
-  /** As a deployment does it: written beside the folder, then moved in. */
+  /** As a deployment does it (see {@link TestPlugins.JarBuilder#deployTo}). */
   void deploy(String jarName, TestPlugins.JarBuilder jar) throws IOException {
-    Path staged = jar.writeTo(tmp.resolve("staging").resolve(jarName));
-    Files.move(
-        staged,
-        dir.resolve(jarName),
-        StandardCopyOption.REPLACE_EXISTING,
-        StandardCopyOption.ATOMIC_MOVE);
+    jar.deployTo(dir.resolve(jarName));
   }
 
   void corrupt(String jarName) throws IOException {
