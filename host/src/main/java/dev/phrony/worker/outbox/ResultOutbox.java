@@ -3,9 +3,9 @@ package dev.phrony.worker.outbox;
 import java.util.Optional;
 
 /**
- * The outbox the call core writes to: the {@linkplain HeldResults results held until acked} and
- * the {@linkplain CallIntents intents of calls that must never run twice}. A caller that needs
- * only one of them takes that one.
+ * The outbox the call core writes to: the {@linkplain HeldResults results held until acked} and the
+ * {@linkplain CallIntents intents of calls that must never run twice}. A caller that needs only one
+ * of them takes that one.
  */
 public interface ResultOutbox extends HeldResults, CallIntents {
 

@@ -26,9 +26,9 @@ import java.util.Spliterator;
 
 /**
  * The handlers of one plugin, found in its classloader as {@link PluginLoader} asks: the classes
- * its {@value PluginLoader#SERVICES_FILE} lists, each created, described and checked, and every
- * way that fails turned into a reason a person can act on (which class, what went wrong, the fix).
- * Runs with the plugin's classloader as the thread's context classloader.
+ * its {@value PluginLoader#SERVICES_FILE} lists, each created, described and checked, and every way
+ * that fails turned into a reason a person can act on (which class, what went wrong, the fix). Runs
+ * with the plugin's classloader as the thread's context classloader.
  */
 final class HandlerDiscovery {
   private static final String MISSING_CLASS_HINT =

@@ -26,9 +26,10 @@ import org.slf4j.LoggerFactory;
  * Live plugin reload: loads the plugins folder again (a plugin whose jars did not change keeps its
  * classloader and handler instances, see {@link PluginLoader#reload}), applies the operator's
  * handler settings, and has the worker's {@link Generations} (its Work client) serve the result as
- * a new plugin generation (or, when nothing advertised changed, on the running one). Classloaders the new set no longer uses are
- * closed once no call runs their code. Reloads run one at a time, on a thread of their own; the
- * folder watcher, SIGHUP and {@code POST /plugins/reload} all end up here.
+ * a new plugin generation (or, when nothing advertised changed, on the running one). Classloaders
+ * the new set no longer uses are closed once no call runs their code. Reloads run one at a time, on
+ * a thread of their own; the folder watcher, SIGHUP and {@code POST /plugins/reload} all end up
+ * here.
  */
 public final class PluginReloader implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PluginReloader.class);

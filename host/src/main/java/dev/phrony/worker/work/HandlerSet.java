@@ -15,6 +15,7 @@ import java.util.stream.Collectors;
 final class HandlerSet {
   /** In the dispatcher's context, as every reader of it ({@link #rebind} writes it there too). */
   private HandlerCatalog catalog;
+
   private final Map<String, ToolSlots> byKey;
 
   /** The same slots by tool, then version: an invoke finds its own without building its key. */

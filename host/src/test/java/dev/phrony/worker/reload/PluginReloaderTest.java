@@ -238,5 +238,4 @@ class PluginReloaderTest {
     assertThat(o.result()).isEqualTo(PluginReloader.Result.REFUSED);
     assertThat(o.message()).contains("the worker is stopping");
   }
-
 }

@@ -108,7 +108,8 @@ final class Registry {
       w.lease = now.plus(settings.leaseTtl());
       for (WorkHandlerAdvertisement ad : reg.getHandlersList()) {
         String key = Call.toolKey(ad.getTool(), ad.getVersion());
-        w.handlers.put(key, new RegisteredWorker.Slot(ad)); // a repeated key: the last advertisement wins
+        w.handlers.put(
+            key, new RegisteredWorker.Slot(ad)); // a repeated key: the last advertisement wins
         List<RegisteredWorker> list = byKey.computeIfAbsent(key, k -> new ArrayList<>(2));
         if (!list.contains(w)) {
           list.add(w);

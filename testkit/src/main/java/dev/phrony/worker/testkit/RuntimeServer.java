@@ -190,8 +190,8 @@ final class RuntimeServer {
    * A started server on {@code wantedPort} (0: a free one) serving {@code registry}; a busy port is
    * retried only when {@code restart}, for up to {@link #BIND_RETRY}.
    *
-   * @throws UncheckedIOException if it cannot listen (a {@link BindException} cause when the port is
-   *     in use)
+   * @throws UncheckedIOException if it cannot listen (a {@link BindException} cause when the port
+   *     is in use)
    */
   private Server bind(int wantedPort, Registry registry, boolean restart) {
     InetSocketAddress address = new InetSocketAddress(loopback(), wantedPort);
