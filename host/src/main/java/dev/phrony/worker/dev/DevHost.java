@@ -1,6 +1,7 @@
 package dev.phrony.worker.dev;
 
 import dev.phrony.worker.plugin.LoadResult;
+import dev.phrony.worker.reload.Generations;
 import dev.phrony.worker.reload.LiveReload;
 import dev.phrony.worker.reload.PluginReloader;
 import dev.phrony.worker.serve.NotStartingException;
@@ -8,7 +9,6 @@ import dev.phrony.worker.serve.WorkerPlugins;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
 import java.nio.file.Path;
-import java.time.InstantSource;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.Consumer;
@@ -53,25 +53,28 @@ public record DevHost(Path dir, boolean strict, WorkerPlugins plugins, DevServer
    * to {@code reloaded}. Closing it stops the watching.
    */
   public LiveReload serveLive(DevServer dev, Consumer<String> reloaded) {
-    PluginReloader reloader =
-        new PluginReloader(
+    LiveReload live =
+        new LiveReload(
             dir,
-            strict,
-            List.of(),
-            plugins.loaded(),
-            plugins.applied(),
-            dev.host().orElseThrow(),
-            generation -> {},
-            outcome -> {
-              if (outcome.result() == PluginReloader.Result.RELOADED
-                  && outcome.change().advertisementChanged()) {
-                dev.retireOlderThan(outcome.generation()); // before the line says it is served
-              }
-              reloaded.accept(outcome.message());
-            },
-            true, // the console shows each outcome
-            InstantSource.system());
-    dev.schemasFrom(() -> reloader.served().applied().served());
-    return new LiveReload(reloader, dir);
+            timers ->
+                new PluginReloader(
+                    dir,
+                    strict,
+                    List.of(),
+                    plugins.loaded(),
+                    plugins.applied(),
+                    Generations.of(dev.host().orElseThrow()),
+                    generation -> {},
+                    outcome -> {
+                      if (outcome.result() == PluginReloader.Result.RELOADED
+                          && outcome.change().advertisementChanged()) {
+                        dev.retireOlderThan(outcome.generation()); // before the line says so
+                      }
+                      reloaded.accept(outcome.message());
+                    },
+                    true, // the console shows each outcome
+                    timers));
+    dev.schemasFrom(() -> live.reloader().served().applied().served());
+    return live;
   }
 }

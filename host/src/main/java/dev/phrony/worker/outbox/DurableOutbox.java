@@ -16,7 +16,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
@@ -101,33 +100,26 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     }
   }
 
-  private record IntentState(IntentRecord intent, Instant interruptedAt) {}
-
   private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
 
   private final Path dir;
   private final Options options;
   private final MemoryOutbox memory;
   private final Set<String> onDisk = ConcurrentHashMap.newKeySet();
-  private final ConcurrentHashMap<String, IntentState> intents = new ConcurrentHashMap<>();
   private final LogWriter journal;
   private final List<String> problems;
   private final AtomicLong durabilityFailures = new AtomicLong();
-  private static final Duration FIRST_RETRY = Duration.ofMillis(100);
-  private static final Duration MAX_RETRY = Duration.ofSeconds(5);
+  private final DurableHolds holds;
+  private final DurableIntents intents;
   private final Scheduler timers;
   private final DiskRoom room;
 
   /** The timer thread when the options bring no scheduler; closed with the outbox. */
   private final ExecutorScheduler ownTimers;
 
-  /** Holds whose write failed, waiting for a retry; guards the timer state below too. */
-  private final List<Waiting> waiting = new ArrayList<>();
+  /** Guards the prune timer and {@code closed}: a prune under it finds the log still open. */
+  private final Object lifecycle = new Object();
 
-  private volatile String diskProblem;
-  private Scheduler.Handle retryTimer = Scheduler.NONE;
-  private boolean retryScheduled;
-  private Duration retryDelay = FIRST_RETRY;
   private Scheduler.Handle pruneTimer = Scheduler.NONE;
   private boolean closed;
 
@@ -145,6 +137,18 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     this.ownTimers =
         options.scheduler() == null ? new ExecutorScheduler("phrony-outbox-timer") : null;
     this.timers = ownTimers != null ? ownTimers : options.scheduler();
+    this.intents =
+        new DurableIntents(options.durability(), journal, options.clock(), durabilityFailures);
+    this.holds =
+        new DurableHolds(
+            dir,
+            journal,
+            timers,
+            durabilityFailures,
+            r -> {
+              onDisk.add(r.callId());
+              held(r);
+            });
   }
 
   /** Opens the outbox in {@code stateDir} (which this process has locked). */
@@ -190,32 +194,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
       onDisk.add(r.callId());
       orphaned += r.orphanedAt() == null ? 0 : 1;
     }
-    List<LogRecord> newlyInterrupted = new ArrayList<>();
-    for (LogRecord.Intent i : state.intents()) {
-      IntentRecord in = i.intent();
-      Instant at = i.interruptedAt();
-      if (at == null) {
-        // When the stop came is not known; from its start on, its outcome was. Not the time of
-        // this open: a record shows when its event happened, written once, so a purge by age
-        // (which opens the outbox too) sees the call's age, not zero.
-        at = in.startedAt();
-        newlyInterrupted.add(new LogRecord.Interrupted(in.callId(), at));
-        log.warn(
-            "call {} was interrupted: its {} handler {} (session {}) started at {} and the "
-                + "worker stopped before its result was held; it may or may not have acted, and a "
-                + "re-invoke will be refused",
-            in.callId(),
-            in.sideEffectClass(),
-            in.toolKey(),
-            in.sessionId(),
-            in.startedAt());
-      }
-      intents.put(in.callId(), new IntentState(in, at));
-    }
-    if (!newlyInterrupted.isEmpty()) {
-      journal.append(newlyInterrupted);
-    }
-    int interrupted = intents.size();
+    int interrupted = intents.load(state.intents());
     log.info(
         "outbox {} opened: {} held, {} orphaned, {} interrupted; durability={}, orphan "
             + "retention={}{}",
@@ -229,7 +208,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     prune(now);
   }
 
-  // ---- ResultOutbox ----
+  // ---- HeldResults ----
 
   @Override
   public CompletableFuture<Void> holdAsync(HeldResult result) {
@@ -247,9 +226,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
       held(result);
       return DONE;
     }
-    Waiting w = new Waiting(result, new CompletableFuture<>());
-    write(List.of(w));
-    return w.done();
+    return holds.write(result);
   }
 
   @Override
@@ -261,101 +238,18 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     return DONE;
   }
 
-  /** A durable hold whose record is not on disk yet. */
-  private record Waiting(HeldResult result, CompletableFuture<Void> done) {}
-
-  /** Writes the records of {@code batch}; on failure they wait for the next retry. */
-  private void write(List<Waiting> batch) {
-    CompletableFuture<Void> written;
-    try {
-      written =
-          journal.appendAsync(
-              batch.stream().<LogRecord>map(w -> new LogRecord.Result(w.result(), null)).toList());
-    } catch (IllegalStateException closed) {
-      batch.forEach(w -> w.done().completeExceptionally(closed));
-      return;
-    }
-    written.whenComplete(
-        (v, e) -> {
-          if (e == null) {
-            diskRecovered(); // before the holds complete: whoever waits on one sees it ready
-            for (Waiting w : batch) {
-              onDisk.add(w.result().callId());
-              held(w.result());
-              w.done().complete(null);
-            }
-          } else {
-            diskFailed(
-                batch, e instanceof CompletionException && e.getCause() != null ? e.getCause() : e);
-          }
-        });
-  }
-
-  private void diskFailed(List<Waiting> batch, Throwable cause) {
-    durabilityFailures.addAndGet(batch.size());
-    String reason = DiskErrors.reason(cause);
-    synchronized (waiting) {
-      waiting.addAll(batch);
-      boolean first = diskProblem == null;
-      diskProblem = reason;
-      if (first) {
-        log.error(
-            "the outbox cannot write to {} ({}): {} durable result(s) are held and not"
-                + " sent until it can; retrying",
-            dir,
-            cause.toString(),
-            waiting.size());
-      }
-      if (retryScheduled || closed) {
-        return;
-      }
-      retryScheduled = true;
-      retryTimer = timers.schedule(this::retry, retryDelay);
-      retryDelay = retryDelay.multipliedBy(2);
-      if (retryDelay.compareTo(MAX_RETRY) > 0) {
-        retryDelay = MAX_RETRY;
-      }
-    }
-  }
-
-  private void retry() {
-    List<Waiting> batch;
-    synchronized (waiting) {
-      retryScheduled = false;
-      batch = List.copyOf(waiting);
-      waiting.clear();
-    }
-    if (!batch.isEmpty()) {
-      write(batch);
-    }
-  }
-
-  private void diskRecovered() {
-    synchronized (waiting) {
-      if (diskProblem == null) {
-        return;
-      }
-      diskProblem = null;
-      retryDelay = FIRST_RETRY;
-    }
-    log.info("the outbox writes to {} again: held results are sent", dir);
-  }
-
   /**
    * Why durable results cannot be written now ({@code No space left on device}), or empty when the
    * last write succeeded: while present the worker is not ready.
    */
   @Override
   public Optional<String> diskProblem() {
-    String p = diskProblem;
-    return p == null ? Optional.empty() : Optional.of(p);
+    return holds.problem();
   }
 
   /** Durable holds waiting for the disk. */
   public int waitingForDisk() {
-    synchronized (waiting) {
-      return waiting.size();
-    }
+    return holds.waiting();
   }
 
   /**
@@ -375,7 +269,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   private void held(HeldResult result) {
     String callId = result.callId();
     memory.hold(result);
-    if (intents.remove(callId) != null && !onDisk.contains(callId)) {
+    if (intents.superseded(callId) && !onDisk.contains(callId)) {
       journal.appendLater(new LogRecord.DropIntent(callId)); // not superseded on disk: drop it
     }
   }
@@ -420,67 +314,37 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     return memory.size();
   }
 
+  // ---- CallIntents: see DurableIntents ----
+
   @Override
   public boolean needsIntent(String sideEffectClass) {
-    return options.durability().needsIntent(sideEffectClass);
+    return intents.needsIntent(sideEffectClass);
   }
 
   @Override
   public CompletableFuture<Void> recordIntentAsync(IntentRecord intent) {
-    if (!needsIntent(intent.sideEffectClass())) {
-      return DONE;
-    }
-    // Known before it is on disk, so a cancel that lands during the write still marks it.
-    IntentState state = new IntentState(intent, null);
-    intents.put(intent.callId(), state);
-    CompletableFuture<Void> written;
-    try {
-      written = journal.appendAsync(List.of(new LogRecord.Intent(intent, null)));
-    } catch (RuntimeException e) {
-      intents.remove(intent.callId(), state);
-      throw e;
-    }
-    return written.whenComplete(
-        (v, e) -> {
-          if (e != null) {
-            intents.remove(intent.callId(), state); // not on disk: the handler will not run
-            durabilityFailures.incrementAndGet();
-          }
-        });
+    return intents.recordIntentAsync(intent);
   }
 
   /** Forgets an intent (an operator or retention cleared it, or its handler never started). */
   @Override
   public void dropIntent(String callId) {
-    if (intents.remove(callId) != null) {
-      journal.appendLater(new LogRecord.DropIntent(callId));
-    }
+    intents.dropIntent(callId);
   }
 
   @Override
   public void markInterrupted(String callId) {
-    Instant now = options.clock().instant();
-    IntentState s =
-        intents.computeIfPresent(
-            callId,
-            (id, old) -> old.interruptedAt() != null ? old : new IntentState(old.intent(), now));
-    if (s != null && s.interruptedAt() == now) {
-      journal.appendLater(new LogRecord.Interrupted(callId, now));
-    }
+    intents.markInterrupted(callId);
   }
 
   @Override
   public boolean wasInterrupted(String callId) {
-    IntentState s = intents.get(callId);
-    return s != null && s.interruptedAt() != null;
+    return intents.wasInterrupted(callId);
   }
 
   @Override
   public Collection<String> interruptedIds() {
-    return intents.values().stream()
-        .filter(s -> s.interruptedAt() != null)
-        .map(s -> s.intent().callId())
-        .toList();
+    return intents.interruptedIds();
   }
 
   // ---- operations ----
@@ -515,23 +379,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
               retention);
         }
       }
-      for (IntentState s : intents.values()) {
-        IntentRecord i = s.intent();
-        if (s.interruptedAt() != null
-            && !s.interruptedAt().isAfter(cutoff)
-            && intents.remove(i.callId(), s)) {
-          journal.appendLater(new LogRecord.DropIntent(i.callId()));
-          pruned.add(i.callId());
-          log.info(
-              "pruned interrupted call {} ({}, session {}), interrupted since {} "
-                  + "(retention {})",
-              i.callId(),
-              i.toolKey(),
-              i.sessionId(),
-              s.interruptedAt(),
-              retention);
-        }
-      }
+      intents.prune(cutoff, retention, pruned);
     }
     return pruned;
   }
@@ -544,7 +392,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     if (period.isNegative() || period.isZero()) {
       throw new IllegalArgumentException("prune period must be positive, not " + period);
     }
-    synchronized (waiting) {
+    synchronized (lifecycle) {
       if (closed) {
         throw new IllegalStateException("the outbox is closed");
       }
@@ -554,7 +402,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   }
 
   private void prunePeriodically(Duration period) {
-    synchronized (waiting) {
+    synchronized (lifecycle) {
       if (closed) {
         return;
       }
@@ -568,8 +416,8 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
     synchronized (removals) {
       boolean known = memory.find(callId).isPresent();
       release(callId);
-      if (intents.containsKey(callId)) {
-        dropIntent(callId);
+      if (intents.has(callId)) {
+        intents.dropIntent(callId);
         known = true;
       }
       return known;
@@ -594,21 +442,7 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
               onDisk.contains(r.callId()),
               r.outcome()));
     }
-    for (IntentState s : intents.values()) {
-      IntentRecord i = s.intent();
-      out.add(
-          new OutboxEntry(
-              i.callId(),
-              s.interruptedAt() == null ? OutboxEntry.State.RUNNING : OutboxEntry.State.INTERRUPTED,
-              i.toolKey(),
-              i.sessionId(),
-              i.sideEffectClass(),
-              i.startedAt(),
-              null,
-              s.interruptedAt() == null ? i.startedAt() : s.interruptedAt(),
-              true,
-              null));
-    }
+    intents.addEntries(out);
     out.sort(Comparator.comparing(OutboxEntry::since).thenComparing(OutboxEntry::callId));
     return out;
   }
@@ -658,21 +492,14 @@ public final class DurableOutbox implements ResultOutbox, AutoCloseable {
   /** Writes what is pending and stops the writer; the state dir stays locked by its owner. */
   @Override
   public void close() throws IOException {
-    List<Waiting> left;
-    synchronized (waiting) {
+    synchronized (lifecycle) {
       closed = true;
-      left = List.copyOf(waiting);
-      waiting.clear();
-      retryTimer.cancel();
       pruneTimer.cancel();
     }
+    holds.close();
     if (ownTimers != null) {
       ownTimers.close();
     }
-    IOException notDurable =
-        new IOException(
-            "the outbox closed before the result could be" + " written: it was never sent");
-    left.forEach(w -> w.done().completeExceptionally(notDurable));
     journal.close();
   }
 }

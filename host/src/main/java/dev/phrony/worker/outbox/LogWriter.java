@@ -166,7 +166,7 @@ final class LogWriter implements AutoCloseable {
    */
   void append(List<LogRecord> records) {
     refuseOnWriter("wait for a batch");
-    ResultOutbox.await(appendAsync(records));
+    Futures.await(appendAsync(records));
   }
 
   /** Futures complete on the writer: one that waited there for the log would wait forever. */

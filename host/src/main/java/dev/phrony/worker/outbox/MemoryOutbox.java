@@ -10,8 +10,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * A {@link ResultOutbox} in memory: results survive reconnects, not a process crash. Also the
- * in-memory index (and fast path for non-durable results) of {@link DurableOutbox}.
+ * A {@link ResultOutbox} in memory: results survive reconnects, not a process crash. It keeps no
+ * intents: an intent guards a call against running again after a crash, which memory does not
+ * outlive, so no call needs one here and none is ever interrupted. Also the in-memory index (and
+ * fast path for non-durable results) of {@link DurableOutbox}, which keeps the intents itself.
  */
 public final class MemoryOutbox implements ResultOutbox {
 
@@ -98,6 +100,35 @@ public final class MemoryOutbox implements ResultOutbox {
   @Override
   public int size() {
     return entries.size();
+  }
+
+  // ---- no intents (see above) ----
+
+  @Override
+  public boolean needsIntent(String sideEffectClass) {
+    return false;
+  }
+
+  /** Not called (no call needs an intent here); completes at once should a caller do it anyway. */
+  @Override
+  public CompletableFuture<Void> recordIntentAsync(IntentRecord intent) {
+    return DONE;
+  }
+
+  @Override
+  public void dropIntent(String callId) {}
+
+  @Override
+  public void markInterrupted(String callId) {}
+
+  @Override
+  public boolean wasInterrupted(String callId) {
+    return false;
+  }
+
+  @Override
+  public Collection<String> interruptedIds() {
+    return List.of();
   }
 
   /** Snapshot of orphaned results, for operators and tests. */

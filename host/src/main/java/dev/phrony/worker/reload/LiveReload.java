@@ -2,12 +2,14 @@ package dev.phrony.worker.reload;
 
 import dev.phrony.worker.plugin.PluginWatcher;
 import dev.phrony.worker.time.ExecutorScheduler;
+import dev.phrony.worker.time.Scheduler;
 import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Function;
 
 /**
- * A plugins folder served live: its {@link PluginReloader}, and the {@link PluginWatcher} (on
- * timers of its own) that asks the reloader for a reload when the folder changes. {@code run} and
+ * A plugins folder served live: its {@link PluginReloader}, and the {@link PluginWatcher} that asks
+ * the reloader for a reload when the folder changes, both on timers of their own. {@code run} and
  * {@code dev} serve their folder so; SIGHUP and {@code POST /plugins/reload} ask the same reloader.
  */
 public final class LiveReload implements AutoCloseable {
@@ -15,17 +17,25 @@ public final class LiveReload implements AutoCloseable {
   private final ExecutorScheduler timers;
   private final PluginWatcher watcher;
 
-  /** Takes {@code reloader} over (closed with this); nothing is watched before {@link #watch}. */
-  public LiveReload(PluginReloader reloader, Path dir) {
-    this.reloader = reloader;
-    this.timers = new ExecutorScheduler("phrony-plugin-watch-timer");
+  /**
+   * Watches {@code dir} for the reloader {@code reloader} makes on this one's timers (closed with
+   * this); nothing is watched before {@link #watch}.
+   */
+  public LiveReload(Path dir, Function<Scheduler, PluginReloader> reloader) {
+    this.timers = new ExecutorScheduler("phrony-plugin-timer");
+    try {
+      this.reloader = reloader.apply(timers);
+    } catch (RuntimeException | Error e) {
+      timers.close();
+      throw e;
+    }
     this.watcher =
         new PluginWatcher(
             dir,
             timers,
             PluginWatcher.DEFAULT_SETTLE,
             PluginWatcher.DEFAULT_RESCAN,
-            () -> reloader.reload("folder changed"));
+            () -> this.reloader.reload("folder changed"));
   }
 
   public PluginReloader reloader() {
@@ -53,7 +63,7 @@ public final class LiveReload implements AutoCloseable {
   @Override
   public void close() {
     watcher.close();
+    reloader.close(); // interrupts a reload waiting on a timer here
     timers.close();
-    reloader.close();
   }
 }

@@ -6,19 +6,17 @@ import dev.phrony.worker.plugin.LoadProblem;
 import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.plugin.PluginDirectoryException;
 import dev.phrony.worker.plugin.PluginLoader;
+import dev.phrony.worker.time.Scheduler;
 import dev.phrony.worker.work.WorkClient;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.InstantSource;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 import java.util.function.IntConsumer;
 import org.slf4j.Logger;
@@ -27,10 +25,11 @@ import org.slf4j.LoggerFactory;
 /**
  * Live plugin reload: loads the plugins folder again (a plugin whose jars did not change keeps its
  * classloader and handler instances, see {@link PluginLoader#reload}), applies the operator's
- * handler settings, and has the {@link WorkClient} serve the result as a new plugin generation (or,
- * when nothing advertised changed, on the running one). Classloaders the new set no longer uses are
- * closed once no call runs their code. Reloads run one at a time, on a thread of their own; the
- * folder watcher, SIGHUP and {@code POST /plugins/reload} all end up here.
+ * handler settings, and has the worker's {@link Generations} (its Work client) serve the result as
+ * a new plugin generation (or, when nothing advertised changed, on the running one). Classloaders
+ * the new set no longer uses are closed once no call runs their code. Reloads run one at a time, on
+ * a thread of their own; the folder watcher, SIGHUP and {@code POST /plugins/reload} all end up
+ * here.
  */
 public final class PluginReloader implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PluginReloader.class);
@@ -86,11 +85,11 @@ public final class PluginReloader implements AutoCloseable {
   private final Path dir;
   private final boolean strict;
   private final List<HandlerOverrides.Rule> rules;
-  private final WorkClient client;
+  private final Generations client;
   private final IntConsumer keepGeneration;
   private final Consumer<Outcome> listener;
   private final boolean listenerShowsOutcomes;
-  private final InstantSource clock;
+  private final Scheduler timers;
   private final PluginLoader loader = new PluginLoader();
   private final ExecutorService thread =
       Executors.newSingleThreadExecutor(
@@ -109,6 +108,8 @@ public final class PluginReloader implements AutoCloseable {
    * @param listener told of every reload's outcome (metrics, the dev console)
    * @param listenerShowsOutcomes true when {@code listener} shows each outcome to a person itself
    *     (dev's console): the log then keeps it at DEBUG, so it is not shown twice
+   * @param timers the bound on a generation's register wait ({@link #REGISTER_WAIT}), and the clock
+   *     of {@link Served#loadedAt}
    */
   public PluginReloader(
       Path dir,
@@ -116,11 +117,11 @@ public final class PluginReloader implements AutoCloseable {
       List<HandlerOverrides.Rule> rules,
       LoadResult first,
       HandlerOverrides.Applied applied,
-      WorkClient client,
+      Generations client,
       IntConsumer keepGeneration,
       Consumer<Outcome> listener,
       boolean listenerShowsOutcomes,
-      InstantSource clock) {
+      Scheduler timers) {
     this.dir = dir;
     this.strict = strict;
     this.rules = List.copyOf(rules);
@@ -128,8 +129,8 @@ public final class PluginReloader implements AutoCloseable {
     this.keepGeneration = keepGeneration;
     this.listener = listener;
     this.listenerShowsOutcomes = listenerShowsOutcomes;
-    this.clock = clock;
-    this.served = new Served(first, applied, client.generation(), clock.instant());
+    this.timers = timers;
+    this.served = new Served(first, applied, client.generation(), timers.clock().instant());
     this.reported = Set.copyOf(first.problems()); // the start logged those
   }
 
@@ -229,7 +230,7 @@ public final class PluginReloader implements AutoCloseable {
       keepGeneration.accept(generation); // a restart from here on comes back as this one
     }
     WorkClient.Handover handover = client.serve(applied.served(), generation, next.imageDigest());
-    served = new Served(next, applied, generation, clock.instant());
+    served = new Served(next, applied, generation, timers.clock().instant());
     List<ClassLoader> replaced = now.loaded().unusedBy(next);
     handover
         .retired()
@@ -260,15 +261,19 @@ public final class PluginReloader implements AutoCloseable {
    * Waits, boundedly, until the new set is served (a new generation registered): a reload's outcome
    * then means its keys take calls. The old generation serves on meanwhile.
    */
-  private static boolean awaitRegistered(WorkClient.Handover handover) {
+  private boolean awaitRegistered(WorkClient.Handover handover) {
+    CompletableFuture<Boolean> registered = new CompletableFuture<>();
+    Scheduler.Handle bound = timers.schedule(() -> registered.complete(false), REGISTER_WAIT);
+    handover.registered().whenComplete((v, e) -> registered.complete(e == null));
     try {
-      handover.registered().get(REGISTER_WAIT.toMillis(), TimeUnit.MILLISECONDS);
-      return true;
-    } catch (TimeoutException | ExecutionException e) {
-      return false;
-    } catch (InterruptedException e) {
+      return registered.get();
+    } catch (ExecutionException e) {
+      return false; // not reached: only ever completed with a value
+    } catch (InterruptedException e) { // closed: the worker stops
       Thread.currentThread().interrupt();
       return false;
+    } finally {
+      bound.cancel();
     }
   }
 

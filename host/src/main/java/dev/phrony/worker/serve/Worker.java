@@ -8,6 +8,7 @@ import dev.phrony.worker.ops.OpsHttpServer;
 import dev.phrony.worker.ops.Readiness;
 import dev.phrony.worker.outbox.DiskErrors;
 import dev.phrony.worker.outbox.DurableOutbox;
+import dev.phrony.worker.reload.Generations;
 import dev.phrony.worker.reload.LiveReload;
 import dev.phrony.worker.reload.PluginReloader;
 import dev.phrony.worker.state.StateDir;
@@ -114,18 +115,19 @@ public final class Worker implements AutoCloseable {
     live =
         keep(
             new LiveReload(
-                new PluginReloader(
-                    config.plugins(),
-                    config.strict(),
-                    config.handlers(),
-                    plugins.loaded(),
-                    plugins.applied(),
-                    client,
-                    stateDir::generation,
-                    o -> metrics.pluginReload(o.result().label()),
-                    false,
-                    InstantSource.system()),
-                config.plugins()));
+                config.plugins(),
+                timers ->
+                    new PluginReloader(
+                        config.plugins(),
+                        config.strict(),
+                        config.handlers(),
+                        plugins.loaded(),
+                        plugins.applied(),
+                        Generations.of(client),
+                        stateDir::generation,
+                        o -> metrics.pluginReload(o.result().label()),
+                        false,
+                        timers)));
     http = startHttp(registry, pluginRoutes.apply(live.reloader()));
     if (http != null) {
       keep(http);

@@ -42,6 +42,8 @@ final class CallStarter {
   private final Finished finished;
 
   // ---- written around an inline start, read by the heartbeat's timer ----
+  // Volatile, not posted to the context: they are there to see the I/O thread held by a
+  // handleAsync that blocks, when no task posted to the context could run to look.
   /** The call whose handleAsync runs on the I/O thread now (null: none), since when, where. */
   private volatile CallRecord startingInline;
 

@@ -40,7 +40,11 @@ final class CallTable implements CallRecord.Counts {
   }
 
   // Counted by the records' own transitions. One writer (the context): a volatile read and
-  // write, no atomic update needed (docs/architecture.md, "sharing state").
+  // write, no atomic update needed. Volatile rather than asked through the context: /readyz and
+  // the metrics scrape must not wait on the I/O thread, whose being held is what /readyz reports.
+  // Cost: a volatile += is 7-12 ns (a plain one under 1), two per call, against 4.5-4.9 us
+  // of the I/O thread's CPU per call (InboundSlices): well under 1 % (docs/architecture.md,
+  // "One way to share state").
   @Override
   public void running(int delta) {
     running += delta;

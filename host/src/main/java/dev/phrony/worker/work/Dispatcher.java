@@ -11,13 +11,13 @@ import io.grpc.Status;
 import io.grpc.SynchronizationContext;
 import java.time.Duration;
 import java.time.InstantSource;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
 import java.util.function.BooleanSupplier;
@@ -80,11 +80,14 @@ public final class Dispatcher {
   /** The handlers of the first registration (and of any sink that names none). */
   private final HandlerSet initial;
 
-  /** Every set a live registration (or its winding-down calls) may use: for the slot gauges. */
+  /**
+   * Every set a live registration (or its winding-down calls) may use: for the slot gauges, which
+   * read it on a metrics scrape's thread (copy-on-write: it changes only at a reload).
+   */
   private final List<HandlerSet> sets = new CopyOnWriteArrayList<>();
 
-  /** One set of meters per key, whichever generation of handlers serves it. */
-  private final Map<String, ToolMetrics> meters = new ConcurrentHashMap<>();
+  /** One set of meters per key, whichever generation serves it; made in the context. */
+  private final Map<String, ToolMetrics> meters = new HashMap<>();
 
   private final WorkerMetrics metrics;
   private final WireTimings timings;
@@ -100,7 +103,7 @@ public final class Dispatcher {
   private final StreamEnds streamEnds;
   private final IdleWaiters idle;
 
-  /** Written in the context, read anywhere. */
+  /** Written in the context, read anywhere ({@link #isDraining}: readiness, the drain). */
   private volatile boolean draining;
 
   public Dispatcher(

@@ -13,7 +13,9 @@ import java.util.stream.Collectors;
  * old one winds down. A stream serves exactly its set ({@link CallSink#handlers}).
  */
 final class HandlerSet {
-  private volatile HandlerCatalog catalog;
+  /** In the dispatcher's context, as every reader of it ({@link #rebind} writes it there too). */
+  private HandlerCatalog catalog;
+
   private final Map<String, ToolSlots> byKey;
 
   /** The same slots by tool, then version: an invoke finds its own without building its key. */

@@ -1,6 +1,6 @@
 package dev.phrony.worker.work;
 
-import dev.phrony.worker.outbox.ResultOutbox;
+import dev.phrony.worker.outbox.HeldResults;
 import dev.phrony.worker.time.Scheduler;
 import io.grpc.Status;
 import java.time.Duration;
@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
 final class OrphanPolicy {
   private static final Logger log = LoggerFactory.getLogger(OrphanPolicy.class);
 
-  private final ResultOutbox outbox;
+  private final HeldResults outbox;
   private final Scheduler scheduler;
   private final Executor context;
   private final CallTable calls;
@@ -38,7 +38,7 @@ final class OrphanPolicy {
   private boolean windowClosed;
   private Scheduler.Handle windowTimer = Scheduler.NONE;
 
-  OrphanPolicy(ResultOutbox outbox, Scheduler scheduler, Executor context, CallTable calls) {
+  OrphanPolicy(HeldResults outbox, Scheduler scheduler, Executor context, CallTable calls) {
     this.outbox = outbox;
     this.scheduler = scheduler;
     this.context = context;

@@ -34,6 +34,10 @@ final class ToolSlots {
   /** The handler, if it never blocks; null for a {@code ToolHandler} that may. */
   AsyncToolHandler async;
 
+  /**
+   * Slots in use: written in the context, read by the slot gauge on a metrics scrape. Volatile for
+   * that reader, as {@link CallTable}'s counts are (the same reason and cost).
+   */
   private volatile int busy;
 
   /**

@@ -4,6 +4,7 @@ import dev.phrony.worker.transport.Transport;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.Consumer;
 
 /**
  * How the worker talks to the runtime. Immutable; validated when built.
@@ -82,189 +83,115 @@ public record WorkOptions(
 
   /** Options with defaults for everything but the address and identity. */
   public static WorkOptions defaults(String target, WorkerIdentity identity) {
-    return new WorkOptions(
-        target,
-        identity,
-        DEFAULT_DRAIN_TIMEOUT,
-        DEFAULT_MAX_INBOUND_BYTES,
-        DEFAULT_MAX_RESULT_BYTES,
-        Optional.empty(),
-        Duration.ofMillis(250),
-        Duration.ofSeconds(30),
-        Transport.plaintext(),
-        false,
-        DEFAULT_MAX_RUNAWAY,
-        1,
-        false);
+    Settings s = new Settings();
+    s.target = target;
+    s.identity = identity;
+    return s.build();
   }
 
   public WorkOptions withDrainTimeout(Duration d) {
-    return new WorkOptions(
-        target,
-        identity,
-        d,
-        maxInboundBytes,
-        maxResultBytes,
-        keepAlive,
-        backoffInitial,
-        backoffMax,
-        transport,
-        exposeInternalErrors,
-        maxRunaway,
-        generation,
-        leaveRoutingOnDrain);
+    return copy(s -> s.drainTimeout = d);
   }
 
   public WorkOptions withMaxResultBytes(int bytes) {
-    return new WorkOptions(
-        target,
-        identity,
-        drainTimeout,
-        maxInboundBytes,
-        bytes,
-        keepAlive,
-        backoffInitial,
-        backoffMax,
-        transport,
-        exposeInternalErrors,
-        maxRunaway,
-        generation,
-        leaveRoutingOnDrain);
+    return copy(s -> s.maxResultBytes = bytes);
   }
 
   public WorkOptions withMaxInboundBytes(int bytes) {
-    return new WorkOptions(
-        target,
-        identity,
-        drainTimeout,
-        bytes,
-        maxResultBytes,
-        keepAlive,
-        backoffInitial,
-        backoffMax,
-        transport,
-        exposeInternalErrors,
-        maxRunaway,
-        generation,
-        leaveRoutingOnDrain);
+    return copy(s -> s.maxInboundBytes = bytes);
   }
 
   public WorkOptions withKeepAlive(Optional<Duration> interval) {
-    return new WorkOptions(
-        target,
-        identity,
-        drainTimeout,
-        maxInboundBytes,
-        maxResultBytes,
-        interval,
-        backoffInitial,
-        backoffMax,
-        transport,
-        exposeInternalErrors,
-        maxRunaway,
-        generation,
-        leaveRoutingOnDrain);
+    return copy(s -> s.keepAlive = interval);
   }
 
   public WorkOptions withBackoff(Duration initial, Duration max) {
-    return new WorkOptions(
-        target,
-        identity,
-        drainTimeout,
-        maxInboundBytes,
-        maxResultBytes,
-        keepAlive,
-        initial,
-        max,
-        transport,
-        exposeInternalErrors,
-        maxRunaway,
-        generation,
-        leaveRoutingOnDrain);
+    return copy(
+        s -> {
+          s.backoffInitial = initial;
+          s.backoffMax = max;
+        });
   }
 
   public WorkOptions withTransport(Transport t) {
-    return new WorkOptions(
-        target,
-        identity,
-        drainTimeout,
-        maxInboundBytes,
-        maxResultBytes,
-        keepAlive,
-        backoffInitial,
-        backoffMax,
-        t,
-        exposeInternalErrors,
-        maxRunaway,
-        generation,
-        leaveRoutingOnDrain);
+    return copy(s -> s.transport = t);
   }
 
   public WorkOptions withExposeInternalErrors(boolean expose) {
-    return new WorkOptions(
-        target,
-        identity,
-        drainTimeout,
-        maxInboundBytes,
-        maxResultBytes,
-        keepAlive,
-        backoffInitial,
-        backoffMax,
-        transport,
-        expose,
-        maxRunaway,
-        generation,
-        leaveRoutingOnDrain);
+    return copy(s -> s.exposeInternalErrors = expose);
   }
 
   public WorkOptions withMaxRunaway(int max) {
-    return new WorkOptions(
-        target,
-        identity,
-        drainTimeout,
-        maxInboundBytes,
-        maxResultBytes,
-        keepAlive,
-        backoffInitial,
-        backoffMax,
-        transport,
-        exposeInternalErrors,
-        max,
-        generation,
-        leaveRoutingOnDrain);
+    return copy(s -> s.maxRunaway = max);
   }
 
   public WorkOptions withGeneration(int g) {
-    return new WorkOptions(
-        target,
-        identity,
-        drainTimeout,
-        maxInboundBytes,
-        maxResultBytes,
-        keepAlive,
-        backoffInitial,
-        backoffMax,
-        transport,
-        exposeInternalErrors,
-        maxRunaway,
-        g,
-        leaveRoutingOnDrain);
+    return copy(s -> s.generation = g);
   }
 
   public WorkOptions withLeaveRoutingOnDrain(boolean leave) {
-    return new WorkOptions(
-        target,
-        identity,
-        drainTimeout,
-        maxInboundBytes,
-        maxResultBytes,
-        keepAlive,
-        backoffInitial,
-        backoffMax,
-        transport,
-        exposeInternalErrors,
-        maxRunaway,
-        generation,
-        leave);
+    return copy(s -> s.leaveRoutingOnDrain = leave);
+  }
+
+  private WorkOptions copy(Consumer<Settings> change) {
+    Settings s = new Settings(this);
+    change.accept(s);
+    return s.build();
+  }
+
+  /**
+   * The components as plain fields, so a {@code withX} names only what it changes. The one place
+   * besides the record header that lists them all: a new setting is a field here (with its
+   * default), a line in the copy and one in {@link #build}, and its {@code withX}.
+   */
+  private static final class Settings {
+    String target;
+    WorkerIdentity identity;
+    Duration drainTimeout = DEFAULT_DRAIN_TIMEOUT;
+    int maxInboundBytes = DEFAULT_MAX_INBOUND_BYTES;
+    int maxResultBytes = DEFAULT_MAX_RESULT_BYTES;
+    Optional<Duration> keepAlive = Optional.empty();
+    Duration backoffInitial = Duration.ofMillis(250);
+    Duration backoffMax = Duration.ofSeconds(30);
+    Transport transport = Transport.plaintext();
+    boolean exposeInternalErrors;
+    int maxRunaway = DEFAULT_MAX_RUNAWAY;
+    int generation = 1;
+    boolean leaveRoutingOnDrain;
+
+    Settings() {}
+
+    Settings(WorkOptions o) {
+      target = o.target;
+      identity = o.identity;
+      drainTimeout = o.drainTimeout;
+      maxInboundBytes = o.maxInboundBytes;
+      maxResultBytes = o.maxResultBytes;
+      keepAlive = o.keepAlive;
+      backoffInitial = o.backoffInitial;
+      backoffMax = o.backoffMax;
+      transport = o.transport;
+      exposeInternalErrors = o.exposeInternalErrors;
+      maxRunaway = o.maxRunaway;
+      generation = o.generation;
+      leaveRoutingOnDrain = o.leaveRoutingOnDrain;
+    }
+
+    WorkOptions build() {
+      return new WorkOptions(
+          target,
+          identity,
+          drainTimeout,
+          maxInboundBytes,
+          maxResultBytes,
+          keepAlive,
+          backoffInitial,
+          backoffMax,
+          transport,
+          exposeInternalErrors,
+          maxRunaway,
+          generation,
+          leaveRoutingOnDrain);
+    }
   }
 }

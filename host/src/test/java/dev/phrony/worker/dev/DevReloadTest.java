@@ -1,6 +1,5 @@
 package dev.phrony.worker.dev;
 
-import static dev.phrony.worker.plugin.TestPlugins.descriptor;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.phrony.worker.plugin.TestPlugins;
@@ -9,7 +8,6 @@ import dev.phrony.worker.reload.PluginReloader;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -55,23 +53,11 @@ class DevReloadTest {
   }
 
   private TestPlugins.JarBuilder plugin(String tool, int max, String answer) {
-    return build
-        .jar()
-        .handler(
-            tool + ".Handler",
-            descriptor(tool, "1", "read_only")
-                .replace(".build()", ".maxConcurrency(" + max + ").build()"),
-            "",
-            "return ToolResult.text(\"" + answer + "\");");
+    return build.answering(tool, tool, max, answer);
   }
 
   private void deploy(String name, TestPlugins.JarBuilder jar) throws IOException {
-    Path staged = jar.writeTo(tmp.resolve("staging").resolve(name));
-    Files.move(
-        staged,
-        dir.resolve(name),
-        StandardCopyOption.REPLACE_EXISTING,
-        StandardCopyOption.ATOMIC_MOVE);
+    jar.deployTo(dir.resolve(name));
   }
 
   private CallReply call(String key) {

@@ -49,12 +49,7 @@ class PluginLoaderReloadTest {
 
   /** Swaps a jar in as a deployment would: written beside, then moved over the old one. */
   private void replace(String jarName, TestPlugins.JarBuilder jar) throws IOException {
-    Path staged = jar.writeTo(tmp.resolve("staging").resolve(jarName));
-    Files.move(
-        staged,
-        dir.resolve(jarName),
-        StandardCopyOption.REPLACE_EXISTING,
-        StandardCopyOption.ATOMIC_MOVE);
+    jar.deployTo(dir.resolve(jarName));
   }
 
   private static HandlerCatalog.Entry entry(LoadResult r, String key) {

@@ -9,6 +9,7 @@ import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -54,6 +55,20 @@ public final class TestPlugins {
   /** Starts a jar. */
   public JarBuilder jar() {
     return new JarBuilder();
+  }
+
+  /**
+   * A jar whose one handler, {@code pkg.Handler}, serves {@code tool@1} (read only, {@code max}
+   * calls at a time) and answers every call with {@code answer}.
+   */
+  public JarBuilder answering(String pkg, String tool, int max, String answer) {
+    return jar()
+        .handler(
+            pkg + ".Handler",
+            descriptor(tool, "1", "read_only")
+                .replace(".build()", ".maxConcurrency(" + max + ").build()"),
+            "",
+            "return ToolResult.text(\"" + answer + "\");");
   }
 
   /** A jar of random bytes: a corrupt plugin. */
@@ -178,6 +193,16 @@ public final class TestPlugins {
     }
 
     /** Compiles and writes the jar (creating parent folders); returns {@code jar}. */
+    /**
+     * Puts the jar at {@code jar} as a deployment does: written beside (in this builder's scratch
+     * space), then moved over whatever is there in one step, so a watcher never sees half a jar.
+     */
+    public Path deployTo(Path jar) throws IOException {
+      Path staged = writeTo(workDir.resolve("staging").resolve(jar.getFileName().toString()));
+      return Files.move(
+          staged, jar, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    }
+
     public Path writeTo(Path jar) throws IOException {
       Path classes = compile();
       Files.createDirectories(jar.toAbsolutePath().getParent());

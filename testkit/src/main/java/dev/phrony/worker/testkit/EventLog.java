@@ -1,12 +1,19 @@
 package dev.phrony.worker.testkit;
 
+import java.time.Duration;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
+import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -76,6 +83,49 @@ final class EventLog {
     Listener listener = new Listener(consumer);
     listeners.add(listener);
     return () -> listeners.remove(listener);
+  }
+
+  /**
+   * The first event matching {@code condition}, among the retained ones or, waiting up to {@code
+   * timeout}, a new one (see {@link LocalRuntime#awaitEvent}).
+   *
+   * @throws AssertionError if none arrives in time (its message lists the latest events)
+   */
+  Event await(Predicate<Event> condition, Duration timeout) {
+    CompletableFuture<Event> hit = new CompletableFuture<>();
+    // Subscribe before looking back, so an event recorded in between is seen one way or the other.
+    LocalRuntime.Subscription subscription =
+        subscribe(
+            e -> {
+              if (!hit.isDone() && condition.test(e)) {
+                hit.complete(e);
+              }
+            });
+    try {
+      for (Event e : snapshot()) {
+        if (condition.test(e)) {
+          return e;
+        }
+      }
+      return hit.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    } catch (TimeoutException e) {
+      throw new AssertionError(
+          "no matching event within " + timeout + "; latest events:\n" + tail(20));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError("interrupted while awaiting an event", e);
+    } catch (ExecutionException e) {
+      throw new AssertionError(e.getCause());
+    } finally {
+      subscription.close();
+    }
+  }
+
+  private String tail(int n) {
+    List<Event> all = snapshot();
+    return all.subList(Math.max(0, all.size() - n), all.size()).stream()
+        .map(Event::toString)
+        .collect(Collectors.joining("\n  ", "  ", ""));
   }
 
   /** The retained events in order. */

@@ -2,14 +2,8 @@ package dev.phrony.worker.testkit;
 
 import dev.phrony.worker.time.ExecutorScheduler;
 import dev.phrony.worker.time.Scheduler;
-import io.grpc.Server;
-import io.netty.channel.ChannelOption;
-import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.BindException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.InstantSource;
@@ -20,17 +14,11 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
-import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -70,59 +58,24 @@ public final class LocalRuntime implements AutoCloseable {
   /** gRPC's default receive limit, which the runtime keeps. */
   public static final int DEFAULT_MAX_INBOUND_MESSAGE_SIZE = 4 * 1024 * 1024;
 
-  /** The transport's own inbound limit, above the runtime's (see {@link #bind}). */
-  private static final int TRANSPORT_MESSAGE_LIMIT = 64 * 1024 * 1024;
-
-  /** How long a restart keeps retrying to bind the port the previous incarnation just released. */
-  private static final Duration BIND_RETRY = Duration.ofSeconds(5);
-
-  /** How long to wait for a forced shutdown to finish. */
-  private static final Duration FORCED_STOP_WAIT = Duration.ofSeconds(5);
-
   private final RuntimeSettings settings;
   private final EventLog events;
 
   /** call_id to outcome for every call a worker completed; survives restarts. */
   private final ConcurrentMap<String, Outcome> ledger = new ConcurrentHashMap<>();
 
-  private final AtomicLong streamIds = new AtomicLong();
   private final AtomicBoolean withholdResultAcks;
   private final AtomicBoolean loseHeartbeats = new AtomicBoolean();
 
-  /**
-   * Listens tried since this runtime was built, for the test that a busy first port is not retried.
-   */
-  private final java.util.concurrent.atomic.AtomicInteger bindAttempts =
-      new java.util.concurrent.atomic.AtomicInteger();
-
   private final ExecutorService callbacks;
+  private final RuntimeServer server;
   private final Scheduler timers;
 
   /** The default timer thread, closed with the runtime; null when the builder gave a scheduler. */
   private final ExecutorScheduler ownTimers;
 
-  private final Object lifecycle = new Object();
-  // Guarded by lifecycle (written only under it; the volatiles are read without it, e.g. during a
-  // stop).
-  private Server server;
-  private boolean closed;
-  private volatile int port;
-  private volatile boolean running;
-
-  /**
-   * Set once the first start has bound its port; only later starts wait for the port to come free.
-   */
-  private boolean boundBefore;
-
-  /**
-   * The current incarnation's registry (a shut-down one while stopped); read without the lifecycle
-   * lock.
-   */
-  private volatile Registry registry;
-
   private LocalRuntime(RuntimeSettings settings, boolean withholdResultAcks, Scheduler scheduler) {
     this.settings = settings;
-    this.port = settings.port();
     this.events = new EventLog(settings.clock(), settings.eventLogCapacity());
     this.withholdResultAcks = new AtomicBoolean(withholdResultAcks);
     this.callbacks =
@@ -132,6 +85,15 @@ public final class LocalRuntime implements AutoCloseable {
     // linger for the whole wait
     this.ownTimers = scheduler == null ? new ExecutorScheduler("local-runtime-timer") : null;
     this.timers = scheduler == null ? ownTimers : scheduler;
+    this.server =
+        new RuntimeServer(
+            settings,
+            events,
+            callbacks,
+            () ->
+                new Registry(
+                    settings, ledger, timers, this.withholdResultAcks::get, loseHeartbeats::get),
+            ledger::size);
   }
 
   /**
@@ -154,28 +116,7 @@ public final class LocalRuntime implements AutoCloseable {
    *     restart, while the previous listener lets go of it)
    */
   public void start() {
-    synchronized (lifecycle) {
-      if (closed) {
-        throw new IllegalStateException("LocalRuntime is closed");
-      }
-      if (server != null) {
-        throw new IllegalStateException("LocalRuntime is already running on " + target());
-      }
-      Registry fresh =
-          new Registry(settings, ledger, timers, withholdResultAcks::get, loseHeartbeats::get);
-      server = bind(port, fresh);
-      boundBefore = true;
-      port = server.getPort();
-      registry = fresh;
-      running = true;
-      log.info(
-          "LocalRuntime listening on {} lease_ttl={} queue_wait={} execution_timeout={} ledger_entries={}",
-          target(),
-          human(settings.leaseTtl()),
-          human(settings.queueWait()),
-          human(settings.executionTimeout()),
-          ledger.size());
-    }
+    server.start();
   }
 
   /**
@@ -186,34 +127,12 @@ public final class LocalRuntime implements AutoCloseable {
    * registry (a heartbeat there ends the stream NOT_FOUND). No-op when not running.
    */
   public void stop() {
-    synchronized (lifecycle) {
-      if (server == null) {
-        return;
-      }
-      log.info(
-          "LocalRuntime stopping on {} (graceful, streams cut after {})",
-          target(),
-          human(settings.shutdownGrace()));
-      running = false;
-      registry.shutdown("runtime shutdown");
-      server.shutdown();
-      if (!awaitTermination(server, settings.shutdownGrace())) {
-        log.info("LocalRuntime grace period over, cutting the remaining streams");
-        server.shutdownNow();
-        awaitTermination(server, FORCED_STOP_WAIT);
-      }
-      server = null;
-      log.info("LocalRuntime stopped");
-    }
+    server.stop();
   }
 
   /** {@link #stop()} then {@link #start()} on the same port; the ledger and event log are kept. */
   public void restart() {
-    synchronized (lifecycle) {
-      log.info("LocalRuntime restarting on {}", target());
-      stop();
-      start();
-    }
+    server.restart();
   }
 
   /**
@@ -222,17 +141,7 @@ public final class LocalRuntime implements AutoCloseable {
    * hang. The ledger is kept; {@link #start()} brings the runtime back on the same port.
    */
   public void crash() {
-    synchronized (lifecycle) {
-      if (server == null) {
-        return;
-      }
-      log.info("LocalRuntime crashing on {} (simulated)", target());
-      running = false;
-      server.shutdownNow();
-      registry.shutdown("runtime crashed");
-      awaitTermination(server, FORCED_STOP_WAIT);
-      server = null;
-    }
+    server.crash();
   }
 
   /**
@@ -241,19 +150,8 @@ public final class LocalRuntime implements AutoCloseable {
    */
   @Override
   public void close() {
-    synchronized (lifecycle) {
-      if (closed) {
-        return;
-      }
-      closed = true;
-      running = false;
-      if (server != null) {
-        registry.shutdown("runtime closed");
-        server.shutdownNow();
-        awaitTermination(server, FORCED_STOP_WAIT);
-        server = null;
-        log.info("LocalRuntime on {} closed", target());
-      }
+    if (!server.close()) {
+      return;
     }
     callbacks.shutdown();
     if (ownTimers != null) {
@@ -263,22 +161,22 @@ public final class LocalRuntime implements AutoCloseable {
 
   /** Listens tried so far (a busy port retried after a restart counts each try). */
   int bindAttempts() {
-    return bindAttempts.get();
+    return server.attempts();
   }
 
   /** True between {@link #start()} and {@link #stop()}, {@link #crash()} or {@link #close()}. */
   public boolean isRunning() {
-    return running;
+    return server.running();
   }
 
   /** The bound port (kept while stopped, for the next start). */
   public int port() {
-    return port;
+    return server.port();
   }
 
   /** {@code 127.0.0.1:port}: what a worker uses as {@code PHRONY_RUNTIME_ADDR}. */
   public String target() {
-    return "127.0.0.1:" + port();
+    return server.target();
   }
 
   // ------------------------------------------------------------------ dispatch
@@ -295,7 +193,7 @@ public final class LocalRuntime implements AutoCloseable {
    */
   public CompletableFuture<Outcome> dispatch(Call call) {
     Objects.requireNonNull(call, "call");
-    return registry.dispatch(call);
+    return server.registry().dispatch(call);
   }
 
   /** {@link #dispatch} and wait for the outcome (bounded by the runtime's own timeouts). */
@@ -309,7 +207,7 @@ public final class LocalRuntime implements AutoCloseable {
    * worker sends later is for an unknown call and ends its stream NOT_FOUND.
    */
   public void cancelSession(String sessionId) {
-    registry.cancelSession(Objects.requireNonNull(sessionId, "sessionId"));
+    server.registry().cancelSession(Objects.requireNonNull(sessionId, "sessionId"));
   }
 
   /**
@@ -322,14 +220,14 @@ public final class LocalRuntime implements AutoCloseable {
    * @return false when no registration has {@code workerId}
    */
   public boolean retire(String workerId) {
-    return registry.retire(Objects.requireNonNull(workerId, "workerId"));
+    return server.registry().retire(Objects.requireNonNull(workerId, "workerId"));
   }
 
   // ------------------------------------------------------------------ views
 
   /** The registrations, in registration order (empty while stopped). */
   public List<WorkerView> workers() {
-    return registry.workers();
+    return server.registry().workers();
   }
 
   /** One registration by worker id. */
@@ -339,12 +237,12 @@ public final class LocalRuntime implements AutoCloseable {
 
   /** Calls waiting for a slot, by {@code tool@version}; keys with no waiting call are absent. */
   public Map<String, Integer> queues() {
-    return registry.queues();
+    return server.registry().queues();
   }
 
   /** Calls queued or leased right now. */
   public int inFlight() {
-    return registry.inflightCount();
+    return server.registry().inflightCount();
   }
 
   /** A copy of the completed-call ledger: call id to the outcome a worker gave it. */
@@ -420,33 +318,7 @@ public final class LocalRuntime implements AutoCloseable {
    * @throws AssertionError if none arrives in time (its message lists the latest events)
    */
   public Event awaitEvent(Predicate<Event> condition, Duration timeout) {
-    CompletableFuture<Event> hit = new CompletableFuture<>();
-    // Subscribe before looking back, so an event recorded in between is seen one way or the other.
-    Subscription subscription =
-        events.subscribe(
-            e -> {
-              if (!hit.isDone() && condition.test(e)) {
-                hit.complete(e);
-              }
-            });
-    try {
-      for (Event e : events.snapshot()) {
-        if (condition.test(e)) {
-          return e;
-        }
-      }
-      return hit.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
-    } catch (TimeoutException e) {
-      throw new AssertionError(
-          "no matching event within " + timeout + "; latest events:\n" + tail(20));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError("interrupted while awaiting an event", e);
-    } catch (ExecutionException e) {
-      throw new AssertionError(e.getCause());
-    } finally {
-      subscription.close();
-    }
+    return events.await(condition, timeout);
   }
 
   /**
@@ -470,102 +342,6 @@ public final class LocalRuntime implements AutoCloseable {
   }
 
   // ------------------------------------------------------------------ internals
-
-  private Server bind(int wantedPort, Registry fresh) {
-    InetSocketAddress address = new InetSocketAddress(loopback(), wantedPort);
-    // Real time on purpose: a restart waits for the kernel to let go of the port, which no
-    // injected clock can speed up.
-    long deadline = System.nanoTime() + BIND_RETRY.toNanos();
-    while (true) {
-      bindAttempts.incrementAndGet();
-      Server candidate =
-          settings
-              .security()
-              .serverBuilder(address)
-              .withOption(ChannelOption.SO_REUSEADDR, true)
-              .executor(callbacks)
-              // The Work stream enforces the configured limit itself, to end the stream with
-              // grpc-go's
-              // RESOURCE_EXHAUSTED status (grpc-java's transport would just reset it); this is a
-              // backstop.
-              .maxInboundMessageSize(
-                  Math.max(settings.maxInboundMessageSize(), TRANSPORT_MESSAGE_LIMIT))
-              // grpc-go's default enforcement: a client ping at most every 5 minutes, none without
-              // a call.
-              .permitKeepAliveTime(5, TimeUnit.MINUTES)
-              .permitKeepAliveWithoutCalls(false)
-              .addService(
-                  settings
-                      .security()
-                      .protect(new RuntimeService(fresh, events, streamIds, settings)))
-              .addService(new HealthService())
-              .build();
-      try {
-        return candidate.start();
-      } catch (IOException e) {
-        candidate.shutdownNow();
-        boolean portBusy = portBusy(e);
-        // After a restart the old listener may need a moment to let go of the port; on the first
-        // start a busy port belongs to someone else, so that fails at once.
-        if (wantedPort == 0 || !portBusy || !boundBefore || System.nanoTime() > deadline) {
-          throw new UncheckedIOException(
-              "LocalRuntime could not listen on " + address,
-              portBusy && !(e instanceof BindException) ? busy(e, address) : e);
-        }
-        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
-      }
-    }
-  }
-
-  /**
-   * True when {@code e} says the port is taken: a {@link BindException} from NIO, or the native
-   * transport's own error (Netty's epoll reports EADDRINUSE as an IOException of its own).
-   */
-  private static boolean portBusy(Throwable e) {
-    for (Throwable c = e; c != null; c = c.getCause()) {
-      if (c instanceof BindException
-          || (c.getMessage() != null && c.getMessage().contains("Address already in use"))) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /** The busy-port error as the {@link BindException} callers look for, the original its cause. */
-  private static BindException busy(IOException e, InetSocketAddress address) {
-    BindException b = new BindException("address already in use: " + address);
-    b.initCause(e);
-    return b;
-  }
-
-  private static InetAddress loopback() {
-    try {
-      return InetAddress.getByName("127.0.0.1");
-    } catch (UnknownHostException e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
-  private static boolean awaitTermination(Server server, Duration bound) {
-    try {
-      return server.awaitTermination(bound.toNanos(), TimeUnit.NANOSECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      server.shutdownNow();
-      return false;
-    }
-  }
-
-  private String tail(int n) {
-    List<Event> all = events.snapshot();
-    return all.subList(Math.max(0, all.size() - n), all.size()).stream()
-        .map(Event::toString)
-        .collect(Collectors.joining("\n  ", "  ", ""));
-  }
-
-  private static String human(Duration d) {
-    return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
-  }
 
   /**
    * Configures a {@link LocalRuntime}. Defaults are the real runtime's: an ephemeral loopback port

@@ -13,14 +13,11 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentMap;
 import java.util.function.BooleanSupplier;
-import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -41,7 +38,7 @@ final class Registry {
 
   private final RuntimeSettings settings;
   private final ConcurrentMap<String, Outcome> ledger;
-  private final Timeouts<Pending> timeouts;
+  private final Timeouts<PendingCall> timeouts;
   private final BooleanSupplier withholdResultAcks;
   private final BooleanSupplier loseHeartbeats;
 
@@ -57,18 +54,18 @@ final class Registry {
   private boolean shuttingDown;
 
   /** Registrations by worker id, in registration order. */
-  private final LinkedHashMap<String, Worker> workers = new LinkedHashMap<>();
+  private final LinkedHashMap<String, RegisteredWorker> workers = new LinkedHashMap<>();
 
   /** tool@version to the workers advertising it, in registration order. */
-  private final HashMap<String, List<Worker>> byKey = new HashMap<>();
+  private final HashMap<String, List<RegisteredWorker>> byKey = new HashMap<>();
 
   /** tool@version to its FIFO of calls waiting for a slot; only non-empty queues are kept. */
-  private final LinkedHashMap<String, ArrayDeque<Pending>> queues = new LinkedHashMap<>();
+  private final LinkedHashMap<String, ArrayDeque<PendingCall>> queues = new LinkedHashMap<>();
 
   /** Calls queued or leased, by call id. */
-  private final HashMap<String, Pending> inflight = new HashMap<>();
+  private final HashMap<String, PendingCall> inflight = new HashMap<>();
 
-  private final HashMap<String, Set<String>> bySession = new HashMap<>();
+  private final SessionIndex sessions = new SessionIndex();
 
   private final Scheduler timers;
 
@@ -84,87 +81,6 @@ final class Registry {
     this.timers = timers;
     this.withholdResultAcks = withholdResultAcks;
     this.loseHeartbeats = loseHeartbeats;
-  }
-
-  /** One registration: a worker id bound to the stream it registered on. */
-  private static final class Worker {
-    final String id;
-    final WorkerStream stream;
-    final WorkRegister register;
-    final Map<String, Slot> handlers = new LinkedHashMap<>();
-    final Instant registeredAt;
-    Instant lease;
-
-    /** Out of routing for good ({@link LocalRuntime#retire}): its heartbeats renew nothing. */
-    boolean retired;
-
-    Worker(String id, WorkerStream stream, WorkRegister register, Instant now) {
-      this.id = id;
-      this.stream = stream;
-      this.register = register;
-      this.registeredAt = now;
-    }
-  }
-
-  private static final class Slot {
-    final WorkHandlerAdvertisement ad;
-    final int max;
-    int busy;
-
-    /** Invokes sent for this handler on this registration. */
-    long invoked;
-
-    Slot(WorkHandlerAdvertisement ad) {
-      this.ad = ad;
-      long advertised = Integer.toUnsignedLong(ad.getMaxConcurrency()); // uint32 on the wire
-      this.max = advertised == 0 ? 1 : (int) Math.min(advertised, Integer.MAX_VALUE);
-    }
-  }
-
-  /** A dispatched call until it has an outcome. */
-  private final class Pending {
-    final Call call;
-    final String key;
-    final long startNanos = Timeouts.now(timers.clock());
-    final DispatchFuture future = new DispatchFuture(this);
-    String workerId;
-    boolean queued;
-    Timeouts.Entry<Pending> timer;
-
-    Pending(Call call) {
-      this.call = call;
-      this.key = call.key();
-    }
-
-    Outcome.Trace trace() {
-      return new Outcome.Trace(
-          call.callId(),
-          workerId,
-          Duration.ofNanos(Timeouts.now(timers.clock()) - startNanos),
-          false);
-    }
-
-    Outcome error(Outcome.Kind kind, String message) {
-      return new Outcome.DispatchError(kind, message, trace());
-    }
-  }
-
-  /** The caller's handle; cancelling it cancels the call, as a cancelled context does in Go. */
-  private final class DispatchFuture extends CompletableFuture<Outcome> {
-    private final Pending pending;
-
-    DispatchFuture(Pending pending) {
-      this.pending = pending;
-    }
-
-    @Override
-    public boolean cancel(boolean mayInterruptIfRunning) {
-      boolean cancelled = super.cancel(mayInterruptIfRunning);
-      if (cancelled) {
-        cancelCall(pending);
-      }
-      return cancelled;
-    }
   }
 
   // ---------------------------------------------------------------- stream side
@@ -183,24 +99,25 @@ final class Registry {
       if (shuttingDown) {
         return Wire.SHUTTING_DOWN;
       }
-      Worker old = workers.get(id);
+      RegisteredWorker old = workers.get(id);
       if (old != null) {
         removeLocked(old, "replaced by a new registration on stream " + stream.streamId(), fx);
       }
       Instant now = settings.clock().instant();
-      Worker w = new Worker(id, stream, reg, now);
+      RegisteredWorker w = new RegisteredWorker(id, stream, reg, now);
       w.lease = now.plus(settings.leaseTtl());
       for (WorkHandlerAdvertisement ad : reg.getHandlersList()) {
         String key = Call.toolKey(ad.getTool(), ad.getVersion());
-        w.handlers.put(key, new Slot(ad)); // a repeated key: the last advertisement wins
-        List<Worker> list = byKey.computeIfAbsent(key, k -> new ArrayList<>(2));
+        w.handlers.put(
+            key, new RegisteredWorker.Slot(ad)); // a repeated key: the last advertisement wins
+        List<RegisteredWorker> list = byKey.computeIfAbsent(key, k -> new ArrayList<>(2));
         if (!list.contains(w)) {
           list.add(w);
         }
       }
       workers.put(id, w);
       for (WorkInFlightCall c : reg.getInFlightList()) {
-        Pending p = inflight.get(c.getCallId());
+        PendingCall p = inflight.get(c.getCallId());
         if (p != null) {
           p.workerId =
               id; // the call now belongs to this worker id (its result is accepted from it)
@@ -212,7 +129,7 @@ final class Registry {
           "worker registered worker_id={} stream={} handlers=[{}] in_flight={}",
           id,
           stream.streamId(),
-          describeHandlers(w),
+          w.describeHandlers(),
           reg.getInFlightCount());
       drainQueuesLocked(fx);
     }
@@ -220,15 +137,15 @@ final class Registry {
     return null;
   }
 
-  /** Renews the lease; false when the runtime has no registration for {@code workerId}. */
   /** True while heartbeats are lost on their way in (see {@link LocalRuntime#loseHeartbeats}). */
   boolean heartbeatsLost() {
     return loseHeartbeats.getAsBoolean();
   }
 
+  /** Renews the lease; false when the runtime has no registration for {@code workerId}. */
   boolean heartbeat(String workerId) {
     synchronized (lock) {
-      Worker w = workers.get(workerId);
+      RegisteredWorker w = workers.get(workerId);
       if (w == null) {
         return false;
       }
@@ -242,7 +159,7 @@ final class Registry {
   /** Takes a registration out of routing for good; false when there is none for the id. */
   boolean retire(String workerId) {
     synchronized (lock) {
-      Worker w = workers.get(workerId);
+      RegisteredWorker w = workers.get(workerId);
       if (w == null) {
         return false;
       }
@@ -264,12 +181,12 @@ final class Registry {
     String callId = result.getCallId();
     Effects fx = new Effects();
     synchronized (lock) {
-      Pending p = inflight.get(callId);
+      PendingCall p = inflight.get(callId);
       if (p == null) {
         if (!ledger.containsKey(callId)) {
           return Wire.unknownCall(callId);
         }
-        Worker w = workers.get(workerId);
+        RegisteredWorker w = workers.get(workerId);
         if (w != null) {
           ackLocked(w, callId, fx);
         }
@@ -285,7 +202,7 @@ final class Registry {
         ledger.put(p.call.callId(), outcome); // the dispatched id: its hash is already computed
         finishLocked(p, outcome, fx);
         releaseSlotLocked(workerId, p.key, fx);
-        Worker w = workers.get(workerId);
+        RegisteredWorker w = workers.get(workerId);
         if (w != null) {
           ackLocked(w, callId, fx);
         }
@@ -303,7 +220,7 @@ final class Registry {
   String nack(String workerId, WorkToolNack nack) {
     Effects fx = new Effects();
     synchronized (lock) {
-      Pending p = inflight.get(nack.getCallId());
+      PendingCall p = inflight.get(nack.getCallId());
       if (p == null) {
         return Wire.unknownCall(nack.getCallId());
       }
@@ -323,7 +240,7 @@ final class Registry {
   void unregister(String workerId, String reason) {
     Effects fx = new Effects();
     synchronized (lock) {
-      Worker w = workers.get(workerId);
+      RegisteredWorker w = workers.get(workerId);
       if (w != null) {
         removeLocked(w, reason, fx);
       }
@@ -345,11 +262,11 @@ final class Registry {
 
   private CompletableFuture<Outcome> dispatchLocked(Call call, Effects fx) {
     String callId = call.callId();
-    Pending p = inflight.get(callId);
+    PendingCall p = inflight.get(callId);
     if (p != null) {
       return p.future; // the same call dispatched again waits for the same outcome
     }
-    p = new Pending(call);
+    p = new PendingCall(call, timers.clock(), this::cancelCall);
     if (shuttingDown) {
       return CompletableFuture.completedFuture(p.error(Outcome.Kind.SHUTDOWN, Wire.CANCELED));
     }
@@ -360,8 +277,8 @@ final class Registry {
           stored.withTrace(new Outcome.Trace(callId, was.workerId(), Duration.ZERO, true)));
     }
     inflight.put(callId, p);
-    trackSessionLocked(p);
-    Worker w = pickLocked(p.key);
+    sessions.add(p.call);
+    RegisteredWorker w = pickLocked(p.key);
     if (w != null) {
       String error = leaseAndInvokeLocked(p, w, fx);
       if (error != null) {
@@ -369,7 +286,7 @@ final class Registry {
         return CompletableFuture.completedFuture(p.error(Outcome.Kind.SEND_FAILED, error));
       }
     } else {
-      ArrayDeque<Pending> queue = queues.computeIfAbsent(p.key, k -> new ArrayDeque<>());
+      ArrayDeque<PendingCall> queue = queues.computeIfAbsent(p.key, k -> new ArrayDeque<>());
       if (queue.size() >= settings.maxQueuePerKey()) {
         forgetLocked(p);
         return CompletableFuture.completedFuture(p.error(Outcome.Kind.QUEUE_FULL, Wire.QUEUE_FULL));
@@ -385,27 +302,24 @@ final class Registry {
   void cancelSession(String sessionId) {
     Effects fx = new Effects();
     synchronized (lock) {
-      Set<String> ids = bySession.get(sessionId);
-      if (ids != null) {
-        List<Pending> calls = ids.stream().map(inflight::get).toList();
-        // Go cancels in map order (random). Waiting calls go first here, so the slots freed by
-        // the running ones are not handed to calls of the same session only to be cancelled.
-        for (Pending p : calls) {
-          if (p.queued) {
-            cancelLocked(p, Outcome.Kind.CANCELLED, Wire.CANCELED, fx);
-          }
+      List<PendingCall> calls = sessions.callIds(sessionId).stream().map(inflight::get).toList();
+      // Go cancels in map order (random). Waiting calls go first here, so the slots freed by
+      // the running ones are not handed to calls of the same session only to be cancelled.
+      for (PendingCall p : calls) {
+        if (p.queued) {
+          cancelLocked(p, Outcome.Kind.CANCELLED, Wire.CANCELED, fx);
         }
-        for (Pending p : calls) {
-          if (inflight.get(p.call.callId()) == p) {
-            cancelLocked(p, Outcome.Kind.CANCELLED, Wire.CANCELED, fx);
-          }
+      }
+      for (PendingCall p : calls) {
+        if (inflight.get(p.call.callId()) == p) {
+          cancelLocked(p, Outcome.Kind.CANCELLED, Wire.CANCELED, fx);
         }
       }
     }
     fx.run();
   }
 
-  private void cancelCall(Pending p) {
+  private void cancelCall(PendingCall p) {
     Effects fx = new Effects();
     synchronized (lock) {
       if (inflight.get(p.call.callId()) == p) {
@@ -423,7 +337,7 @@ final class Registry {
   /**
    * The dispatch bound passed: a waiting call gives up, a running one is forgotten and cancelled.
    */
-  private void onTimer(Pending p) {
+  private void onTimer(PendingCall p) {
     try {
       Effects fx = new Effects();
       synchronized (lock) {
@@ -450,7 +364,7 @@ final class Registry {
    * (capacity or handler) joined with the cause; a leased call is forgotten, its slot freed (which
    * may hand a new invoke to the same worker first), then {@code cancel} is sent to its worker id.
    */
-  private void cancelLocked(Pending p, Outcome.Kind kind, String cause, Effects fx) {
+  private void cancelLocked(PendingCall p, Outcome.Kind kind, String cause, Effects fx) {
     if (p == null) {
       return;
     }
@@ -466,7 +380,7 @@ final class Registry {
     }
     finishLocked(p, p.error(kind, cause), fx);
     releaseSlotLocked(p.workerId, p.key, fx);
-    Worker w = workers.get(p.workerId);
+    RegisteredWorker w = workers.get(p.workerId);
     Duration delay = settings.cancelDelay();
     if (w != null && !delay.isZero()) {
       w.stream.sendAfter(Wire.cancel(p.call.callId()), delay, timers); // crossing mode
@@ -488,13 +402,13 @@ final class Registry {
         return;
       }
       shuttingDown = true;
-      List<Pending> waiting = new ArrayList<>();
+      List<PendingCall> waiting = new ArrayList<>();
       queues.values().forEach(waiting::addAll);
       queues.clear();
-      for (Pending p : waiting) {
+      for (PendingCall p : waiting) {
         finishLocked(p, p.error(Outcome.Kind.SHUTDOWN, Wire.CANCELED), fx);
       }
-      for (Worker w : List.copyOf(workers.values())) {
+      for (RegisteredWorker w : List.copyOf(workers.values())) {
         removeLocked(w, reason, fx);
       }
     }
@@ -507,38 +421,14 @@ final class Registry {
     synchronized (lock) {
       Instant now = settings.clock().instant();
       Map<String, Integer> leased = new HashMap<>();
-      for (Pending p : inflight.values()) {
+      for (PendingCall p : inflight.values()) {
         if (!p.queued && p.workerId != null) {
           leased.merge(p.workerId, 1, Integer::sum);
         }
       }
       List<WorkerView> views = new ArrayList<>(workers.size());
-      for (Worker w : workers.values()) {
-        List<WorkerView.HandlerView> handlers = new ArrayList<>(w.handlers.size());
-        w.handlers.forEach(
-            (key, s) ->
-                handlers.add(
-                    new WorkerView.HandlerView(
-                        key,
-                        s.ad.getTool(),
-                        s.ad.getVersion(),
-                        s.ad.getContractVersion(),
-                        s.ad.getDescriptorHash(),
-                        s.max,
-                        s.busy,
-                        s.invoked)));
-        views.add(
-            new WorkerView(
-                w.id,
-                w.stream.streamId(),
-                w.register.getWorkloadIdentity(),
-                w.register.getImageDigest(),
-                handlers,
-                w.registeredAt,
-                w.lease,
-                w.retired || now.isAfter(w.lease),
-                w.stream.isOpen(),
-                leased.getOrDefault(w.id, 0)));
+      for (RegisteredWorker w : workers.values()) {
+        views.add(w.view(now, leased.getOrDefault(w.id, 0)));
       }
       return List.copyOf(views);
     }
@@ -561,18 +451,14 @@ final class Registry {
   // ---------------------------------------------------------------- internals (lock held)
 
   /** First worker for the key, in registration order, with a live lease and a free slot. */
-  private Worker pickLocked(String key) {
-    List<Worker> candidates = byKey.get(key);
+  private RegisteredWorker pickLocked(String key) {
+    List<RegisteredWorker> candidates = byKey.get(key);
     if (candidates == null) {
       return null;
     }
     Instant now = settings.clock().instant();
-    for (Worker w : candidates) {
-      if (w.retired || now.isAfter(w.lease)) {
-        continue;
-      }
-      Slot slot = w.handlers.get(key);
-      if (slot != null && slot.busy < slot.max) {
+    for (RegisteredWorker w : candidates) {
+      if (w.routable(now) && w.freeSlot(key) != null) {
         return w;
       }
     }
@@ -580,8 +466,8 @@ final class Registry {
   }
 
   /** Takes a slot and sends {@code invoke}; returns the send error (slot given back) or null. */
-  private String leaseAndInvokeLocked(Pending p, Worker w, Effects fx) {
-    Slot slot = w.handlers.get(p.key);
+  private String leaseAndInvokeLocked(PendingCall p, RegisteredWorker w, Effects fx) {
+    RegisteredWorker.Slot slot = w.handlers.get(p.key);
     slot.busy++;
     p.workerId = w.id;
     p.queued = false;
@@ -596,13 +482,13 @@ final class Registry {
 
   /** Hands waiting calls to free slots, for every key (Go drains all queues on any release). */
   private void drainQueuesLocked(Effects fx) {
-    for (Iterator<Map.Entry<String, ArrayDeque<Pending>>> it = queues.entrySet().iterator();
+    for (Iterator<Map.Entry<String, ArrayDeque<PendingCall>>> it = queues.entrySet().iterator();
         it.hasNext(); ) {
-      Map.Entry<String, ArrayDeque<Pending>> entry = it.next();
-      ArrayDeque<Pending> queue = entry.getValue();
-      Worker w;
+      Map.Entry<String, ArrayDeque<PendingCall>> entry = it.next();
+      ArrayDeque<PendingCall> queue = entry.getValue();
+      RegisteredWorker w;
       while (!queue.isEmpty() && (w = pickLocked(entry.getKey())) != null) {
-        Pending p = queue.pollFirst();
+        PendingCall p = queue.pollFirst();
         String error = leaseAndInvokeLocked(p, w, fx);
         if (error != null) {
           finishLocked(p, p.error(Outcome.Kind.SEND_FAILED, error), fx);
@@ -619,8 +505,8 @@ final class Registry {
    * registered.
    */
   private void releaseSlotLocked(String workerId, String key, Effects fx) {
-    Worker w = workerId == null ? null : workers.get(workerId);
-    Slot slot = w == null ? null : w.handlers.get(key);
+    RegisteredWorker w = workerId == null ? null : workers.get(workerId);
+    RegisteredWorker.Slot slot = w == null ? null : w.handlers.get(key);
     if (slot == null) {
       return;
     }
@@ -630,10 +516,10 @@ final class Registry {
     drainQueuesLocked(fx);
   }
 
-  private void removeLocked(Worker w, String reason, Effects fx) {
+  private void removeLocked(RegisteredWorker w, String reason, Effects fx) {
     workers.remove(w.id);
     for (String key : w.handlers.keySet()) {
-      List<Worker> list = byKey.get(key);
+      List<RegisteredWorker> list = byKey.get(key);
       if (list != null) {
         list.remove(w);
         if (list.isEmpty()) {
@@ -642,13 +528,13 @@ final class Registry {
       }
     }
     // Calls leased to this worker id (not waiting ones it merely claimed) lose their outcome.
-    List<Pending> lost = new ArrayList<>();
-    for (Pending p : inflight.values()) {
+    List<PendingCall> lost = new ArrayList<>();
+    for (PendingCall p : inflight.values()) {
       if (!p.queued && w.id.equals(p.workerId)) {
         lost.add(p);
       }
     }
-    for (Pending p : lost) {
+    for (PendingCall p : lost) {
       finishLocked(p, p.error(Outcome.Kind.INDETERMINATE, Wire.INDETERMINATE), fx);
     }
     log.info(
@@ -659,7 +545,7 @@ final class Registry {
         lost.size());
   }
 
-  private void ackLocked(Worker w, String callId, Effects fx) {
+  private void ackLocked(RegisteredWorker w, String callId, Effects fx) {
     if (withholdResultAcks.getAsBoolean()) {
       log.debug("call_id={} result_ack withheld", callId);
       return;
@@ -669,9 +555,9 @@ final class Registry {
     }
   }
 
-  private void finishLocked(Pending p, Outcome outcome, Effects fx) {
+  private void finishLocked(PendingCall p, Outcome outcome, Effects fx) {
     inflight.remove(p.call.callId());
-    untrackSessionLocked(p);
+    sessions.remove(p.call);
     if (p.queued) {
       removeFromQueueLocked(p);
       p.queued = false;
@@ -681,36 +567,15 @@ final class Registry {
   }
 
   /** Undoes a dispatch that never got going (its future is completed by the caller). */
-  private void forgetLocked(Pending p) {
+  private void forgetLocked(PendingCall p) {
     inflight.remove(p.call.callId());
-    untrackSessionLocked(p);
+    sessions.remove(p.call);
   }
 
-  private void removeFromQueueLocked(Pending p) {
-    ArrayDeque<Pending> queue = queues.get(p.key);
+  private void removeFromQueueLocked(PendingCall p) {
+    ArrayDeque<PendingCall> queue = queues.get(p.key);
     if (queue != null && queue.remove(p) && queue.isEmpty()) {
       queues.remove(p.key);
     }
-  }
-
-  private void trackSessionLocked(Pending p) {
-    if (!p.call.sessionId().isEmpty()) {
-      bySession
-          .computeIfAbsent(p.call.sessionId(), s -> new LinkedHashSet<>())
-          .add(p.call.callId());
-    }
-  }
-
-  private void untrackSessionLocked(Pending p) {
-    Set<String> ids = bySession.get(p.call.sessionId());
-    if (ids != null && ids.remove(p.call.callId()) && ids.isEmpty()) {
-      bySession.remove(p.call.sessionId());
-    }
-  }
-
-  private static String describeHandlers(Worker w) {
-    return w.handlers.entrySet().stream()
-        .map(e -> e.getKey() + " x" + e.getValue().max)
-        .collect(Collectors.joining(", "));
   }
 }
