@@ -182,8 +182,7 @@ class WireCompatibilityTest {
     assertThat(approval.toByteArray())
         .isEqualTo(
             new Wire()
-                .message(
-                    3, new Wire().string(1, "a1").varint(2, 1).string(3, "ok").bytes())
+                .message(3, new Wire().string(1, "a1").varint(2, 1).string(3, "ok").bytes())
                 .bytes());
 
     var required =
@@ -234,8 +233,7 @@ class WireCompatibilityTest {
             .setActor("me")
             .build();
     assertThat(decide.toByteArray())
-        .isEqualTo(
-            new Wire().string(1, "a1").varint(2, 2).string(3, "no").string(6, "me").bytes());
+        .isEqualTo(new Wire().string(1, "a1").varint(2, 2).string(3, "no").string(6, "me").bytes());
     var row =
         Approval.newBuilder()
             .setId("a1")

@@ -1,8 +1,11 @@
 package dev.phrony.worker.testkit;
 
+import dev.phrony.runtime.v1.RuntimeGrpc;
 import dev.phrony.worker.time.ExecutorScheduler;
 import dev.phrony.worker.time.Scheduler;
+import io.grpc.HandlerRegistry;
 import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
 import io.netty.channel.ChannelOption;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -120,8 +123,21 @@ public final class LocalRuntime implements AutoCloseable {
    */
   private volatile Registry registry;
 
-  private LocalRuntime(RuntimeSettings settings, boolean withholdResultAcks, Scheduler scheduler) {
+  /** The session and approval RPCs ({@link Builder#sessions}). */
+  private final RuntimeGrpc.AsyncService sessions;
+
+  /** Methods no service serves ({@link Builder#unknownMethods}), or null: gRPC's own answer. */
+  private final HandlerRegistry unknownMethods;
+
+  private LocalRuntime(
+      RuntimeSettings settings,
+      boolean withholdResultAcks,
+      Scheduler scheduler,
+      RuntimeGrpc.AsyncService sessions,
+      HandlerRegistry unknownMethods) {
     this.settings = settings;
+    this.sessions = sessions;
+    this.unknownMethods = unknownMethods;
     this.port = settings.port();
     this.events = new EventLog(settings.clock(), settings.eventLogCapacity());
     this.withholdResultAcks = new AtomicBoolean(withholdResultAcks);
@@ -478,10 +494,12 @@ public final class LocalRuntime implements AutoCloseable {
     long deadline = System.nanoTime() + BIND_RETRY.toNanos();
     while (true) {
       bindAttempts.incrementAndGet();
+      NettyServerBuilder builder = settings.security().serverBuilder(address);
+      if (unknownMethods != null) {
+        builder.fallbackHandlerRegistry(unknownMethods);
+      }
       Server candidate =
-          settings
-              .security()
-              .serverBuilder(address)
+          builder
               .withOption(ChannelOption.SO_REUSEADDR, true)
               .executor(callbacks)
               // The Work stream enforces the configured limit itself, to end the stream with
@@ -497,7 +515,7 @@ public final class LocalRuntime implements AutoCloseable {
               .addService(
                   settings
                       .security()
-                      .protect(new RuntimeService(fresh, events, streamIds, settings)))
+                      .protect(new RuntimeService(fresh, events, streamIds, settings, sessions)))
               .addService(new HealthService())
               .build();
       try {
@@ -591,8 +609,27 @@ public final class LocalRuntime implements AutoCloseable {
     private Path tlsPrivateKey;
     private Path clientCa;
     private String bearerToken;
+    private RuntimeGrpc.AsyncService sessions = new RuntimeGrpc.AsyncService() {};
+    private HandlerRegistry unknownMethods;
 
     private Builder() {}
+
+    /**
+     * Serves the runtime's session and approval RPCs ({@code RunSessionInteractive}, {@code
+     * CancelSession}, {@code GetApproval}, {@code ListApprovals}, {@code DecideApproval}) on the
+     * runtime's address with {@code service}, as the real runtime serves them beside {@code Work}.
+     * Without one they answer UNIMPLEMENTED.
+     */
+    public Builder sessions(RuntimeGrpc.AsyncService service) {
+      this.sessions = Objects.requireNonNull(service, "service");
+      return this;
+    }
+
+    /** Answers calls of methods no service of this runtime has (e.g. the runtime's other RPCs). */
+    public Builder unknownMethods(HandlerRegistry registry) {
+      this.unknownMethods = Objects.requireNonNull(registry, "registry");
+      return this;
+    }
 
     /**
      * Serves TLS with this PEM certificate chain and PEM (PKCS#8) private key, as a TLS-terminating
@@ -749,7 +786,7 @@ public final class LocalRuntime implements AutoCloseable {
               schemaVersion,
               new ServerSecurity(tlsCertChain, tlsPrivateKey, clientCa, bearerToken),
               cancelDelay);
-      return new LocalRuntime(settings, withholdResultAcks, scheduler);
+      return new LocalRuntime(settings, withholdResultAcks, scheduler, sessions, unknownMethods);
     }
   }
 }
