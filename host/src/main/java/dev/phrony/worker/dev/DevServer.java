@@ -333,7 +333,9 @@ public final class DevServer implements AutoCloseable {
 
   /** From now on, print each call and each worker coming and going on {@code out}. */
   public void showEvents(PrintWriter out) {
-    events.console = new Console(out, Clock.systemDefaultZone(), control.url());
+    Console console = new Console(out, Clock.systemDefaultZone(), control.url());
+    events.console = console;
+    sessionApi.showOn(console::session);
   }
 
   /**

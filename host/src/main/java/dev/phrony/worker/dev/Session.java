@@ -38,6 +38,7 @@ import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -111,6 +112,7 @@ final class Session {
   private final CallService calls;
   private final ApprovalBook approvals;
   private final InstantSource clock;
+  private final Consumer<String> console;
   private final LinkedBlockingQueue<Input> inputs = new LinkedBlockingQueue<>();
 
   // Guarded by itself: the subscribers, and everything a subscriber that attaches is shown.
@@ -132,8 +134,17 @@ final class Session {
   /** Completions the script has answered (the driver's). */
   private int completions;
 
+  /**
+   * @param console where its lines go ({@code session_started}, approvals, denials, its end)
+   */
   Session(
-      String id, DevAgent agent, CallService calls, ApprovalBook approvals, InstantSource clock) {
+      String id,
+      DevAgent agent,
+      CallService calls,
+      ApprovalBook approvals,
+      InstantSource clock,
+      Consumer<String> console) {
+    this.console = console;
     this.id = id;
     this.agent = agent;
     this.calls = calls;
@@ -148,6 +159,8 @@ final class Session {
       subscribers.add(first);
       first.onNext(started(false));
     }
+    console.accept(
+        "session_started session_id=" + id + " agent=" + agent.agentVersionId());
     inputs.add(new UserMessage(inputJson));
     driver = Thread.ofVirtual().name("session-" + id).start(this::drive);
   }
@@ -446,6 +459,14 @@ final class Session {
       decision = agent.policies().evaluate(binding.tool(), parse(args));
     }
     if (decision instanceof Policies.Deny d) {
+      console.accept(
+          "tool_denied call_id="
+              + callId
+              + " tool="
+              + binding.key()
+              + " reason="
+              + d.message()
+              + " (a policy: no worker sees it)");
       toolResult(callId, null, d.message());
       return;
     }
@@ -524,6 +545,16 @@ final class Session {
       status = AWAITING_APPROVAL;
       broadcast(msg(b -> b.setApprovalRequired(hold.event())));
     }
+    console.accept(
+        "approval_required approval_id="
+            + hold.approvalId()
+            + " call_id="
+            + callId
+            + " tool="
+            + binding.key()
+            + " policy="
+            + rule.name()
+            + " answer: DecideApproval, or tool_approval on the session's stream");
     try {
       return hold.verdict().get();
     } catch (CancellationException e) {
@@ -606,6 +637,12 @@ final class Session {
       subscribers.clear();
     }
     approvals.withdraw(id);
+    console.accept(
+        "session_ended session_id="
+            + id
+            + " status="
+            + finalStatus
+            + (finalStatus.equals(FAILED) ? " message=" + error : ""));
     for (StreamObserver<RunSessionInteractiveServerMsg> s : streams) {
       try {
         s.onCompleted();

@@ -29,6 +29,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 import java.util.stream.Collectors;
 
 /**
@@ -49,6 +50,7 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
   private final ApprovalBook approvals;
   private final Map<String, Session> sessions = new ConcurrentHashMap<>();
   private volatile CallService calls;
+  private volatile Consumer<String> console = line -> {};
 
   SessionApi(DevAgents agents, InstantSource clock) {
     this.agents = agents;
@@ -59,6 +61,11 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
   /** Sessions dispatch through {@code calls} from now on (the runtime is up). */
   void serve(CallService calls) {
     this.calls = calls;
+  }
+
+  /** Prints the sessions' lines ({@code session_started}, approvals, denials, ends) there. */
+  void showOn(Consumer<String> console) {
+    this.console = console;
   }
 
   /** Cancels every session still running (dev is stopping). */
@@ -171,7 +178,14 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
         fail(Status.UNAVAILABLE.withDescription("dev is starting"));
         return;
       }
-      Session s = new Session(UUID.randomUUID().toString(), agent.get(), c, approvals, clock);
+      Session s =
+          new Session(
+              UUID.randomUUID().toString(),
+              agent.get(),
+              c,
+              approvals,
+              clock,
+              line -> console.accept(line));
       sessions.put(s.id, s);
       session = s;
       starter = true;
@@ -278,7 +292,7 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
           Status.INVALID_ARGUMENT.withDescription("approval_id is required").asRuntimeException());
       return;
     }
-    Optional<Approval> a = approvals.get(id);
+    Optional<Approval> a = approvals.get(id).or(() -> held(id));
     if (a.isEmpty()) {
       out.onError(
           Status.NOT_FOUND.withDescription("approval " + id + " not found").asRuntimeException());
@@ -291,7 +305,24 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
   @Override
   public void listApprovals(
       ListApprovalsRequest request, StreamObserver<ListApprovalsResponse> out) {
-    out.onNext(ListApprovalsResponse.newBuilder().addAllApprovals(approvals.list(request)).build());
+    ListApprovalsResponse.Builder list =
+        ListApprovalsResponse.newBuilder().addAllApprovals(approvals.list(request));
+    CallService c = calls;
+    // The calls --require-approval holds: pending, of no agent.
+    if (c != null
+        && (request.getStatus().isBlank() || request.getStatus().strip().equals("pending"))
+        && request.getRoute().isBlank()
+        && request.getAgentNamespace().isBlank()
+        && request.getAgentName().isBlank()) {
+      c.approvals().pending().stream()
+          .filter(
+              p ->
+                  request.getSessionId().isBlank()
+                      || p.call().sessionId().equals(request.getSessionId().strip()))
+          .map(SessionApi::row)
+          .forEach(list::addApprovals);
+    }
+    out.onNext(list.build());
     out.onCompleted();
   }
 
@@ -310,6 +341,10 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
           Status.INVALID_ARGUMENT
               .withDescription("decision must be APPROVE or REJECT")
               .asRuntimeException());
+      return;
+    }
+    if (approvals.get(id).isEmpty() && held(id).isPresent()) {
+      decideHeld(request, out);
       return;
     }
     try {
@@ -333,6 +368,68 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
       out.onCompleted();
     } catch (ApprovalBook.Refused e) {
       out.onError(Status.fromCode(e.code).withDescription(e.getMessage()).asRuntimeException());
+    }
+  }
+
+  /** A call --require-approval holds, as the runtime shows an approval. */
+  private Optional<Approval> held(String approvalId) {
+    CallService c = calls;
+    return c == null ? Optional.empty() : c.approvals().pending(approvalId).map(SessionApi::row);
+  }
+
+  private static Approval row(Approvals.Pending p) {
+    return Approval.newBuilder()
+        .setId(p.approvalId())
+        .setSessionId(p.call().sessionId())
+        .setCallId(p.call().callId())
+        .setStatus(ApprovalBook.PENDING)
+        .setReason(p.reason())
+        .setTool(p.call().tool())
+        .setVersion(p.call().version())
+        .setArgs(com.google.protobuf.ByteString.copyFrom(p.call().args()))
+        .setApprovalsRequired(p.approvalsRequired())
+        .setCreatedAt(ApprovalBook.rfc3339(p.requestedAt()))
+        .setExpiresAt(p.expiresAt().map(ApprovalBook::rfc3339).orElse(""))
+        .build();
+  }
+
+  /** Answers a call --require-approval holds, as {@code approve} and {@code deny} do. */
+  private void decideHeld(DecideApprovalRequest request, StreamObserver<DecideApprovalResponse> out) {
+    boolean approve = request.getDecision() == ApprovalDecision.APPROVAL_DECISION_APPROVE;
+    String id = request.getApprovalId().strip();
+    Approvals.Answer answer =
+        calls
+            .approvals()
+            .answer(
+                id,
+                approve,
+                request.getComment(),
+                request.getArgs().isEmpty() ? null : request.getArgs().toStringUtf8());
+    switch (answer) {
+      case Approvals.Settled settled -> {
+        boolean approved = settled.verdict() instanceof Approvals.Approved;
+        out.onNext(
+            DecideApprovalResponse.newBuilder()
+                .setStatus(approved ? ApprovalBook.APPROVED : ApprovalBook.DENIED)
+                .setApprovalsReceived(approved ? 1 : 0)
+                .build());
+        out.onCompleted();
+      }
+      case Approvals.NotPending n ->
+          out.onError(
+              Status.NOT_FOUND.withDescription("approval " + id + " not found").asRuntimeException());
+      case Approvals.ArgsRefused r ->
+          out.onError(
+              Status.INVALID_ARGUMENT
+                  .withDescription(
+                      "the args do not fit the input schema of "
+                          + r.pending().call().key()
+                          + ": "
+                          + r.violation()
+                          + "; approval "
+                          + id
+                          + " is still waiting")
+                  .asRuntimeException());
     }
   }
 

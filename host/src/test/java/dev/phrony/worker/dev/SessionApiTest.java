@@ -40,6 +40,8 @@ import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCalls;
 import java.io.ByteArrayInputStream;
 import java.io.InputStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
@@ -68,6 +70,7 @@ class SessionApiTest {
   private final CountDownLatch slowRelease = new CountDownLatch(1);
   private final AtomicBoolean slowInterrupted = new AtomicBoolean();
 
+  private final StringWriter console = new StringWriter();
   private DevServer dev;
   private ManagedChannel channel;
 
@@ -107,6 +110,7 @@ class SessionApiTest {
                 Optional.of(DevFixture.host(DevFixture.catalog(pay))),
                 ApprovalPolicy.NONE,
                 agents));
+    dev.showEvents(new PrintWriter(console, true));
     channel = NettyChannelBuilder.forTarget(dev.runtimeTarget()).usePlaintext().build();
   }
 
@@ -270,6 +274,14 @@ class SessionApiTest {
       assertThat(s.ended().getCode()).isEqualTo(Status.Code.OK);
     }
     assertThat(invoked).hasValue(0);
+    Await.until("the end on the console", () -> console.toString().contains("session_ended"));
+    assertThat(console.toString())
+        .containsPattern("session_started session_id=\\S+ agent=demo/payment-agent-deny@1.0.0")
+        .containsPattern(
+            "tool_denied call_id=\\S+ tool=payments.process-payment@1.0.0 reason=Payment amount"
+                + " exceeds 500. \\(a policy: no worker sees it\\)")
+        .containsPattern("session_ended session_id=\\S+ status=completed")
+        .doesNotContain("tool_call ");
     assertThat(dev.runtime().events())
         .noneMatch(e -> e.serverMsg() != null && e.serverMsg().hasInvoke());
   }
