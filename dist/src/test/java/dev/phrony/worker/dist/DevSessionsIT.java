@@ -134,8 +134,7 @@ class DevSessionsIT {
             .anyMatch(r -> r.contains("\"payee\":\"Acme Corp\"") && r.contains("succeeded"))
             .anyMatch(r -> r.contains("\"payee\":\"Globex\"") && r.contains("succeeded"))
             .contains("Payment amount exceeds 10000.");
-        assertThat(
-                seen.stream().filter(m -> m.getBodyCase() == BodyCase.TOOL_CALL).count())
+        assertThat(seen.stream().filter(m -> m.getBodyCase() == BodyCase.TOOL_CALL).count())
             .as("the denied call is never announced nor dispatched")
             .isEqualTo(2);
       } finally {

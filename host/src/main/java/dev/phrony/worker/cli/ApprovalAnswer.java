@@ -81,8 +81,7 @@ final class ApprovalAnswer {
             "approval " + approvalId + " is not waiting: it is " + before.getStatus());
       }
       DecideApprovalResponse decided = rpc.decide(approvalId, approved, comment, args, "");
-      String call =
-          before.getCallId() + " (" + before.getTool() + "@" + before.getVersion() + ")";
+      String call = before.getCallId() + " (" + before.getTool() + "@" + before.getVersion() + ")";
       PrintWriter out = spec.commandLine().getOut();
       out.println(
           switch (decided.getStatus()) {

@@ -9,8 +9,8 @@ import picocli.CommandLine.Option;
 /**
  * Where {@code approvals}, {@code approve} and {@code deny} find the approvals: the runtime's
  * approval RPCs on a runtime address (dev's, or a Phrony runtime's), unless dev's control API is
- * named ({@code --control}, {@code $PHRONY_WORKER_CONTROL}), which they spoke before dev served
- * the runtime's RPCs.
+ * named ({@code --control}, {@code $PHRONY_WORKER_CONTROL}), which they spoke before dev served the
+ * runtime's RPCs.
  */
 final class ApprovalsTarget {
   @Option(

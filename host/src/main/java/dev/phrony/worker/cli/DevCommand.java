@@ -1,12 +1,12 @@
 package dev.phrony.worker.cli;
 
 import dev.phrony.worker.UserErrorException;
+import dev.phrony.worker.agent.DevAgents;
 import dev.phrony.worker.config.ConfigException;
 import dev.phrony.worker.config.ConfigFile;
 import dev.phrony.worker.config.DurationParser;
 import dev.phrony.worker.config.LayeredDefaults;
 import dev.phrony.worker.config.OnOff;
-import dev.phrony.worker.agent.DevAgents;
 import dev.phrony.worker.dev.ApprovalPolicy;
 import dev.phrony.worker.dev.DevHost;
 import dev.phrony.worker.dev.DevServer;

@@ -58,7 +58,8 @@ public final class ApprovalsClient implements AutoCloseable {
   /** One approval. */
   public Approval get(String approvalId) {
     return call(
-        () -> stub().getApproval(GetApprovalRequest.newBuilder().setApprovalId(approvalId).build()));
+        () ->
+            stub().getApproval(GetApprovalRequest.newBuilder().setApprovalId(approvalId).build()));
   }
 
   /**

@@ -156,7 +156,9 @@ final class Console implements CallService.Listener {
     return h.getVersion().isEmpty() ? h.getTool() : h.getTool() + "@" + h.getVersion();
   }
 
-  /** A session's line ({@code session_started}, its approvals and denials, {@code session_ended}). */
+  /**
+   * A session's line ({@code session_started}, its approvals and denials, {@code session_ended}).
+   */
   public void session(String text) {
     line(text);
   }

@@ -159,8 +159,7 @@ final class Session {
       subscribers.add(first);
       first.onNext(started(false));
     }
-    console.accept(
-        "session_started session_id=" + id + " agent=" + agent.agentVersionId());
+    console.accept("session_started session_id=" + id + " agent=" + agent.agentVersionId());
     inputs.add(new UserMessage(inputJson));
     driver = Thread.ofVirtual().name("session-" + id).start(this::drive);
   }

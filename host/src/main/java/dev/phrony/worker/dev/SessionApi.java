@@ -394,7 +394,8 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
   }
 
   /** Answers a call --require-approval holds, as {@code approve} and {@code deny} do. */
-  private void decideHeld(DecideApprovalRequest request, StreamObserver<DecideApprovalResponse> out) {
+  private void decideHeld(
+      DecideApprovalRequest request, StreamObserver<DecideApprovalResponse> out) {
     boolean approve = request.getDecision() == ApprovalDecision.APPROVAL_DECISION_APPROVE;
     String id = request.getApprovalId().strip();
     Approvals.Answer answer =
@@ -417,7 +418,9 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
       }
       case Approvals.NotPending n ->
           out.onError(
-              Status.NOT_FOUND.withDescription("approval " + id + " not found").asRuntimeException());
+              Status.NOT_FOUND
+                  .withDescription("approval " + id + " not found")
+                  .asRuntimeException());
       case Approvals.ArgsRefused r ->
           out.onError(
               Status.INVALID_ARGUMENT

@@ -51,8 +51,10 @@ class DevAgentsTest {
         .isInstanceOf(Policies.Allow.class);
     assertThat(a.policies().evaluate("other.tool", args("{\"amount\":5000}")))
         .isInstanceOf(Policies.Allow.class);
-    assertThat(DevAgents.load(List.of(scenario("02-approval-threshold"))).find("demo",
-            "payment-agent-hitl", "2.0.0")).isEmpty();
+    assertThat(
+            DevAgents.load(List.of(scenario("02-approval-threshold")))
+                .find("demo", "payment-agent-hitl", "2.0.0"))
+        .isEmpty();
   }
 
   @Test
@@ -95,8 +97,9 @@ class DevAgentsTest {
     Files.writeString(
         policy,
         Files.readString(policy)
-            .replace("    type: require_approval", "    type: require_approval\n    timeout:\n"
-                + "      after_minutes: 5"));
+            .replace(
+                "    type: require_approval",
+                "    type: require_approval\n    timeout:\n" + "      after_minutes: 5"));
     assertThatThrownBy(() -> DevAgents.load(List.of(agent)))
         .isInstanceOf(AgentLoadException.class)
         .hasMessageContaining(policy + ":")
@@ -112,7 +115,8 @@ class DevAgentsTest {
     Path agent = copy("02-approval-threshold");
     Path policy = agent.resolve("policies/payment-require-approval.yaml");
     Files.writeString(
-        policy, Files.readString(policy).replace("field: amount", "field: phrony.dispatch.trigger"));
+        policy,
+        Files.readString(policy).replace("field: amount", "field: phrony.dispatch.trigger"));
     assertThatThrownBy(() -> DevAgents.load(List.of(agent)))
         .hasMessageContaining("spec.conditions.field: phrony.dispatch.trigger conditions escalate");
   }

@@ -79,8 +79,7 @@ class CallFollowRuntimeTest {
                                 .setName("payment-agent-auto"))
                         .setInput(ByteString.copyFromUtf8("{\"message\":\"Pay\"}")))
                 .build());
-        String session =
-            events.poll(20, TimeUnit.SECONDS).getSessionStarted().getSessionId();
+        String session = events.poll(20, TimeUnit.SECONDS).getSessionStarted().getSessionId();
         RunSessionInteractiveServerMsg m;
         do {
           m = events.poll(20, TimeUnit.SECONDS);
@@ -113,8 +112,7 @@ class CallFollowRuntimeTest {
   @Test
   void follow_of_a_session_the_runtime_does_not_know_is_a_usage_error() {
     try (DevServer dev = DevFixture.startWithoutHost()) {
-      CliRun r =
-          run("call", "--session", "nope", "--follow", "--runtime", dev.runtimeTarget());
+      CliRun r = run("call", "--session", "nope", "--follow", "--runtime", dev.runtimeTarget());
       assertThat(r.exit()).isEqualTo(1);
       assertThat(r.err()).isEqualTo("phrony-worker call: session nope not found\n");
     }

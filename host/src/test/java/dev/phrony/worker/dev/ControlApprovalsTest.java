@@ -1,5 +1,9 @@
 package dev.phrony.worker.dev;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.JsonNode;
 import com.google.protobuf.ByteString;
 import dev.phrony.runtime.v1.Approval;
 import dev.phrony.runtime.v1.ApprovalDecision;
@@ -7,16 +11,12 @@ import dev.phrony.runtime.v1.DecideApprovalRequest;
 import dev.phrony.runtime.v1.DecideApprovalResponse;
 import dev.phrony.runtime.v1.ListApprovalsRequest;
 import dev.phrony.runtime.v1.RuntimeGrpc;
+import dev.phrony.worker.config.ConfigFile;
+import dev.phrony.worker.testkit.Await;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
-import com.fasterxml.jackson.databind.JsonNode;
-import dev.phrony.worker.config.ConfigFile;
-import dev.phrony.worker.testkit.Await;
 import java.io.BufferedReader;
 import java.io.PrintWriter;
 import java.io.StringReader;
@@ -95,12 +95,15 @@ class ControlApprovalsTest {
       List<Approval> listed =
           rpc.listApprovals(ListApprovalsRequest.newBuilder().setSessionId("s-rpc").build())
               .getApprovalsList();
-      assertThat(listed).singleElement().satisfies(a -> {
-        assertThat(a.getId()).isEqualTo(id);
-        assertThat(a.getCallId()).isEqualTo("s-rpc:av-local:1:0");
-        assertThat(a.getStatus()).isEqualTo("pending");
-        assertThat(a.getTool()).isEqualTo("pay");
-      });
+      assertThat(listed)
+          .singleElement()
+          .satisfies(
+              a -> {
+                assertThat(a.getId()).isEqualTo(id);
+                assertThat(a.getCallId()).isEqualTo("s-rpc:av-local:1:0");
+                assertThat(a.getStatus()).isEqualTo("pending");
+                assertThat(a.getTool()).isEqualTo("pay");
+              });
       assertThatThrownBy(
               () ->
                   rpc.decideApproval(

@@ -20,7 +20,6 @@ import dev.phrony.runtime.v1.GetApprovalRequest;
 import dev.phrony.runtime.v1.GetVersionRequest;
 import dev.phrony.runtime.v1.ListApprovalsRequest;
 import dev.phrony.runtime.v1.RunSessionInteractiveApprovalRequired;
-import dev.phrony.runtime.v1.RunSessionInteractiveServerMsg;
 import dev.phrony.runtime.v1.RunSessionInteractiveToolCall;
 import dev.phrony.runtime.v1.RunSessionInteractiveToolResult;
 import dev.phrony.runtime.v1.RuntimeGrpc;
@@ -168,8 +167,7 @@ class SessionApiTest {
       String session = s.next(SESSION_STARTED).getSessionStarted().getSessionId();
       s.next(TOOL_CALL); // 200: under the threshold, not held
       s.next(TOOL_RESULT);
-      RunSessionInteractiveApprovalRequired held =
-          s.next(APPROVAL_REQUIRED).getApprovalRequired();
+      RunSessionInteractiveApprovalRequired held = s.next(APPROVAL_REQUIRED).getApprovalRequired();
       assertThat(held.getCallId()).isEqualTo(session + ":demo/payment-agent-hitl@1.0.0:1:1");
       assertThat(held.getTool()).isEqualTo("payments.process-payment");
       assertThat(held.getArgs().toStringUtf8()).contains("1500");
@@ -213,10 +211,13 @@ class SessionApiTest {
               GetApprovalRequest.newBuilder().setApprovalId(held.getApprovalId()).build());
       assertThat(row.getStatus()).isEqualTo("approved");
       assertThat(row.getDecidedBy()).isEqualTo("alice");
-      assertThat(row.getVotesList()).singleElement().satisfies(v -> {
-        assertThat(v.getDecision()).isEqualTo("approved");
-        assertThat(v.getComment()).isEqualTo("looks right");
-      });
+      assertThat(row.getVotesList())
+          .singleElement()
+          .satisfies(
+              v -> {
+                assertThat(v.getDecision()).isEqualTo("approved");
+                assertThat(v.getComment()).isEqualTo("looks right");
+              });
       // A decision on one already decided changes nothing and says its status.
       assertThat(
               rpc.decideApproval(
@@ -237,8 +238,7 @@ class SessionApiTest {
       s.next(SESSION_STARTED);
       s.next(TOOL_CALL);
       s.next(TOOL_RESULT);
-      RunSessionInteractiveApprovalRequired held =
-          s.next(APPROVAL_REQUIRED).getApprovalRequired();
+      RunSessionInteractiveApprovalRequired held = s.next(APPROVAL_REQUIRED).getApprovalRequired();
 
       s.decide(held.getApprovalId(), false, "too much");
 
@@ -305,7 +305,8 @@ class SessionApiTest {
       assertThat(invoked).hasValue(1);
       assertThatThrownBy(
               () ->
-                  rpc.cancelSession(CancelSessionRequest.newBuilder().setSessionId(session).build()))
+                  rpc.cancelSession(
+                      CancelSessionRequest.newBuilder().setSessionId(session).build()))
           .isInstanceOfSatisfying(
               StatusRuntimeException.class,
               e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION));
@@ -341,7 +342,11 @@ class SessionApiTest {
         }
         assertThat(attached.seen())
             .containsExactly(
-                SESSION_STARTED, AWAITING_INPUT, TOOL_RESULT, TEXT_DELTA, AWAITING_INPUT,
+                SESSION_STARTED,
+                AWAITING_INPUT,
+                TOOL_RESULT,
+                TEXT_DELTA,
+                AWAITING_INPUT,
                 COMPLETED);
       }
       assertThat(invoked).hasValue(1);

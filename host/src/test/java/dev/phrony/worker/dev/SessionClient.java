@@ -21,8 +21,9 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One {@code RunSessionInteractive} stream, driven as the runtime's clients drive it, with grpc-java
- * stubs generated from the runtime's proto: events are taken one at a time, each within a deadline.
+ * One {@code RunSessionInteractive} stream, driven as the runtime's clients drive it, with
+ * grpc-java stubs generated from the runtime's proto: events are taken one at a time, each within a
+ * deadline.
  */
 final class SessionClient implements AutoCloseable {
   private static final Duration WAIT = Duration.ofSeconds(20);
