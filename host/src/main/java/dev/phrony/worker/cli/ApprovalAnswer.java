@@ -1,7 +1,13 @@
 package dev.phrony.worker.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.phrony.runtime.v1.Approval;
+import dev.phrony.runtime.v1.DecideApprovalResponse;
+import dev.phrony.worker.UserErrorException;
+import dev.phrony.worker.dev.ApprovalsClient;
+import dev.phrony.worker.dev.ControlClient;
 import java.io.PrintWriter;
+import java.util.Optional;
 import picocli.CommandLine;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -24,7 +30,7 @@ final class ApprovalAnswer {
       description = "A note with the answer; the model reads a denial's in its tool error.")
   private String comment;
 
-  @Mixin private ControlOption control;
+  @Mixin private ApprovalsTarget target;
 
   /**
    * Answers the approval and prints one line; a refusal (no such approval waiting, arguments that
@@ -33,7 +39,11 @@ final class ApprovalAnswer {
    * @param args replacement arguments (JSON) of an approval, or null
    */
   int send(CommandLine.Model.CommandSpec spec, boolean approved, String args) {
-    JsonNode answer = control.client().answer(approvalId, approved, comment, args);
+    Optional<ControlClient> control = target.controlApi();
+    if (control.isEmpty()) {
+      return decide(spec, approved, args);
+    }
+    JsonNode answer = control.get().answer(approvalId, approved, comment, args);
     String call =
         answer.path("call_id").asText()
             + " ("
@@ -60,5 +70,42 @@ final class ApprovalAnswer {
                 + " sees it");
     out.flush();
     return ExitCodes.OK;
+  }
+
+  /** The same through the runtime's RPCs: GetApproval (to say what it was), DecideApproval. */
+  private int decide(CommandLine.Model.CommandSpec spec, boolean approved, String args) {
+    try (ApprovalsClient rpc = target.rpc()) {
+      Approval before = rpc.get(approvalId);
+      if (!before.getStatus().equals("pending")) {
+        throw new UserErrorException(
+            "approval " + approvalId + " is not waiting: it is " + before.getStatus());
+      }
+      DecideApprovalResponse decided = rpc.decide(approvalId, approved, comment, args, "");
+      String call = before.getCallId() + " (" + before.getTool() + "@" + before.getVersion() + ")";
+      PrintWriter out = spec.commandLine().getOut();
+      out.println(
+          switch (decided.getStatus()) {
+            case "approved" ->
+                "approved "
+                    + approvalId
+                    + ": call "
+                    + call
+                    + " goes to a worker"
+                    + (args != null ? " with the replacement arguments" : "");
+            case "pending" ->
+                "approved "
+                    + approvalId
+                    + ": "
+                    + decided.getApprovalsReceived()
+                    + " of "
+                    + before.getApprovalsRequired()
+                    + " approvals; call "
+                    + call
+                    + " waits for the others";
+            default -> "denied " + approvalId + ": call " + call + " is not run; no worker sees it";
+          });
+      out.flush();
+      return ExitCodes.OK;
+    }
   }
 }

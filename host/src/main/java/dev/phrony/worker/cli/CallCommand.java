@@ -7,6 +7,7 @@ import dev.phrony.worker.dev.ApprovalWatch;
 import dev.phrony.worker.dev.CallReply;
 import dev.phrony.worker.dev.CallRequest;
 import dev.phrony.worker.dev.ControlClient;
+import dev.phrony.worker.dev.SessionFollower;
 import java.io.BufferedReader;
 import java.io.Console;
 import java.io.PrintWriter;
@@ -77,6 +78,15 @@ final class CallCommand implements Callable<Integer> {
   @Mixin private ControlOption control;
 
   @Option(
+      names = "--runtime",
+      paramLabel = "ADDR",
+      description =
+          "With --follow: follow a session of the runtime's session API (dev --agent, or a"
+              + " Phrony runtime) at this address, attached over RunSessionInteractive; its events"
+              + " are printed as the runtime's JSON, until the session ends.")
+  private String runtime;
+
+  @Option(
       names = "--session",
       paramLabel = "ID",
       description =
@@ -104,6 +114,11 @@ final class CallCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
+    if (runtime != null && !follow) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "--runtime is for --follow (calls go through dev's control API, --control)");
+    }
     if (follow) {
       return follow();
     }
@@ -213,6 +228,14 @@ final class CallCommand implements Callable<Integer> {
               + " session's events and makes no call: leave out TOOL, its arguments and --timeout");
     }
     PrintWriter out = spec.commandLine().getOut();
+    if (runtime != null) {
+      try {
+        SessionFollower.follow(runtime, session, out);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return ExitCodes.OK;
+    }
     try (ControlClient.EventStream events = control.client().events(session, 0, true)) {
       for (String line = events.next(); line != null; line = events.next()) {
         out.println(line);

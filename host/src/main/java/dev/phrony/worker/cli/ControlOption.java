@@ -19,6 +19,17 @@ final class ControlOption {
               + ".")
   private String control;
 
+  /** A client for the address given or {@code $PHRONY_WORKER_CONTROL}, if either names one. */
+  java.util.Optional<ControlClient> named() {
+    if (control != null) {
+      return java.util.Optional.of(ControlClient.of(control));
+    }
+    String env = System.getenv(ControlClient.ENV_CONTROL);
+    return env != null && !env.isBlank()
+        ? java.util.Optional.of(ControlClient.of(env))
+        : java.util.Optional.empty();
+  }
+
   /** A client for the address given, else {@code $PHRONY_WORKER_CONTROL}, else the default. */
   ControlClient client() {
     if (control != null) {

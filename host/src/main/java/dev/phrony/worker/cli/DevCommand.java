@@ -1,6 +1,7 @@
 package dev.phrony.worker.cli;
 
 import dev.phrony.worker.UserErrorException;
+import dev.phrony.worker.agent.DevAgents;
 import dev.phrony.worker.config.ConfigException;
 import dev.phrony.worker.config.ConfigFile;
 import dev.phrony.worker.config.DurationParser;
@@ -12,6 +13,7 @@ import dev.phrony.worker.dev.DevServer;
 import dev.phrony.worker.reload.LiveReload;
 import dev.phrony.worker.serve.NotStartingException;
 import java.io.PrintWriter;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -47,6 +49,13 @@ import picocli.CommandLine.Option;
           + "matching handlers are held before dispatch, as a human-in-the-loop policy holds "
           + "them: 'phrony-worker approvals' lists them, 'phrony-worker approve ID' or 'deny ID' "
           + "answers one.",
+      "",
+      "With --agent PATH (an agent folder in the runtime's layout, or a bundle; repeatable) the "
+          + "runtime's own session API runs that agent's scenario on the runtime's address: its "
+          + "scripted model (provider: stub, stub-script.json) calls the tools, its policies "
+          + "deny or hold calls for approval, and each call reaches the worker as the runtime "
+          + "would send it. Drive it with the runtime's clients (RunSessionInteractive, "
+          + "ListApprovals, DecideApproval, CancelSession).",
       "",
       "Ctrl-C (SIGINT) or SIGTERM drains the worker and stops everything; exit 0. A second "
           + "signal exits at once."
@@ -110,6 +119,15 @@ final class DevCommand implements Callable<Integer> {
               + "worker.yaml, else never.")
   private Duration approvalTimeout;
 
+  @Option(
+      names = "--agent",
+      paramLabel = "PATH",
+      description =
+          "Run sessions of this agent on the runtime's session API: a folder with agent.yaml (or"
+              + " bundle.yaml) in the runtime's layout, or the manifest; spec.model.provider: stub"
+              + " and its stub-script.json. Repeatable.")
+  private List<Path> agents = new ArrayList<>();
+
   @Mixin private ConfigOption configOption;
 
   @CommandLine.Spec private CommandLine.Model.CommandSpec spec;
@@ -129,6 +147,7 @@ final class DevCommand implements Callable<Integer> {
                     new UserErrorException("--watch-plugins " + watchPlugins + ": use on or off"));
     ApprovalPolicy approvals =
         ApprovalPolicy.resolve(requireApproval, approvalTimeout, devSection());
+    DevAgents scenarios = DevAgents.load(agents);
     Optional<DevHost> host = Optional.empty();
     if (noHost) {
       if (spec.commandLine().getParseResult().hasMatchedOption("--plugins")) {
@@ -147,7 +166,8 @@ final class DevCommand implements Callable<Integer> {
     try {
       dev =
           DevServer.start(
-              new DevServer.Options(port, controlPort, host.map(DevHost::host), approvals));
+              new DevServer.Options(
+                  port, controlPort, host.map(DevHost::host), approvals, scenarios));
     } catch (DevServer.PortInUseException e) {
       String flag = e.listener() == DevServer.Listener.RUNTIME ? "--port" : "--control-port";
       throw new UserErrorException(

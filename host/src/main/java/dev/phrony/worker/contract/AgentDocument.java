@@ -26,6 +26,7 @@ import java.util.Optional;
  * @param inlinePoliciesLine the line of {@code spec.policies} (0 when absent), which only a
  *     compiled snapshot may carry
  * @param compiled whether it is a compiled snapshot ({@code phrony.com/policies-compiled: "true"})
+ * @param model {@code spec.model}
  */
 public record AgentDocument(
     Path file,
@@ -39,7 +40,17 @@ public record AgentDocument(
     List<SubagentSpec> agents,
     List<PolicyAttachment> defaultPolicies,
     int inlinePoliciesLine,
-    boolean compiled) {
+    boolean compiled,
+    Model model) {
+
+  /**
+   * {@code spec.model}, as far as dev runs it.
+   *
+   * @param provider {@code provider}, e.g. {@code stub}
+   * @param name {@code name}
+   * @param line where {@code spec.model} is (the document's line when absent)
+   */
+  public record Model(Optional<String> provider, Optional<String> name, int line) {}
 
   public static final String KIND = "Agent";
   static final String COMPILED_ANNOTATION = "phrony.com/policies-compiled";
@@ -167,6 +178,7 @@ public record AgentDocument(
               policies(m, "policies", path + ".policies")));
     }
     Node inline = spec.get("policies");
+    Optional<Mapping> model = YamlFile.mapping(spec, "model", "spec.model");
     return new AgentDocument(
         yaml.file(),
         root.line(),
@@ -179,7 +191,15 @@ public record AgentDocument(
         agents,
         policies(spec, "default_policies", "spec.default_policies"),
         YamlFile.absent(inline) ? 0 : inline.line(),
-        compiled);
+        compiled,
+        new Model(
+            model.isPresent()
+                ? YamlFile.text(model.get(), "provider", "spec.model.provider")
+                : Optional.empty(),
+            model.isPresent()
+                ? YamlFile.text(model.get(), "name", "spec.model.name")
+                : Optional.empty(),
+            YamlFile.line(spec, "model")));
   }
 
   private static BindingSpec binding(Node node, String path) throws DocumentException {

@@ -192,11 +192,22 @@ public final class Bundle {
               ns,
               name,
               YamlFile.text(spec, "scope", "spec.scope"),
-              decision));
+              decision,
+              new PolicyDocument.Body(
+                  json(spec, "conditions"),
+                  YamlFile.line(spec, "conditions"),
+                  json(spec, "allow"),
+                  d.map(YamlTree::toJson),
+                  YamlFile.line(spec, "decision"))));
     } catch (DocumentException e) {
       problems.add(e.problem(yaml.file()));
       return Optional.empty();
     }
+  }
+
+  private static Optional<JsonNode> json(YamlTree.Mapping parent, String key) {
+    YamlTree.Node n = parent.get(key);
+    return YamlFile.absent(n) ? Optional.empty() : Optional.of(YamlTree.toJson(n));
   }
 
   /** The Policy document of a file a binding names by {@code ref:}. */

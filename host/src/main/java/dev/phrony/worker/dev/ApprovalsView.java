@@ -1,6 +1,9 @@
 package dev.phrony.worker.dev;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.phrony.runtime.v1.Approval;
 import dev.phrony.worker.TextColumns;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
@@ -56,6 +59,41 @@ public final class ApprovalsView {
         "\nanswer with: bin/phrony-worker approve ID [--args JSON] [--comment TEXT]"
             + " | bin/phrony-worker deny ID [--comment TEXT]\n");
     return b.toString();
+  }
+
+  /** The same for the runtime's {@code ListApprovals} answer. */
+  public static String table(List<Approval> pending, ZoneId zone) {
+    return pending.isEmpty() ? "no call is waiting for approval\n" : table(json(pending), zone);
+  }
+
+  /**
+   * The runtime's approvals as {@code GET /v1/approvals} shows them: {@code {"approvals": [...]}},
+   * each with the runtime's field names ({@code approval_id}, {@code args} as JSON).
+   */
+  public static ObjectNode json(List<Approval> approvals) {
+    ObjectNode out = Json.object();
+    ArrayNode list = out.putArray("approvals");
+    for (Approval a : approvals) {
+      ObjectNode o = list.addObject();
+      o.put("approval_id", a.getId());
+      o.put("session_id", a.getSessionId());
+      o.put("call_id", a.getCallId());
+      o.put("tool", a.getTool());
+      o.put("version", a.getVersion());
+      String args = a.getArgs().toStringUtf8();
+      try {
+        o.set("args", Json.parse(args));
+      } catch (RuntimeException e) {
+        o.put("args_text", args);
+      }
+      o.put("status", a.getStatus());
+      o.put("reason", a.getReason());
+      o.put("policy_name", a.getPolicyName());
+      o.put("approvals_required", a.getApprovalsRequired());
+      o.put("approvals_received", a.getApprovalsReceived());
+      o.put("expires_at", a.getExpiresAt());
+    }
+    return out;
   }
 
   private static String expires(String at, ZoneId zone) {

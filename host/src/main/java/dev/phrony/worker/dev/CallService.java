@@ -159,6 +159,24 @@ public final class CallService implements AutoCloseable {
                 .computeIfAbsent(
                     request.sessionId(), s -> Call.sequence(s, Call.LOCAL_AGENT_VERSION))
                 .next(request.tool(), request.version(), request.args());
+    return submit(call, request.deadline(), true);
+  }
+
+  /**
+   * Dispatches a session's call as built (its id, turn and side-effect class are the session's),
+   * bounded by the dispatch wait; its policies were decided by the session, so the approval gate of
+   * {@code --require-approval} does not hold it.
+   *
+   * @throws IllegalStateException once the service is closed (dev is stopping)
+   */
+  public CompletableFuture<Completed> submit(Call call) {
+    if (closed) {
+      throw new IllegalStateException("dev is shutting down");
+    }
+    return submit(call, null, false);
+  }
+
+  private CompletableFuture<Completed> submit(Call call, Duration deadline, boolean gated) {
     Pending p = new Pending(call, clock.instant());
     pending.put(call.callId(), p);
     listener.submitted(call);
@@ -176,9 +194,10 @@ public final class CallService implements AutoCloseable {
           done);
       return done;
     }
-    Optional<Approvals.Hold> hold = approvals.hold(call, listener::approvalRequired);
+    Optional<Approvals.Hold> hold =
+        gated ? approvals.hold(call, listener::approvalRequired) : Optional.empty();
     if (hold.isEmpty()) {
-      dispatch(p, call, request.deadline(), done);
+      dispatch(p, call, deadline, done);
       return done;
     }
     hold.get()
@@ -186,7 +205,7 @@ public final class CallService implements AutoCloseable {
         .thenAccept(
             verdict -> {
               switch (verdict) {
-                case Approvals.Approved a -> dispatch(p, a.call(), request.deadline(), done);
+                case Approvals.Approved a -> dispatch(p, a.call(), deadline, done);
                 case Approvals.Denied d ->
                     finish(
                         p,

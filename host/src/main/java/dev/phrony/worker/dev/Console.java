@@ -156,6 +156,13 @@ final class Console implements CallService.Listener {
     return h.getVersion().isEmpty() ? h.getTool() : h.getTool() + "@" + h.getVersion();
   }
 
+  /**
+   * A session's line ({@code session_started}, its approvals and denials, {@code session_ended}).
+   */
+  public void session(String text) {
+    line(text);
+  }
+
   private void line(String text) {
     String stamped = LocalTime.now(clock).format(TIME) + " " + text;
     synchronized (out) {

@@ -1,6 +1,8 @@
 package dev.phrony.worker.dev;
 
 import dev.phrony.runtime.v1.WorkServerMsg;
+import dev.phrony.worker.agent.DevAgent;
+import dev.phrony.worker.agent.DevAgents;
 import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.plugin.HandlerCatalog;
@@ -79,15 +81,27 @@ public final class DevServer implements AutoCloseable {
    * @param controlPort the control API's loopback port (0: any free port)
    * @param host the host to run against the runtime, or empty for none ({@code --no-host})
    * @param approvals which calls are held for a human's approval before dispatch
+   * @param agents the agents whose sessions the runtime's session API runs ({@code --agent})
    */
   public record Options(
-      int runtimePort, int controlPort, Optional<Host> host, ApprovalPolicy approvals) {
+      int runtimePort,
+      int controlPort,
+      Optional<Host> host,
+      ApprovalPolicy approvals,
+      DevAgents agents) {
     public Options {
       Objects.requireNonNull(host, "host");
       Objects.requireNonNull(approvals, "approvals");
+      Objects.requireNonNull(agents, "agents");
     }
 
-    /** Without approvals. */
+    /** Without agents. */
+    public Options(
+        int runtimePort, int controlPort, Optional<Host> host, ApprovalPolicy approvals) {
+      this(runtimePort, controlPort, host, approvals, DevAgents.NONE);
+    }
+
+    /** Without approvals or agents. */
     public Options(int runtimePort, int controlPort, Optional<Host> host) {
       this(runtimePort, controlPort, host, ApprovalPolicy.NONE);
     }
@@ -153,6 +167,7 @@ public final class DevServer implements AutoCloseable {
   private final WorkClient client;
   private final Events events;
   private final SessionEvents sessions;
+  private final SessionApi sessionApi;
 
   /** The handlers whose input schemas check an approval's replacement arguments. */
   private final AtomicReference<Supplier<HandlerCatalog>> served;
@@ -172,7 +187,9 @@ public final class DevServer implements AutoCloseable {
       Events events,
       SessionEvents sessions,
       AtomicReference<Supplier<HandlerCatalog>> served,
-      ExecutorScheduler timers) {
+      ExecutorScheduler timers,
+      SessionApi sessionApi) {
+    this.sessionApi = sessionApi;
     this.options = options;
     this.sessions = sessions;
     this.served = served;
@@ -192,10 +209,13 @@ public final class DevServer implements AutoCloseable {
    */
   public static DevServer start(Options options) {
     Objects.requireNonNull(options, "options");
+    SessionApi sessionApi = new SessionApi(options.agents(), java.time.InstantSource.system());
     LocalRuntime runtime;
     try {
       runtime =
           LocalRuntime.builder()
+              .sessions(sessionApi)
+              .unknownMethods(new DevOnlyMethods())
               .port(options.runtimePort())
               .leaseTtl(DEV_LEASE_TTL)
               .executionTimeout(EXECUTION_BACKSTOP)
@@ -249,8 +269,19 @@ public final class DevServer implements AutoCloseable {
                 bound -> ThreadLocalRandom.current().nextLong(bound),
                 WorkerMetrics.NONE);
       }
+      sessionApi.serve(calls);
       DevServer dev =
-          new DevServer(options, runtime, calls, control, client, events, sessions, served, timers);
+          new DevServer(
+              options,
+              runtime,
+              calls,
+              control,
+              client,
+              events,
+              sessions,
+              served,
+              timers,
+              sessionApi);
       dev.startHost();
       return dev;
     } catch (RuntimeException e) {
@@ -302,7 +333,9 @@ public final class DevServer implements AutoCloseable {
 
   /** From now on, print each call and each worker coming and going on {@code out}. */
   public void showEvents(PrintWriter out) {
-    events.console = new Console(out, Clock.systemDefaultZone(), control.url());
+    Console console = new Console(out, Clock.systemDefaultZone(), control.url());
+    events.console = console;
+    sessionApi.showOn(console::session);
   }
 
   /**
@@ -362,6 +395,19 @@ public final class DevServer implements AutoCloseable {
             "  control  %-24s  %s%n",
             control.url(),
             "JSON: POST /v1/calls, GET /v1/workers, GET /v1/queues, GET /v1/approvals"));
+    for (DevAgent a : options.agents().all()) {
+      b.append(
+          String.format(
+              Locale.ROOT,
+              "  agent    %-24s  sessions: RunSessionInteractive on %s (%d scripted turn%s, %d"
+                  + " polic%s)%n",
+              a.namespace() + "/" + a.name() + "@" + a.version(),
+              runtime.target(),
+              a.script().turns().size(),
+              a.script().turns().size() == 1 ? "" : "s",
+              a.policies().rules().size(),
+              a.policies().rules().size() == 1 ? "y" : "ies"));
+    }
     ApprovalPolicy approvals = options.approvals();
     if (!approvals.isEmpty()) {
       b.append(
@@ -458,6 +504,7 @@ public final class DevServer implements AutoCloseable {
     }
     log.info("dev stopping");
     control.refuseNewCalls();
+    sessionApi.cancelAll(); // their calls end now, as the runtime's would on its shutdown
     calls.refuseNewCalls();
     calls.approvals().close(); // calls held for approval end now: they will never run
     try {
@@ -484,6 +531,7 @@ public final class DevServer implements AutoCloseable {
       }
       stopped = true;
     }
+    sessionApi.cancelAll();
     if (client != null) {
       client.close();
     }

@@ -82,6 +82,62 @@ class ApprovalCommandsTest {
     }
   }
 
+  /** The same command through the runtime's approval RPCs on dev's runtime address. */
+  static CliRun rpc(String... args) {
+    String[] full = new String[args.length + 2];
+    System.arraycopy(args, 0, full, 0, args.length);
+    full[args.length] = "--runtime";
+    full[args.length + 1] = dev.runtimeTarget();
+    return run(full);
+  }
+
+  @Test
+  void over_the_runtimes_rpcs_approvals_lists_and_approve_and_deny_answer() throws Exception {
+    Held approved = hold("s-rpc-yes", "{\"n\":2}");
+    Held denied = hold("s-rpc-no", "{\"n\":3}");
+
+    CliRun table = rpc("approvals");
+    assertThat(table.exit()).as(table.err()).isZero();
+    assertThat(table.out())
+        .containsPattern(approved.id() + " +s-rpc-yes:av-local:1:0 +echo@1.0.0 +7B +never\n")
+        .containsPattern(denied.id() + " +s-rpc-no:av-local:1:0 +echo@1.0.0 +7B +never\n");
+    CliRun json = rpc("approvals", "--format", "json");
+    assertThat(json.json().path("approvals").findValuesAsText("approval_id"))
+        .contains(approved.id(), denied.id());
+
+    CliRun yes = rpc("approve", approved.id(), "--args", "{\"n\":20}");
+    assertThat(yes.exit()).as(yes.err()).isZero();
+    assertThat(yes.out())
+        .isEqualTo(
+            "approved "
+                + approved.id()
+                + ": call s-rpc-yes:av-local:1:0 (echo@1.0.0) goes to a worker with the"
+                + " replacement arguments\n");
+    assertThat(approved.await().json().path("payload").toString()).isEqualTo("{\"n\":20}");
+
+    CliRun no = rpc("deny", denied.id(), "--comment", "not now");
+    assertThat(no.exit()).as(no.err()).isZero();
+    assertThat(no.out())
+        .isEqualTo(
+            "denied "
+                + denied.id()
+                + ": call s-rpc-no:av-local:1:0 (echo@1.0.0) is not run; no worker sees it\n");
+    assertThat(denied.await().kind()).isEqualTo(CallReply.Kind.TOOL_ERROR);
+
+    CliRun again = rpc("approve", denied.id());
+    assertThat(again.exit()).isEqualTo(1);
+    assertThat(again.err()).contains("approval " + denied.id() + " not found");
+  }
+
+  @Test
+  void over_the_rpcs_no_runtime_at_the_address_exits_6() {
+    CliRun r = run("approvals", "--runtime", "127.0.0.1:1");
+    assertThat(r.exit()).isEqualTo(6);
+    assertThat(r.err())
+        .startsWith("phrony-worker approvals: no runtime answers at 127.0.0.1:1")
+        .contains("start one with 'phrony-worker dev'");
+  }
+
   @Test
   void approvals_lists_the_held_calls_as_a_table_and_as_json() throws Exception {
     Held held = hold("s-list", "{\"n\":1}");

@@ -57,6 +57,34 @@ class DevCommandTest {
   }
 
   @Test
+  void an_agent_dev_cannot_run_is_a_usage_error_naming_the_file_and_the_field() throws Exception {
+    Path agent = Files.createDirectories(tmp.resolve("agent"));
+    Files.writeString(
+        agent.resolve("agent.yaml"),
+        """
+        apiVersion: phrony.com/v1
+        kind: Agent
+        metadata:
+          name: a
+          namespace: demo
+          version: 1.0.0
+        spec:
+          model:
+            provider: openai
+            name: gpt
+        """);
+
+    CliRun r =
+        run("dev", "--no-host", "--port", "0", "--control-port", "0", "--agent", agent.toString());
+
+    assertThat(r.exit()).isEqualTo(1);
+    assertThat(r.out()).isEmpty();
+    assertThat(r.err())
+        .startsWith("phrony-worker dev: " + agent.resolve("agent.yaml") + ":")
+        .contains("spec.model.provider: openai: dev runs only the runtime's scripted model");
+  }
+
+  @Test
   void bad_port_combinations_are_usage_errors() {
     assertThat(run("dev", "--port", "7000", "--control-port", "7000").err())
         .isEqualTo(

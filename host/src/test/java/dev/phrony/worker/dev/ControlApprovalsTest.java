@@ -4,8 +4,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.google.protobuf.ByteString;
+import dev.phrony.runtime.v1.Approval;
+import dev.phrony.runtime.v1.ApprovalDecision;
+import dev.phrony.runtime.v1.DecideApprovalRequest;
+import dev.phrony.runtime.v1.DecideApprovalResponse;
+import dev.phrony.runtime.v1.ListApprovalsRequest;
+import dev.phrony.runtime.v1.RuntimeGrpc;
 import dev.phrony.worker.config.ConfigFile;
 import dev.phrony.worker.testkit.Await;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.NettyChannelBuilder;
 import java.io.BufferedReader;
 import java.io.PrintWriter;
 import java.io.StringReader;
@@ -70,6 +81,61 @@ class ControlApprovalsTest {
           return false;
         });
     return found[0];
+  }
+
+  @Test
+  void a_held_call_is_listed_and_answered_over_the_runtimes_approval_rpcs_too() throws Exception {
+    ManagedChannel channel =
+        NettyChannelBuilder.forTarget(dev.runtimeTarget()).usePlaintext().build();
+    try {
+      var rpc = RuntimeGrpc.newBlockingStub(channel);
+      CompletableFuture<CallReply> reply = pay("s-rpc", "{\"amount\":10}");
+      String id = awaitApproval("s-rpc").path("approval_id").asText();
+
+      List<Approval> listed =
+          rpc.listApprovals(ListApprovalsRequest.newBuilder().setSessionId("s-rpc").build())
+              .getApprovalsList();
+      assertThat(listed)
+          .singleElement()
+          .satisfies(
+              a -> {
+                assertThat(a.getId()).isEqualTo(id);
+                assertThat(a.getCallId()).isEqualTo("s-rpc:av-local:1:0");
+                assertThat(a.getStatus()).isEqualTo("pending");
+                assertThat(a.getTool()).isEqualTo("pay");
+              });
+      assertThatThrownBy(
+              () ->
+                  rpc.decideApproval(
+                      DecideApprovalRequest.newBuilder()
+                          .setApprovalId(id)
+                          .setDecision(ApprovalDecision.APPROVAL_DECISION_APPROVE)
+                          .setArgs(ByteString.copyFromUtf8("{\"amount\":\"ten\"}"))
+                          .build()))
+          .isInstanceOfSatisfying(
+              StatusRuntimeException.class,
+              e -> {
+                assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+                assertThat(e.getStatus().getDescription())
+                    .contains("/amount")
+                    .endsWith("approval " + id + " is still waiting");
+              });
+
+      DecideApprovalResponse decided =
+          rpc.decideApproval(
+              DecideApprovalRequest.newBuilder()
+                  .setApprovalId(id)
+                  .setDecision(ApprovalDecision.APPROVAL_DECISION_APPROVE)
+                  .setArgs(ByteString.copyFromUtf8("{\"amount\":7}"))
+                  .build());
+
+      assertThat(decided.getStatus()).isEqualTo("approved");
+      CallReply r = reply.get(20, TimeUnit.SECONDS);
+      assertThat(r.kind()).isEqualTo(CallReply.Kind.RESULT);
+      assertThat(r.json().path("payload").path("amount").asInt()).isEqualTo(7);
+    } finally {
+      channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    }
   }
 
   @Test

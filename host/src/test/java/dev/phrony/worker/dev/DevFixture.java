@@ -76,7 +76,13 @@ public final class DevFixture {
       "{\"type\":\"object\",\"required\":[\"amount\"],"
           + "\"properties\":{\"amount\":{\"type\":\"number\"}}}";
 
-  static HandlerCatalog catalog(ToolHandler... extra) {
+  /** A handler (8 slots) answering with {@code body}, for tests outside this package. */
+  public static ToolHandler handler(
+      String tool, String version, java.util.function.Function<ToolCall, ToolResult> body) {
+    return Handler.of(tool, version, 8, body::apply);
+  }
+
+  public static HandlerCatalog catalog(ToolHandler... extra) {
     Stream<ToolHandler> handlers =
         Stream.of(
             Handler.of("echo", "1.0.0", 8, call -> ToolResult.json(call.argsBytes())),
@@ -120,7 +126,7 @@ public final class DevFixture {
     return DevServer.start(new DevServer.Options(0, 0, Optional.empty()));
   }
 
-  static DevServer.Host host(HandlerCatalog catalog) {
+  public static DevServer.Host host(HandlerCatalog catalog) {
     return new DevServer.Host(
         catalog,
         new WorkerIdentity(WORKER_ID, "", "sha256:test"),

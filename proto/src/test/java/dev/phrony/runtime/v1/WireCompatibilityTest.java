@@ -157,6 +157,106 @@ class WireCompatibilityTest {
         .isEqualTo("phrony.runtime.v1.Runtime/GetVersion");
   }
 
+  @Test
+  void session_stream_messages() {
+    var start =
+        RunSessionInteractiveClientMsg.newBuilder()
+            .setStart(
+                RunSessionInteractiveStart.newBuilder()
+                    .setAgentRef(AgentRef.newBuilder().setNamespace("demo").setName("pay"))
+                    .setSessionId("s1"))
+            .build();
+    byte[] ref = new Wire().string(1, "demo").string(2, "pay").bytes();
+    assertThat(start.toByteArray())
+        .isEqualTo(
+            new Wire().message(1, new Wire().message(1, ref).string(3, "s1").bytes()).bytes());
+
+    var approval =
+        RunSessionInteractiveClientMsg.newBuilder()
+            .setToolApproval(
+                RunSessionInteractiveToolApproval.newBuilder()
+                    .setApprovalId("a1")
+                    .setApproved(true)
+                    .setComment("ok"))
+            .build();
+    assertThat(approval.toByteArray())
+        .isEqualTo(
+            new Wire()
+                .message(3, new Wire().string(1, "a1").varint(2, 1).string(3, "ok").bytes())
+                .bytes());
+
+    var required =
+        RunSessionInteractiveServerMsg.newBuilder()
+            .setApprovalRequired(
+                RunSessionInteractiveApprovalRequired.newBuilder()
+                    .setApprovalId("a1")
+                    .setCallId("c1")
+                    .setReason("r")
+                    .setApprovalsRequired(2)
+                    .setExpiresAt("t"))
+            .build();
+    assertThat(required.toByteArray())
+        .isEqualTo(
+            new Wire()
+                .message(
+                    8,
+                    new Wire()
+                        .string(1, "a1")
+                        .string(2, "c1")
+                        .string(7, "r")
+                        .varint(11, 2)
+                        .string(14, "t")
+                        .bytes())
+                .bytes());
+    var cancelled =
+        RunSessionInteractiveServerMsg.newBuilder()
+            .setCancelled(RunSessionInteractiveCancelled.newBuilder().setSessionEndedAtUnixMs(5))
+            .build();
+    assertThat(cancelled.toByteArray())
+        .isEqualTo(new Wire().message(9, new Wire().varint(1, 5).bytes()).bytes());
+    var result =
+        RunSessionInteractiveServerMsg.newBuilder()
+            .setToolResult(
+                RunSessionInteractiveToolResult.newBuilder().setCallId("c").setErrorMessage("e"))
+            .build();
+    assertThat(result.toByteArray())
+        .isEqualTo(new Wire().message(7, new Wire().string(1, "c").string(3, "e").bytes()).bytes());
+  }
+
+  @Test
+  void approval_rpcs() {
+    var decide =
+        DecideApprovalRequest.newBuilder()
+            .setApprovalId("a1")
+            .setDecision(ApprovalDecision.APPROVAL_DECISION_REJECT)
+            .setComment("no")
+            .setActor("me")
+            .build();
+    assertThat(decide.toByteArray())
+        .isEqualTo(new Wire().string(1, "a1").varint(2, 2).string(3, "no").string(6, "me").bytes());
+    var row =
+        Approval.newBuilder()
+            .setId("a1")
+            .setStatus("pending")
+            .setApprovalsRequired(1)
+            .setOnReject("fail")
+            .addVotes(ApprovalVote.newBuilder().setDecision("approved"))
+            .build();
+    assertThat(row.toByteArray())
+        .isEqualTo(
+            new Wire()
+                .string(1, "a1")
+                .string(4, "pending")
+                .varint(13, 1)
+                .string(16, "fail")
+                .message(23, new Wire().string(2, "approved").bytes())
+                .bytes());
+    assertThat(RuntimeGrpc.getRunSessionInteractiveMethod().getFullMethodName())
+        .isEqualTo("phrony.runtime.v1.Runtime/RunSessionInteractive");
+    assertThat(RuntimeGrpc.getDecideApprovalMethod().getFullMethodName())
+        .isEqualTo("phrony.runtime.v1.Runtime/DecideApproval");
+  }
+
   /** A minimal protobuf encoder written from the wire-format spec, independent of protobuf-java. */
   private static final class Wire {
     private final ByteArrayOutputStream out = new ByteArrayOutputStream();

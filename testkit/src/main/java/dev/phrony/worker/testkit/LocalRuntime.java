@@ -1,7 +1,9 @@
 package dev.phrony.worker.testkit;
 
+import dev.phrony.runtime.v1.RuntimeGrpc;
 import dev.phrony.worker.time.ExecutorScheduler;
 import dev.phrony.worker.time.Scheduler;
+import io.grpc.HandlerRegistry;
 import java.io.UncheckedIOException;
 import java.net.BindException;
 import java.nio.file.Path;
@@ -74,7 +76,12 @@ public final class LocalRuntime implements AutoCloseable {
   /** The default timer thread, closed with the runtime; null when the builder gave a scheduler. */
   private final ExecutorScheduler ownTimers;
 
-  private LocalRuntime(RuntimeSettings settings, boolean withholdResultAcks, Scheduler scheduler) {
+  private LocalRuntime(
+      RuntimeSettings settings,
+      boolean withholdResultAcks,
+      Scheduler scheduler,
+      RuntimeGrpc.AsyncService sessions,
+      HandlerRegistry unknownMethods) {
     this.settings = settings;
     this.events = new EventLog(settings.clock(), settings.eventLogCapacity());
     this.withholdResultAcks = new AtomicBoolean(withholdResultAcks);
@@ -93,7 +100,9 @@ public final class LocalRuntime implements AutoCloseable {
             () ->
                 new Registry(
                     settings, ledger, timers, this.withholdResultAcks::get, loseHeartbeats::get),
-            ledger::size);
+            ledger::size,
+            sessions,
+            unknownMethods);
   }
 
   /**
@@ -367,8 +376,27 @@ public final class LocalRuntime implements AutoCloseable {
     private Path tlsPrivateKey;
     private Path clientCa;
     private String bearerToken;
+    private RuntimeGrpc.AsyncService sessions = new RuntimeGrpc.AsyncService() {};
+    private HandlerRegistry unknownMethods;
 
     private Builder() {}
+
+    /**
+     * Serves the runtime's session and approval RPCs ({@code RunSessionInteractive}, {@code
+     * CancelSession}, {@code GetApproval}, {@code ListApprovals}, {@code DecideApproval}) on the
+     * runtime's address with {@code service}, as the real runtime serves them beside {@code Work}.
+     * Without one they answer UNIMPLEMENTED.
+     */
+    public Builder sessions(RuntimeGrpc.AsyncService service) {
+      this.sessions = Objects.requireNonNull(service, "service");
+      return this;
+    }
+
+    /** Answers calls of methods no service of this runtime has (e.g. the runtime's other RPCs). */
+    public Builder unknownMethods(HandlerRegistry registry) {
+      this.unknownMethods = Objects.requireNonNull(registry, "registry");
+      return this;
+    }
 
     /**
      * Serves TLS with this PEM certificate chain and PEM (PKCS#8) private key, as a TLS-terminating
@@ -525,7 +553,7 @@ public final class LocalRuntime implements AutoCloseable {
               schemaVersion,
               new ServerSecurity(tlsCertChain, tlsPrivateKey, clientCa, bearerToken),
               cancelDelay);
-      return new LocalRuntime(settings, withholdResultAcks, scheduler);
+      return new LocalRuntime(settings, withholdResultAcks, scheduler, sessions, unknownMethods);
     }
   }
 }

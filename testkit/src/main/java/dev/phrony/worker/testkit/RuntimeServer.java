@@ -1,6 +1,9 @@
 package dev.phrony.worker.testkit;
 
+import dev.phrony.runtime.v1.RuntimeGrpc;
+import io.grpc.HandlerRegistry;
 import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
 import io.netty.channel.ChannelOption;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -65,6 +68,12 @@ final class RuntimeServer {
    */
   private volatile Registry registry;
 
+  /** The session and approval RPCs ({@link LocalRuntime.Builder#sessions}). */
+  private final RuntimeGrpc.AsyncService sessions;
+
+  /** Methods no service serves ({@link LocalRuntime.Builder#unknownMethods}), or null. */
+  private final HandlerRegistry unknownMethods;
+
   /**
    * @param freshRegistry the empty registry of each incarnation
    * @param ledgerSize the completed calls kept across incarnations (for the start's log line)
@@ -74,8 +83,12 @@ final class RuntimeServer {
       EventLog events,
       ExecutorService callbacks,
       Supplier<Registry> freshRegistry,
-      IntSupplier ledgerSize) {
+      IntSupplier ledgerSize,
+      RuntimeGrpc.AsyncService sessions,
+      HandlerRegistry unknownMethods) {
     this.settings = settings;
+    this.sessions = sessions;
+    this.unknownMethods = unknownMethods;
     this.events = events;
     this.callbacks = callbacks;
     this.freshRegistry = freshRegistry;
@@ -200,10 +213,12 @@ final class RuntimeServer {
     long deadline = System.nanoTime() + BIND_RETRY.toNanos();
     while (true) {
       attempts.incrementAndGet();
+      NettyServerBuilder builder = settings.security().serverBuilder(address);
+      if (unknownMethods != null) {
+        builder.fallbackHandlerRegistry(unknownMethods);
+      }
       Server candidate =
-          settings
-              .security()
-              .serverBuilder(address)
+          builder
               .withOption(ChannelOption.SO_REUSEADDR, true)
               .executor(callbacks)
               // The Work stream enforces the configured limit itself, to end the stream with
@@ -219,7 +234,7 @@ final class RuntimeServer {
               .addService(
                   settings
                       .security()
-                      .protect(new RuntimeService(registry, events, streamIds, settings)))
+                      .protect(new RuntimeService(registry, events, streamIds, settings, sessions)))
               .addService(new HealthService())
               .build();
       try {

@@ -1,7 +1,17 @@
 package dev.phrony.worker.testkit;
 
+import dev.phrony.runtime.v1.Approval;
+import dev.phrony.runtime.v1.CancelSessionRequest;
+import dev.phrony.runtime.v1.CancelSessionResponse;
+import dev.phrony.runtime.v1.DecideApprovalRequest;
+import dev.phrony.runtime.v1.DecideApprovalResponse;
+import dev.phrony.runtime.v1.GetApprovalRequest;
 import dev.phrony.runtime.v1.GetVersionRequest;
 import dev.phrony.runtime.v1.GetVersionResponse;
+import dev.phrony.runtime.v1.ListApprovalsRequest;
+import dev.phrony.runtime.v1.ListApprovalsResponse;
+import dev.phrony.runtime.v1.RunSessionInteractiveClientMsg;
+import dev.phrony.runtime.v1.RunSessionInteractiveServerMsg;
 import dev.phrony.runtime.v1.RuntimeGrpc;
 import dev.phrony.runtime.v1.WorkClientMsg;
 import dev.phrony.runtime.v1.WorkServerMsg;
@@ -12,7 +22,8 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * {@code phrony.runtime.v1.Runtime} for one server incarnation: its streams talk to one {@link
- * Registry}.
+ * Registry}. The session and approval RPCs go to the {@linkplain LocalRuntime.Builder#sessions
+ * embedder's implementation} (UNIMPLEMENTED without one).
  */
 final class RuntimeService extends RuntimeGrpc.RuntimeImplBase {
 
@@ -20,9 +31,15 @@ final class RuntimeService extends RuntimeGrpc.RuntimeImplBase {
   private final EventLog events;
   private final AtomicLong streamIds;
   private final RuntimeSettings settings;
+  private final RuntimeGrpc.AsyncService sessions;
 
   RuntimeService(
-      Registry registry, EventLog events, AtomicLong streamIds, RuntimeSettings settings) {
+      Registry registry,
+      EventLog events,
+      AtomicLong streamIds,
+      RuntimeSettings settings,
+      RuntimeGrpc.AsyncService sessions) {
+    this.sessions = sessions;
     this.registry = registry;
     this.events = events;
     this.streamIds = streamIds;
@@ -52,5 +69,34 @@ final class RuntimeService extends RuntimeGrpc.RuntimeImplBase {
             .setSchemaVersion(settings.schemaVersion())
             .build());
     responseObserver.onCompleted();
+  }
+
+  @Override
+  public StreamObserver<RunSessionInteractiveClientMsg> runSessionInteractive(
+      StreamObserver<RunSessionInteractiveServerMsg> responseObserver) {
+    return sessions.runSessionInteractive(responseObserver);
+  }
+
+  @Override
+  public void cancelSession(
+      CancelSessionRequest request, StreamObserver<CancelSessionResponse> responseObserver) {
+    sessions.cancelSession(request, responseObserver);
+  }
+
+  @Override
+  public void getApproval(GetApprovalRequest request, StreamObserver<Approval> responseObserver) {
+    sessions.getApproval(request, responseObserver);
+  }
+
+  @Override
+  public void listApprovals(
+      ListApprovalsRequest request, StreamObserver<ListApprovalsResponse> responseObserver) {
+    sessions.listApprovals(request, responseObserver);
+  }
+
+  @Override
+  public void decideApproval(
+      DecideApprovalRequest request, StreamObserver<DecideApprovalResponse> responseObserver) {
+    sessions.decideApproval(request, responseObserver);
   }
 }
