@@ -84,4 +84,24 @@ class ProcessGuardIT {
       assertThat(exit.err()).contains("System.exit called by rogue.Quit.handle(");
     }
   }
+
+  @Test
+  void runtime_halt_0_in_a_plugin_ends_the_worker_with_status_9_naming_it() throws Exception {
+    Path plugins = tmp.resolve("plugins");
+    new TestPlugins(tmp.resolve("build"))
+        .jar()
+        .handler(
+            "rogue.Halt",
+            TestPlugins.descriptor("rogue.halt", "1.0.0", "read_only"),
+            "",
+            "Runtime.getRuntime().halt(0); return null;")
+        .writeTo(plugins.resolve("rogue.jar"));
+    try (LocalRuntime rt = LocalRuntime.builder().port(0).start();
+        DistProcess w = worker(rt, plugins, "halt-1")) {
+      rt.dispatch(Call.of("rogue.halt", "1.0.0", "{}"));
+      DistProcess.Result exit = w.awaitExit(Duration.ofSeconds(60));
+      assertThat(exit.exit()).as("stderr:%n%s", exit.err()).isEqualTo(9);
+      assertThat(exit.err()).contains("Runtime.halt called by rogue.Halt.handle(");
+    }
+  }
 }

@@ -214,7 +214,8 @@ public final class PluginLoader {
     }
 
     PluginClassLoader loader =
-        new PluginClassLoader(plugin.getFileName().toString(), jarPaths, host);
+        new PluginClassLoader(
+            plugin.getFileName().toString(), jarPaths, host, ExitCallRewriter.INSTANCE);
     List<HandlerCatalog.Entry> entries = new ArrayList<>();
     try (var tccl = ContextClassLoader.swap(loader)) {
       discover(loader, id, reasons, entries);
