@@ -48,6 +48,15 @@ final class CallStarter {
   private volatile long startingInlineSinceMs;
   private volatile Thread ioThread;
 
+  /**
+   * Guards {@link #startingInline}'s end against the watchdog's interrupt: an interrupt meant for a
+   * stalled start must never outlive it and land on the I/O thread's own work.
+   */
+  private final Object inlineEnd = new Object();
+
+  /** The stalled start the watchdog interrupted (null: none); read once it returned. */
+  private volatile CallRecord interruptedInline;
+
   CallStarter(
       CallPipeline pipeline,
       InstantSource clock,
@@ -96,9 +105,21 @@ final class CallStarter {
       call.context().begin(); // in the context, as a cancel is: nothing came first
       CompletableFuture<CallOutcome> outcome =
           pipeline.start(call.async(), call.entry().classLoader(), call.context());
-      startingInline = null;
+      synchronized (inlineEnd) {
+        startingInline = null;
+      }
       long heldMs = clock.millis() - startedMs;
-      if (call.slots.started(heldMs)) {
+      if (interruptedInline == call) {
+        interruptedInline = null;
+        Thread.interrupted(); // the watchdog's, for the handler: not the I/O thread's to keep
+        call.slots.moveOff();
+        log.warn(
+            "handler {} kept the Work stream's thread {} ms in handleAsync and was interrupted:"
+                + " its calls now run on threads of their own. An AsyncToolHandler must not"
+                + " block; implement ToolHandler if it does",
+            call.key,
+            heldMs);
+      } else if (call.slots.started(heldMs)) {
         log.warn(
             "handler {} kept the Work stream's thread over {} ms in handleAsync {} times in"
                 + " a row (this time {} ms): its calls now run on threads of their own. An"
@@ -161,7 +182,10 @@ final class CallStarter {
   /**
    * From the heartbeat's timer, whose beats such a start holds back: a handleAsync that has kept
    * the stream's I/O thread over {@code thresholdMs} is logged with where it is (no message is read
-   * or sent until it returns, so the lease may run out), and returned.
+   * or sent until it returns, so the lease may run out), interrupted, and returned. The interrupt
+   * frees a start blocked in a sleep, a lock, a queue or a {@code get()}, so that the stream's other
+   * calls, its heartbeats and a drain go on; the handler is then moved off the I/O thread. One that
+   * ignores interrupts (a {@code join()}, a busy loop) keeps the thread until it returns.
    */
   Optional<StalledStart> reportStalledStart(long thresholdMs) {
     CallRecord call = startingInline;
@@ -172,12 +196,18 @@ final class CallStarter {
     }
     StalledStart stall =
         new StalledStart(call.callId, call.key, heldMs, List.of(thread.getStackTrace()));
+    synchronized (inlineEnd) {
+      if (startingInline == call) {
+        interruptedInline = call;
+        thread.interrupt();
+      }
+    }
     Exception where = new Exception("where the I/O thread is: " + thread.getName());
     where.setStackTrace(stall.where().toArray(StackTraceElement[]::new));
     try (var ctx = LogContext.call(call.callId, call.sessionId, call.key)) {
       log.warn(
           "handler {} has kept the Work stream's thread {} ms in handleAsync: no message is"
-              + " read or sent, heartbeats included, until it returns",
+              + " read or sent, heartbeats included, until it returns; interrupted",
           stall.key(),
           heldMs,
           where);
