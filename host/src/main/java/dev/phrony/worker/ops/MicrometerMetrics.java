@@ -61,6 +61,7 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
   public static final String SLOTS_IN_USE_RATIO = "phrony.worker.slots.in.use.ratio";
   public static final String OUTBOX_ENTRIES = "phrony.worker.outbox.entries";
   public static final String HANDLERS_RUNAWAY = "phrony.worker.handlers.runaway";
+  public static final String HANDLER_RUNAWAYS = "phrony.worker.handler.runaways";
   public static final String OUTBOX_DURABILITY_FAILURES =
       "phrony.worker.outbox.durability.failures";
   public static final String OUTBOX_WAITING_FOR_DISK = "phrony.worker.outbox.waiting.for.disk";
@@ -196,7 +197,17 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
                 .serviceLevelObjectives(HANDLER_BUCKETS)
                 .register(registry)
             : null;
+    Counter runaways =
+        Counter.builder(HANDLER_RUNAWAYS)
+            .tag("tool", tool)
+            .description("Handlers that ran on past their call's cancel or deadline")
+            .register(registry);
     return new ToolMetrics() {
+      @Override
+      public void runaway() {
+        runaways.increment();
+      }
+
       @Override
       public void count(InvocationOutcome outcome) {
         counters[outcome.ordinal()].increment();

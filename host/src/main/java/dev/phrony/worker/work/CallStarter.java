@@ -8,7 +8,6 @@ import java.time.InstantSource;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ThreadFactory;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -16,7 +15,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Starts a call's handler, inline on the stream's event loop (an {@link AsyncToolHandler} that
- * keeps its promise not to block) or on a virtual thread of its own, and posts one "finished" event
+ * keeps its promise not to block) or on a thread of {@link HandlerThreads}, and posts one "finished" event
  * per start to the dispatcher's context. Watches inline starts that hold the loop. Part of the
  * {@link Dispatcher}: {@link #start} runs in its context; nothing here decides what is sent.
  */
@@ -32,8 +31,8 @@ final class CallStarter {
   /** An asynchronous handler's start that holds the I/O thread: whose, how long, where. */
   record StalledStart(String callId, String key, long heldMs, List<StackTraceElement> where) {}
 
-  /** Makes the virtual thread of each call (thread-safe, unlike a builder). */
-  private static final ThreadFactory CALL_THREADS = Thread.ofVirtual().factory();
+  /** Where handler code that does not start inline runs. */
+  private final HandlerThreads threads = new HandlerThreads();
 
   private final CallPipeline pipeline;
   private final InstantSource clock;
@@ -78,10 +77,11 @@ final class CallStarter {
       runInline(call);
       return;
     }
-    Thread thread = CALL_THREADS.newThread(() -> runHandler(call));
-    thread.setName("call-" + call.callId); // a thread dump names the call
-    call.runsOn(thread);
-    thread.start();
+    threads.start(call, () -> runHandler(call));
+  }
+
+  HandlerThreads threads() {
+    return threads;
   }
 
   /**

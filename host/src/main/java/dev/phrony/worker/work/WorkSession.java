@@ -121,7 +121,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
                     "no heartbeat_ack (or registered) for a"
                         + " whole lease TTL of "
                         + heartbeat().ttl().toMillis()
-                        + " ms"));
+                        + " ms"),
+            dispatcher::holdsRouting);
     this.metrics = metrics;
   }
 
