@@ -34,8 +34,8 @@ import java.util.stream.Stream;
  *   <li>the plugin's own jars, for everything else.
  * </ol>
  *
- * <p>Plus one class, {@link PluginExits}, from the host: where a {@link ClassRewriter} sends a
- * plugin's calls that would end the process.
+ * <p>Plus two classes from the host, {@link PluginExits} and {@link PluginHooks}: where a {@link
+ * ClassRewriter} sends a plugin's calls that would end the process or outlive the plugin.
  *
  * <p>The host's own classpath (gRPC, protobuf, Jackson, picocli, the host's packages) is never
  * consulted, so a plugin cannot depend on it by accident and may bundle any version of any library.
@@ -97,7 +97,8 @@ public final class PluginClassLoader extends URLClassLoader {
   /** True for classes every plugin shares with the host. */
   static boolean isShared(String className) {
     return SHARED_PACKAGES.stream().anyMatch(className::startsWith)
-        || className.equals(PluginExits.class.getName());
+        || className.equals(PluginExits.class.getName())
+        || className.equals(PluginHooks.class.getName());
   }
 
   private static boolean isSharedResource(String name) {
@@ -202,6 +203,32 @@ public final class PluginClassLoader extends URLClassLoader {
       }
     } catch (IllegalArgumentException definedMeanwhile) {
       // another thread defined it first (this loader is parallel capable)
+    }
+  }
+
+  /**
+   * Deregisters the JDBC drivers this plugin's classes registered, from inside this loader (see
+   * {@link JdbcDrivers}); returns their class names. Works after {@link #close}, whose jars it does
+   * not need.
+   */
+  @SuppressWarnings("unchecked")
+  public List<String> deregisterJdbcDrivers() {
+    if (!ModuleLayer.boot().findModule("java.sql").isPresent()) {
+      return List.of();
+    }
+    try (InputStream in =
+        PluginClassLoader.class.getResourceAsStream(JdbcDrivers.class.getSimpleName() + ".class")) {
+      byte[] bytes = in.readAllBytes();
+      Class<?> c;
+      synchronized (getClassLoadingLock(JdbcDrivers.class.getName())) {
+        c = findLoadedClass(JdbcDrivers.class.getName());
+        if (c == null) {
+          c = defineClass(JdbcDrivers.class.getName(), bytes, 0, bytes.length);
+        }
+      }
+      return ((java.util.function.Supplier<List<String>>) c.getConstructor().newInstance()).get();
+    } catch (IOException | ReflectiveOperationException | LinkageError | NullPointerException e) {
+      return List.of();
     }
   }
 

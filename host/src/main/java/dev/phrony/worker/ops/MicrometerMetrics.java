@@ -1,5 +1,9 @@
 package dev.phrony.worker.ops;
 
+import java.util.concurrent.ConcurrentHashMap;
+
+import java.util.concurrent.atomic.AtomicInteger;
+
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.outbox.OutboxEntry;
 import io.micrometer.core.instrument.Counter;
@@ -263,6 +267,29 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
         .description("Work streams open (two while a plugin reload hands over)")
         .strongReference(true)
         .register(registry);
+  }
+
+  private final Map<String, AtomicInteger> leakedLoaders =
+      new ConcurrentHashMap<>();
+
+  /**
+   * {@code phrony_worker_plugin_loaders_leaked{plugin}}: old class loaders of a plugin still in
+   * memory after its reload (see PluginUnloader).
+   */
+  public void leakedLoaders(String plugin, int count) {
+    leakedLoaders
+        .computeIfAbsent(
+            plugin,
+            p -> {
+              var n = new AtomicInteger();
+              Gauge.builder("phrony.worker.plugin.loaders.leaked", n, AtomicInteger::get)
+                  .tag("plugin", p)
+                  .description("Old class loaders of a plugin still in memory after a reload")
+                  .strongReference(true)
+                  .register(registry);
+              return n;
+            })
+        .set(count);
   }
 
   /** {@code phrony_worker_plugin_reloads_total{outcome}}: one more reload that ended so. */

@@ -2,6 +2,7 @@ package dev.phrony.worker.plugin;
 
 import dev.phrony.worker.isolation.PluginClassLoader;
 import dev.phrony.worker.isolation.PluginExits;
+import dev.phrony.worker.isolation.PluginHooks;
 import java.nio.charset.StandardCharsets;
 import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassVisitor;
@@ -13,7 +14,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Sends a plugin's {@code Runtime.halt}, {@code Runtime.exit} and {@code System.exit} calls to
- * {@link PluginExits}, as its classes load. {@code halt} runs no shutdown hook, so a plugin's
+ * {@link PluginExits}, and its {@code Runtime.addShutdownHook}/{@code removeShutdownHook} calls to
+ * {@link PluginHooks} (so that unloading it can remove its hooks), as its classes load. {@code halt} runs no shutdown hook, so a plugin's
  * {@code Runtime.getRuntime().halt(0)} would otherwise end the worker with status 0 and no word: a
  * supervisor with {@code Restart=on-failure} would leave it down. Calls made by reflection or
  * method handle are not seen here ({@code System.exit} is still caught by the exit guard's hook).
@@ -29,8 +31,11 @@ final class ExitCallRewriter implements PluginClassLoader.ClassRewriter {
   private static final String RUNTIME = "java/lang/Runtime";
   private static final String SYSTEM = "java/lang/System";
   private static final String EXITS = PluginExits.class.getName().replace('.', '/');
+  private static final String HOOKS = PluginHooks.class.getName().replace('.', '/');
   private static final byte[][] NEEDLES = {
-    "halt".getBytes(StandardCharsets.US_ASCII), "exit".getBytes(StandardCharsets.US_ASCII)
+    "halt".getBytes(StandardCharsets.US_ASCII),
+    "exit".getBytes(StandardCharsets.US_ASCII),
+    "ShutdownHook".getBytes(StandardCharsets.US_ASCII)
   };
 
   private ExitCallRewriter() {}
@@ -54,6 +59,16 @@ final class ExitCallRewriter implements PluginClassLoader.ClassRewriter {
                 @Override
                 public void visitMethodInsn(
                     int opcode, String owner, String method, String mdesc, boolean itf) {
+                  if (isHookCall(opcode, owner, method, mdesc)) {
+                    changed[0] = true;
+                    super.visitMethodInsn(
+                        Opcodes.INVOKESTATIC,
+                        HOOKS,
+                        method,
+                        "(L" + RUNTIME + ";" + mdesc.substring(1),
+                        false);
+                    return;
+                  }
                   String target = target(opcode, owner, method, mdesc);
                   if (target == null) {
                     super.visitMethodInsn(opcode, owner, method, mdesc, itf);
@@ -83,6 +98,14 @@ final class ExitCallRewriter implements PluginClassLoader.ClassRewriter {
     }
   }
 
+  /** {@code Runtime.addShutdownHook(Thread)} or {@code removeShutdownHook(Thread)}. */
+  private static boolean isHookCall(int opcode, String owner, String name, String desc) {
+    return opcode == Opcodes.INVOKEVIRTUAL
+        && owner.equals(RUNTIME)
+        && ((name.equals("addShutdownHook") && desc.equals("(Ljava/lang/Thread;)V"))
+            || (name.equals("removeShutdownHook") && desc.equals("(Ljava/lang/Thread;)Z")));
+  }
+
   /** The {@link PluginExits} method that stands for this call, or null to leave it alone. */
   private static String target(int opcode, String owner, String name, String desc) {
     if (!desc.equals("(I)V")) {
@@ -99,7 +122,7 @@ final class ExitCallRewriter implements PluginClassLoader.ClassRewriter {
     return null;
   }
 
-  /** A cheap look at the constant pool's text: no "halt" nor "exit" means no such call. */
+  /** A cheap look at the constant pool's text: none of the names means no such call. */
   static boolean mayCallExit(byte[] classFile) {
     for (byte[] needle : NEEDLES) {
       if (indexOf(classFile, needle) >= 0) {

@@ -126,6 +126,7 @@ public final class Worker implements AutoCloseable {
                     false,
                     InstantSource.system()),
                 config.plugins()));
+    live.reloader().onLeakedLoader(metrics::leakedLoaders);
     http = startHttp(registry, pluginRoutes.apply(live.reloader()));
     if (http != null) {
       keep(http);

@@ -6,6 +6,7 @@ import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -22,7 +23,7 @@ import org.slf4j.LoggerFactory;
  * <p>A pooled thread serves many calls in turn, so an interrupt must reach the call it is for and
  * no later one: each run is a {@link Running} whose interrupt and end exclude each other.
  */
-final class HandlerThreads {
+public final class HandlerThreads {
   private static final Logger log = LoggerFactory.getLogger(HandlerThreads.class);
 
   /** How long an idle handler thread is kept for the next call. */
@@ -42,6 +43,8 @@ final class HandlerThreads {
           r -> {
             Thread t = new Thread(r, IDLE_NAME + "-" + NUMBER.incrementAndGet());
             t.setDaemon(true);
+            // Never a plugin's loader, inherited from whichever thread made it.
+            t.setContextClassLoader(HandlerThreads.class.getClassLoader());
             // A handler's Error is the call pipeline's to report; one that escapes it ends this
             // thread only, never the process as a core thread's would.
             t.setUncaughtExceptionHandler(
@@ -82,6 +85,22 @@ final class HandlerThreads {
   }
 
   private final ConcurrentHashMap<CallRecord, Running> running = new ConcurrentHashMap<>();
+
+  HandlerThreads() {}
+
+  /**
+   * Ends the idle handler threads now (new ones are made as calls come): what a plugin left in
+   * their {@code ThreadLocal}s goes with them, and no longer pins an unloaded plugin's class
+   * loader. Busy threads go once idle, within the keep-alive.
+   */
+  public static synchronized void retireIdle() {
+    POOL.setKeepAliveTime(1, TimeUnit.NANOSECONDS); // wakes the idle ones, which time out
+    long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(200);
+    while (POOL.getPoolSize() > POOL.getActiveCount() && System.nanoTime() < until) {
+      LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+    }
+    POOL.setKeepAliveTime(KEEP_IDLE_SECONDS, TimeUnit.SECONDS);
+  }
 
   /** Runs {@code body}, the handler of {@code call}, on a thread of the pool. */
   void start(CallRecord call, Runnable body) {

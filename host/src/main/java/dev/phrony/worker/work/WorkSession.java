@@ -62,7 +62,6 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
 
   private final long id;
   private final HandlerSet handlers;
-  private final HandlerCatalog catalog;
   private final Dispatcher dispatcher;
   private final WorkerIdentity identity;
   private volatile Set<String> advertised = Set.of();
@@ -104,7 +103,6 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     this.inbound = new InboundSlices(loop);
     this.timings = dispatcher.timings();
     this.handlers = handlers;
-    this.catalog = handlers.catalog();
     this.dispatcher = dispatcher;
     this.identity = identity;
     this.scheduler = scheduler;
@@ -172,7 +170,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
             .setWorkerId(identity.workerId())
             .setWorkloadIdentity(identity.workloadIdentity())
             .setImageDigest(identity.imageDigest());
-    for (HandlerCatalog.Entry e : catalog.entries()) {
+    for (HandlerCatalog.Entry e : handlers.catalog().entries()) {
       reg.addHandlers(
           WorkHandlerAdvertisement.newBuilder()
               .setTool(e.descriptor().tool())
@@ -187,7 +185,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     log.debug(
         "stream {}: register sent with {} handlers and {} in flight",
         id,
-        catalog.size(),
+        handlers.catalog().size(),
         advertised.size());
   }
 
@@ -242,7 +240,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
         log.info(
             "registered as {}: {}, lease TTL {} ms",
             identity.workerId(),
-            Count.of(catalog.size(), "handler"),
+            Count.of(handlers.catalog().size(), "handler"),
             heartbeat.ttl().toMillis());
       }
       case INVOKE, RESULT_ACK -> {} // Inbound reads these as records: they never come as Other
