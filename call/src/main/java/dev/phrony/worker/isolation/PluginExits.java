@@ -33,6 +33,18 @@ public final class PluginExits {
     end("System.exit", status);
   }
 
+  /** {@code Class.method(File.java:12)}: a caller as the exit lines name it. */
+  public static String frame(StackTraceElement f) {
+    return f.getClassName()
+        + "."
+        + f.getMethodName()
+        + "("
+        + f.getFileName()
+        + ":"
+        + f.getLineNumber()
+        + ")";
+  }
+
   private static void end(String what, int asked) {
     String caller =
         WALKER
@@ -41,16 +53,7 @@ public final class PluginExits {
                     frames
                         .dropWhile(f -> f.getClassName().equals(PluginExits.class.getName()))
                         .findFirst()
-                        .map(
-                            f ->
-                                f.getClassName()
-                                    + "."
-                                    + f.getMethodName()
-                                    + "("
-                                    + f.getFileName()
-                                    + ":"
-                                    + f.getLineNumber()
-                                    + ")"))
+                        .map(f -> frame(f.toStackTraceElement())))
             .orElse("an unknown caller");
     System.err.println(
         "phrony-worker: "

@@ -102,9 +102,22 @@ public final class HandlerThreads {
     POOL.setKeepAliveTime(KEEP_IDLE_SECONDS, TimeUnit.SECONDS);
   }
 
+  /**
+   * {@code -Dphrony.handlers.threads=virtual}: handlers on virtual threads, as before, for plugins
+   * trusted never to compute for long: about half the worker's CPU per blocking call (bin/bench
+   * --probe host --durability none), but a handler spinning on as many calls as there are cores
+   * stops every other call.
+   */
+  private static final boolean VIRTUAL =
+      "virtual".equals(System.getProperty("phrony.handlers.threads"));
+
   /** Runs {@code body}, the handler of {@code call}, on a thread of the pool. */
   void start(CallRecord call, Runnable body) {
-    POOL.execute(() -> run(call, body));
+    if (VIRTUAL) {
+      Thread.ofVirtual().start(() -> run(call, body));
+    } else {
+      POOL.execute(() -> run(call, body));
+    }
   }
 
   private void run(CallRecord call, Runnable body) {
