@@ -1,9 +1,5 @@
 package dev.phrony.worker.ops;
 
-import java.util.concurrent.ConcurrentHashMap;
-
-import java.util.concurrent.atomic.AtomicInteger;
-
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.outbox.OutboxEntry;
 import io.micrometer.core.instrument.Counter;
@@ -20,7 +16,9 @@ import java.time.Duration;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntSupplier;
@@ -269,8 +267,7 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
         .register(registry);
   }
 
-  private final Map<String, AtomicInteger> leakedLoaders =
-      new ConcurrentHashMap<>();
+  private final Map<String, AtomicInteger> leakedLoaders = new ConcurrentHashMap<>();
 
   /**
    * {@code phrony_worker_plugin_loaders_leaked{plugin}}: old class loaders of a plugin still in

@@ -15,10 +15,11 @@ import org.slf4j.LoggerFactory;
 /**
  * Sends a plugin's {@code Runtime.halt}, {@code Runtime.exit} and {@code System.exit} calls to
  * {@link PluginExits}, and its {@code Runtime.addShutdownHook}/{@code removeShutdownHook} calls to
- * {@link PluginHooks} (so that unloading it can remove its hooks), as its classes load. {@code halt} runs no shutdown hook, so a plugin's
- * {@code Runtime.getRuntime().halt(0)} would otherwise end the worker with status 0 and no word: a
- * supervisor with {@code Restart=on-failure} would leave it down. Calls made by reflection or
- * method handle are not seen here ({@code System.exit} is still caught by the exit guard's hook).
+ * {@link PluginHooks} (so that unloading it can remove its hooks), as its classes load. {@code
+ * halt} runs no shutdown hook, so a plugin's {@code Runtime.getRuntime().halt(0)} would otherwise
+ * end the worker with status 0 and no word: a supervisor with {@code Restart=on-failure} would
+ * leave it down. Calls made by reflection or method handle are not seen here ({@code System.exit}
+ * is still caught by the exit guard's hook).
  *
  * <p>Each call becomes an {@code invokestatic} with the same operands on the stack (the receiver
  * becomes the first argument), so the stack map frames stay valid and nothing is recomputed.

@@ -27,8 +27,8 @@ import org.slf4j.LoggerFactory;
  *   <li>removes the shutdown hooks the plugin added ({@link PluginHooks}), deregisters the JDBC
  *       drivers it registered, interrupts the threads it started (their class or context class
  *       loader is its) and waits for them up to {@link #THREAD_WAIT} in all, ends the idle host
- *       threads that ran its calls (with whatever it left in their {@code ThreadLocal}s), and closes
- *       the loader;
+ *       threads that ran its calls (with whatever it left in their {@code ThreadLocal}s), and
+ *       closes the loader;
  *   <li>watches it with a weak reference through {@link #GCS} garbage collections: unloaded, it is
  *       logged at DEBUG; still reachable, it is a leak: logged at WARN with what the worker can see
  *       pinning it (threads of the plugin still alive, hooks, drivers) and counted per plugin
@@ -52,9 +52,9 @@ public final class PluginUnloader implements AutoCloseable {
   static final int GCS = 3;
 
   /**
-   * Further collections, {@link #SLOW_GC_SECONDS} apart, before a loader held by nothing the
-   * worker can name is a leak: a host thread busy with other calls may still hold the plugin's
-   * {@code ThreadLocal}s, and is ended once idle.
+   * Further collections, {@link #SLOW_GC_SECONDS} apart, before a loader held by nothing the worker
+   * can name is a leak: a host thread busy with other calls may still hold the plugin's {@code
+   * ThreadLocal}s, and is ended once idle.
    */
   static final int SLOW_GCS = 6;
 
@@ -101,12 +101,12 @@ public final class PluginUnloader implements AutoCloseable {
         thread.execute(
             () -> {
               try {
-              ClassLoader l = held.getAndSet(null);
-              String plugin = l.getName() == null ? l.toString() : l.getName();
-              cleanUp(plugin, l);
-              WeakReference<ClassLoader> ref = new WeakReference<>(l);
-              l = null;
-              watch(plugin, ref);
+                ClassLoader l = held.getAndSet(null);
+                String plugin = l.getName() == null ? l.toString() : l.getName();
+                cleanUp(plugin, l);
+                WeakReference<ClassLoader> ref = new WeakReference<>(l);
+                l = null;
+                watch(plugin, ref);
               } finally {
                 pending.decrementAndGet();
               }

@@ -287,8 +287,7 @@ public final class PluginReloader implements AutoCloseable {
         .thenCompose(v -> client.whenUnused(Set.copyOf(replaced)))
         .thenRun(
             () -> {
-              log.info(
-                  "unloading {} plugin classloader(s) no call uses any more", replaced.size());
+              log.info("unloading {} plugin classloader(s) no call uses any more", replaced.size());
               unloader.unload(replaced); // a loader that stays in memory is a WARN of its own
             });
     boolean registered = awaitRegistered(handover);

@@ -15,9 +15,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Starts a call's handler, inline on the stream's event loop (an {@link AsyncToolHandler} that
- * keeps its promise not to block) or on a thread of {@link HandlerThreads}, and posts one "finished" event
- * per start to the dispatcher's context. Watches inline starts that hold the loop. Part of the
- * {@link Dispatcher}: {@link #start} runs in its context; nothing here decides what is sent.
+ * keeps its promise not to block) or on a thread of {@link HandlerThreads}, and posts one
+ * "finished" event per start to the dispatcher's context. Watches inline starts that hold the loop.
+ * Part of the {@link Dispatcher}: {@link #start} runs in its context; nothing here decides what is
+ * sent.
  */
 final class CallStarter {
   private static final Logger log = LoggerFactory.getLogger(CallStarter.class);
@@ -183,9 +184,9 @@ final class CallStarter {
    * From the heartbeat's timer, whose beats such a start holds back: a handleAsync that has kept
    * the stream's I/O thread over {@code thresholdMs} is logged with where it is (no message is read
    * or sent until it returns, so the lease may run out), interrupted, and returned. The interrupt
-   * frees a start blocked in a sleep, a lock, a queue or a {@code get()}, so that the stream's other
-   * calls, its heartbeats and a drain go on; the handler is then moved off the I/O thread. One that
-   * ignores interrupts (a {@code join()}, a busy loop) keeps the thread until it returns.
+   * frees a start blocked in a sleep, a lock, a queue or a {@code get()}, so that the stream's
+   * other calls, its heartbeats and a drain go on; the handler is then moved off the I/O thread.
+   * One that ignores interrupts (a {@code join()}, a busy loop) keeps the thread until it returns.
    */
   Optional<StalledStart> reportStalledStart(long thresholdMs) {
     CallRecord call = startingInline;

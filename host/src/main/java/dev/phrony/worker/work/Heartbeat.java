@@ -33,6 +33,7 @@ final class Heartbeat {
   private Scheduler.Handle beat = Scheduler.NONE;
   private Scheduler.Handle watchdog = Scheduler.NONE;
   private boolean stopped;
+
   /** True while beats are held back; the silence that follows is ours, not a dead stream's. */
   private boolean silent;
 

@@ -17,9 +17,9 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>A handler still running {@link #GRACE} after its call was cancelled or timed out (both set
- *       its cancel flag and interrupt it) is logged at WARN once: its tool, call id, how long it has
- *       run, whether it spins (used over a quarter of a core since the last look) and a stack sample of
- *       where it is; {@code phrony_worker_handler_runaways_total{tool}} counts it.
+ *       its cancel flag and interrupt it) is logged at WARN once: its tool, call id, how long it
+ *       has run, whether it spins (used over a quarter of a core since the last look) and a stack
+ *       sample of where it is; {@code phrony_worker_handler_runaways_total{tool}} counts it.
  *   <li>The rule: the worker holds itself out of routing while spinning runaways are as many as the
  *       cores (nothing is left for the calls it would be sent), or while runaways of any kind are
  *       more than {@code --max-runaway-handlers} (each holds a thread and what it allocated). Out

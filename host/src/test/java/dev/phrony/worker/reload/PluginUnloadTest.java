@@ -145,7 +145,15 @@ class PluginUnloadTest {
     client.start();
     Await.until("registered", client::registered);
     return new PluginReloader(
-        dir, false, List.of(), first, applied, client, g -> {}, o -> {}, false,
+        dir,
+        false,
+        List.of(),
+        first,
+        applied,
+        client,
+        g -> {},
+        o -> {},
+        false,
         InstantSource.system());
   }
 

@@ -8,9 +8,6 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import dev.phrony.worker.ops.MicrometerMetrics;
 import dev.phrony.worker.outbox.MemoryOutbox;
-import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.slf4j.LoggerFactory;
 import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.plugin.PluginLoader;
 import dev.phrony.worker.plugin.TestPlugins;
@@ -18,6 +15,8 @@ import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.Outcome;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -26,6 +25,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.LoggerFactory;
 
 /**
  * A good plugin served beside a bad one, over real gRPC: what the bad one does costs its own calls
@@ -108,8 +108,9 @@ class BadPluginTest {
   }
 
   @Test
-  void handlers_spinning_on_every_core_starve_nothing_and_as_runaways_take_the_worker_out_of_routing()
-      throws Exception {
+  void
+      handlers_spinning_on_every_core_starve_nothing_and_as_runaways_take_the_worker_out_of_routing()
+          throws Exception {
     LoadResult loaded = new PluginLoader().load(plugins(SPIN, "spin.Forever"));
     assertThat(loaded.problems()).isEmpty();
     System.clearProperty(STOP);
@@ -173,8 +174,7 @@ class BadPluginTest {
                   .counter()
                   .count())
           .isEqualTo(cores);
-      Await.until(
-          "out of routing", () -> !client.readiness().ready(), Duration.ofSeconds(20));
+      Await.until("out of routing", () -> !client.readiness().ready(), Duration.ofSeconds(20));
       assertThat(client.readiness().reason()).contains("out of routing while runaway handlers");
       Await.until(
           "the runtime's lease lapsed",
