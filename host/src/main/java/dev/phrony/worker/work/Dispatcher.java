@@ -174,7 +174,7 @@ public final class Dispatcher {
             idle::check);
     this.slotWaits = admission.slotWaits();
     this.cancels = new Cancels(calls, slotWaits, orphans, outcomes, idle, starter.threads());
-    this.runaways = new Runaways(starter.threads(), scheduler, () -> maxRunaway, calls::apart);
+    this.runaways = new Runaways(starter.threads(), () -> maxRunaway, calls::apart);
     this.streamEnds = new StreamEnds(calls, slotWaits, orphans, outcomes, idle);
     this.metrics = metrics;
     this.initial = handlerSet(catalog);

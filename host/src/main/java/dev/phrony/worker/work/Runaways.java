@@ -1,19 +1,22 @@
 package dev.phrony.worker.work;
 
 import dev.phrony.worker.ops.LogContext;
-import dev.phrony.worker.time.Scheduler;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.IntSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Names the handlers that run on past their call's cancel or deadline (runaways), and decides when
- * they hold the worker so that it must leave routing. A look every {@link #PERIOD}, on the timer
- * thread, at the handlers running on {@link HandlerThreads}.
+ * they hold the worker so that it must leave routing. A look every {@link #PERIOD}, on a timer of
+ * its own, at the handlers running on {@link HandlerThreads}.
  *
  * <ul>
  *   <li>A handler still running {@link #GRACE} after its call was cancelled or timed out (both set
@@ -35,8 +38,15 @@ final class Runaways {
   static final Duration GRACE = Duration.ofSeconds(1);
   private static final int STACK_FRAMES = 12;
 
+  /**
+   * Its own timer, on real time: it measures threads' CPU against the wall clock, and the worker's
+   * timers (a fake one in tests) keep only the call and stream logic.
+   */
+  private static final ScheduledExecutorService WATCH =
+      Executors.newSingleThreadScheduledExecutor(
+          Thread.ofPlatform().name("phrony-runaway-watch").daemon().factory());
+
   private final HandlerThreads threads;
-  private final Scheduler scheduler;
   private final IntSupplier maxRunaway;
   private final IntSupplier apart;
   private final int cores = Runtime.getRuntime().availableProcessors();
@@ -46,29 +56,32 @@ final class Runaways {
   private volatile String why = "";
   private volatile int spinning;
   private long lastLookNanos = System.nanoTime();
-  private Scheduler.Handle next = Scheduler.NONE;
+  private ScheduledFuture<?> next;
   private boolean stopped;
 
   /**
    * @param maxRunaway the operator's bound on runaways ({@code --max-runaway-handlers})
    * @param apart handlers running apart now, threads or stages (the dispatcher's count)
    */
-  Runaways(HandlerThreads threads, Scheduler scheduler, IntSupplier maxRunaway, IntSupplier apart) {
+  Runaways(HandlerThreads threads, IntSupplier maxRunaway, IntSupplier apart) {
     this.threads = threads;
-    this.scheduler = scheduler;
     this.maxRunaway = maxRunaway;
     this.apart = apart;
   }
 
   synchronized void start() {
-    if (!stopped) {
-      next = scheduler.schedule(this::look, PERIOD);
+    if (!stopped && next == null) {
+      next =
+          WATCH.scheduleWithFixedDelay(
+              this::look, PERIOD.toMillis(), PERIOD.toMillis(), TimeUnit.MILLISECONDS);
     }
   }
 
   synchronized void stop() {
     stopped = true;
-    next.cancel();
+    if (next != null) {
+      next.cancel(false);
+    }
   }
 
   /** True while runaways hold the worker: it stays out of routing (see the class comment). */
@@ -89,8 +102,8 @@ final class Runaways {
   private void look() {
     try {
       lookNow();
-    } finally {
-      start();
+    } catch (RuntimeException e) {
+      log.warn("the runaway watch failed (it looks again in {} s)", PERIOD.toSeconds(), e);
     }
   }
 
