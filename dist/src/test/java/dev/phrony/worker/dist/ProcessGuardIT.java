@@ -11,6 +11,8 @@ import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * {@code bin/phrony-worker run} against plugins that try to take the process down: out of memory
@@ -65,8 +67,10 @@ class ProcessGuardIT {
     }
   }
 
-  @Test
-  void system_exit_in_a_plugin_ends_the_worker_with_status_9_naming_it() throws Exception {
+  @ParameterizedTest
+  @CsvSource({"System.exit(3), System.exit", "Runtime.getRuntime().halt(0), Runtime.halt"})
+  void ending_the_process_from_a_plugin_ends_the_worker_with_status_9_naming_it(
+      String statement, String said) throws Exception {
     Path plugins = tmp.resolve("plugins");
     new TestPlugins(tmp.resolve("build"))
         .jar()
@@ -74,14 +78,14 @@ class ProcessGuardIT {
             "rogue.Quit",
             TestPlugins.descriptor("rogue.quit", "1.0.0", "read_only"),
             "",
-            "System.exit(3); return null;")
+            statement + "; return null;")
         .writeTo(plugins.resolve("rogue.jar"));
     try (LocalRuntime rt = LocalRuntime.builder().port(0).start();
         DistProcess w = worker(rt, plugins, "exit-1")) {
       rt.dispatch(Call.of("rogue.quit", "1.0.0", "{}"));
       DistProcess.Result exit = w.awaitExit(Duration.ofSeconds(60));
       assertThat(exit.exit()).as("stderr:%n%s", exit.err()).isEqualTo(9);
-      assertThat(exit.err()).contains("System.exit called by rogue.Quit.handle(");
+      assertThat(exit.err()).contains(said + " called by rogue.Quit.handle(");
     }
   }
 }

@@ -66,7 +66,7 @@ import picocli.CommandLine.Option;
       "1:usage error (bad flag, a port in use, missing plugins directory, a bad worker.yaml)",
       "3:--strict and some plugins had problems; once serving: out of memory",
       "8:a core thread died of an Error (the log names it)",
-      "9:a plugin called System.exit (stderr names the caller)"
+      "9:a plugin called System.exit or Runtime.halt (stderr names the caller)"
     })
 final class DevCommand implements Callable<Integer> {
   @Mixin private PluginsOption plugins;

@@ -1,5 +1,7 @@
 package dev.phrony.worker.cli;
 
+import dev.phrony.worker.isolation.PluginExits;
+
 /** The exit statuses of every command; documented in {@code --help} and the README. */
 final class ExitCodes {
   /** Done, nothing to report. */
@@ -35,8 +37,11 @@ final class ExitCodes {
    */
   static final int FATAL = 8;
 
-  /** A plugin called {@link System#exit}; stderr names the caller. */
-  static final int PLUGIN_EXIT = 9;
+  /**
+   * A plugin called {@link System#exit}, {@link Runtime#exit} or {@link Runtime#halt}, whatever
+   * status it asked for; stderr names the caller.
+   */
+  static final int PLUGIN_EXIT = PluginExits.STATUS;
 
   /** A bug: an exception nothing expected. The stack trace is printed. */
   static final int INTERNAL = 70;

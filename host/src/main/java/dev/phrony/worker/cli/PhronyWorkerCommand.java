@@ -31,7 +31,7 @@ import picocli.CommandLine.Command;
       "5:call: no handler, no free slot, or another dispatch error",
       "6:call, approvals, approve, deny: no phrony-worker dev at the control address",
       "8:run, dev: a core thread died of an Error (the log names it); a restart is safe",
-      "9:a plugin called System.exit (stderr names the caller)",
+      "9:a plugin called System.exit or Runtime.halt (stderr names the caller)",
       "70:internal error (a bug; the stack trace is printed)"
     })
 public final class PhronyWorkerCommand implements Runnable {

@@ -2,6 +2,7 @@ package dev.phrony.worker.cli;
 
 import com.sun.management.HotSpotDiagnosticMXBean;
 import dev.phrony.worker.isolation.PluginClassLoader;
+import dev.phrony.worker.isolation.PluginExits;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
@@ -81,16 +82,7 @@ final class ProcessGuard {
     }
     Optional<String> caller =
         exitCaller(Thread.getAllStackTraces())
-            .map(
-                f ->
-                    f.getClassName()
-                        + "."
-                        + f.getMethodName()
-                        + "("
-                        + f.getFileName()
-                        + ":"
-                        + f.getLineNumber()
-                        + ")")
+            .map(PluginExits::frame)
             .or(ProcessGuard::virtualExitCaller);
     if (caller.isEmpty()) {
       return; // a signal, not a call

@@ -41,7 +41,7 @@ import picocli.CommandLine.Mixin;
       "3:--strict and some plugins had problems, or no handler to serve; once serving:"
           + " out of memory (the JVM's status for -XX:+ExitOnOutOfMemoryError)",
       "8:a core thread died of an Error (the log names it); a restart is safe",
-      "9:a plugin called System.exit (stderr names the caller)"
+      "9:a plugin called System.exit or Runtime.halt (stderr names the caller)"
     })
 final class RunCommand implements Callable<Integer> {
   @Mixin private ConfigOption configOption;

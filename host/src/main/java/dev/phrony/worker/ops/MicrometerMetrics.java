@@ -16,7 +16,9 @@ import java.time.Duration;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntSupplier;
@@ -61,6 +63,7 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
   public static final String SLOTS_IN_USE_RATIO = "phrony.worker.slots.in.use.ratio";
   public static final String OUTBOX_ENTRIES = "phrony.worker.outbox.entries";
   public static final String HANDLERS_RUNAWAY = "phrony.worker.handlers.runaway";
+  public static final String HANDLER_RUNAWAYS = "phrony.worker.handler.runaways";
   public static final String OUTBOX_DURABILITY_FAILURES =
       "phrony.worker.outbox.durability.failures";
   public static final String OUTBOX_WAITING_FOR_DISK = "phrony.worker.outbox.waiting.for.disk";
@@ -196,7 +199,17 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
                 .serviceLevelObjectives(HANDLER_BUCKETS)
                 .register(registry)
             : null;
+    Counter runaways =
+        Counter.builder(HANDLER_RUNAWAYS)
+            .tag("tool", tool)
+            .description("Handlers that ran on past their call's cancel or deadline")
+            .register(registry);
     return new ToolMetrics() {
+      @Override
+      public void runaway() {
+        runaways.increment();
+      }
+
       @Override
       public void count(InvocationOutcome outcome) {
         counters[outcome.ordinal()].increment();
@@ -252,6 +265,28 @@ public final class MicrometerMetrics implements WorkerMetrics, AutoCloseable {
         .description("Work streams open (two while a plugin reload hands over)")
         .strongReference(true)
         .register(registry);
+  }
+
+  private final Map<String, AtomicInteger> leakedLoaders = new ConcurrentHashMap<>();
+
+  /**
+   * {@code phrony_worker_plugin_loaders_leaked{plugin}}: old class loaders of a plugin still in
+   * memory after its reload (see PluginUnloader).
+   */
+  public void leakedLoaders(String plugin, int count) {
+    leakedLoaders
+        .computeIfAbsent(
+            plugin,
+            p -> {
+              var n = new AtomicInteger();
+              Gauge.builder("phrony.worker.plugin.loaders.leaked", n, AtomicInteger::get)
+                  .tag("plugin", p)
+                  .description("Old class loaders of a plugin still in memory after a reload")
+                  .strongReference(true)
+                  .register(registry);
+              return n;
+            })
+        .set(count);
   }
 
   /** {@code phrony_worker_plugin_reloads_total{outcome}}: one more reload that ended so. */

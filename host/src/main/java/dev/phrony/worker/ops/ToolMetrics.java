@@ -21,4 +21,7 @@ public interface ToolMetrics {
 
   /** A handler ran this long (to its result, error or deadline). */
   void handlerTime(Duration time);
+
+  /** A handler of this tool ran on past its call's cancel or deadline (logged once per call). */
+  default void runaway() {}
 }

@@ -193,7 +193,8 @@ public final class PluginLoader {
     }
 
     PluginClassLoader loader =
-        new PluginClassLoader(plugin.getFileName().toString(), jarPaths, host);
+        new PluginClassLoader(
+            plugin.getFileName().toString(), jarPaths, host, ExitCallRewriter.INSTANCE);
     List<HandlerCatalog.Entry> entries = new ArrayList<>();
     try (var tccl = ContextClassLoader.swap(loader)) {
       HandlerDiscovery.discover(loader, id, reasons, entries);

@@ -6,17 +6,22 @@ import dev.phrony.worker.plugin.LoadProblem;
 import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.plugin.PluginDirectoryException;
 import dev.phrony.worker.plugin.PluginLoader;
+import dev.phrony.worker.plugin.PluginUnloader;
 import dev.phrony.worker.time.Scheduler;
+import dev.phrony.worker.work.HandlerThreads;
 import dev.phrony.worker.work.WorkClient;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.IntConsumer;
 import org.slf4j.Logger;
@@ -96,6 +101,16 @@ public final class PluginReloader implements AutoCloseable {
           Thread.ofPlatform().name("phrony-plugin-reload").daemon().factory());
   private volatile Served served;
 
+  /** Told of each plugin's leaked class loader count as it grows (a metric). */
+  private volatile BiConsumer<String, Integer> onLeak = (plugin, n) -> {};
+
+  /** Unloads what a reload replaced, and refuses reloads of a plugin that leaks its loaders. */
+  private final PluginUnloader unloader =
+      new PluginUnloader(
+          PluginUnloader.maxLeakedSetting(),
+          HandlerThreads::retireIdle,
+          (plugin, n) -> onLeak.accept(plugin, n));
+
   /**
    * The problems of the last load, each logged at WARN once while it lasts (on the reload thread):
    * a broken jar left in the folder is not warned about again at every later reload.
@@ -132,6 +147,21 @@ public final class PluginReloader implements AutoCloseable {
     this.timers = timers;
     this.served = new Served(first, applied, client.generation(), timers.clock().instant());
     this.reported = Set.copyOf(first.problems()); // the start logged those
+  }
+
+  /** {@code metric} is told of each plugin's leaked class loader count as it grows. */
+  public void onLeakedLoader(BiConsumer<String, Integer> metric) {
+    this.onLeak = metric;
+  }
+
+  /** Replaced class loaders still being unloaded or watched. */
+  public int unloadsPending() {
+    return unloader.pending();
+  }
+
+  /** Leaked class loaders by plugin (see {@link PluginUnloader}). */
+  public Map<String, Integer> leakedLoaders() {
+    return unloader.leaked();
   }
 
   /** What is served now. */
@@ -225,20 +255,41 @@ public final class PluginReloader implements AutoCloseable {
               next.problems(),
               "plugins unchanged (" + trigger + ")"));
     }
+    List<ClassLoader> replaced = now.loaded().unusedBy(next);
+    List<String> refusals =
+        replaced.stream()
+            .map(l -> unloader.refusal(l.getName()))
+            .flatMap(Optional::stream)
+            .toList();
+    if (!refusals.isEmpty()) {
+      discard(next, now.loaded());
+      return done(
+          new Outcome(
+              Result.REFUSED,
+              now.generation(),
+              none(),
+              next.problems(),
+              "plugins not reloaded ("
+                  + trigger
+                  + "): "
+                  + String.join("; ", refusals)
+                  + "; generation "
+                  + now.generation()
+                  + " serves on"));
+    }
     int generation = now.generation() + (change.advertisementChanged() ? 1 : 0);
     if (change.advertisementChanged()) {
       keepGeneration.accept(generation); // a restart from here on comes back as this one
     }
     WorkClient.Handover handover = client.serve(applied.served(), generation, next.imageDigest());
     served = new Served(next, applied, generation, timers.clock().instant());
-    List<ClassLoader> replaced = now.loaded().unusedBy(next);
     handover
         .retired()
         .thenCompose(v -> client.whenUnused(Set.copyOf(replaced)))
         .thenRun(
             () -> {
-              LoadResult.close(replaced);
-              log.info("closed {} plugin classloader(s) no call uses any more", replaced.size());
+              log.info("unloading {} plugin classloader(s) no call uses any more", replaced.size());
+              unloader.unload(replaced); // a loader that stays in memory is a WARN of its own
             });
     boolean registered = awaitRegistered(handover);
     return done(
@@ -305,5 +356,6 @@ public final class PluginReloader implements AutoCloseable {
   @Override
   public void close() {
     thread.shutdownNow();
+    unloader.close();
   }
 }

@@ -128,6 +128,7 @@ public final class Worker implements AutoCloseable {
                         o -> metrics.pluginReload(o.result().label()),
                         false,
                         timers)));
+    live.reloader().onLeakedLoader(metrics::leakedLoaders);
     http = startHttp(registry, pluginRoutes.apply(live.reloader()));
     if (http != null) {
       keep(http);

@@ -8,7 +8,6 @@ import java.time.InstantSource;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ThreadFactory;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -16,9 +15,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Starts a call's handler, inline on the stream's event loop (an {@link AsyncToolHandler} that
- * keeps its promise not to block) or on a virtual thread of its own, and posts one "finished" event
- * per start to the dispatcher's context. Watches inline starts that hold the loop. Part of the
- * {@link Dispatcher}: {@link #start} runs in its context; nothing here decides what is sent.
+ * keeps its promise not to block) or on a thread of {@link HandlerThreads}, and posts one
+ * "finished" event per start to the dispatcher's context. Watches inline starts that hold the loop.
+ * Part of the {@link Dispatcher}: {@link #start} runs in its context; nothing here decides what is
+ * sent.
  */
 final class CallStarter {
   private static final Logger log = LoggerFactory.getLogger(CallStarter.class);
@@ -32,8 +32,8 @@ final class CallStarter {
   /** An asynchronous handler's start that holds the I/O thread: whose, how long, where. */
   record StalledStart(String callId, String key, long heldMs, List<StackTraceElement> where) {}
 
-  /** Makes the virtual thread of each call (thread-safe, unlike a builder). */
-  private static final ThreadFactory CALL_THREADS = Thread.ofVirtual().factory();
+  /** Where handler code that does not start inline runs. */
+  private final HandlerThreads threads = new HandlerThreads();
 
   private final CallPipeline pipeline;
   private final InstantSource clock;
@@ -49,6 +49,15 @@ final class CallStarter {
 
   private volatile long startingInlineSinceMs;
   private volatile Thread ioThread;
+
+  /**
+   * Guards {@link #startingInline}'s end against the watchdog's interrupt: an interrupt meant for a
+   * stalled start must never outlive it and land on the I/O thread's own work.
+   */
+  private final Object inlineEnd = new Object();
+
+  /** The stalled start the watchdog interrupted (null: none); read once it returned. */
+  private volatile CallRecord interruptedInline;
 
   CallStarter(
       CallPipeline pipeline,
@@ -71,10 +80,11 @@ final class CallStarter {
       runInline(call);
       return;
     }
-    Thread thread = CALL_THREADS.newThread(() -> runHandler(call));
-    thread.setName("call-" + call.callId); // a thread dump names the call
-    call.runsOn(thread);
-    thread.start();
+    threads.start(call, () -> runHandler(call));
+  }
+
+  HandlerThreads threads() {
+    return threads;
   }
 
   /**
@@ -98,9 +108,21 @@ final class CallStarter {
       call.context().begin(); // in the context, as a cancel is: nothing came first
       CompletableFuture<CallOutcome> outcome =
           pipeline.start(call.async(), call.entry().classLoader(), call.context());
-      startingInline = null;
+      synchronized (inlineEnd) {
+        startingInline = null;
+      }
       long heldMs = clock.millis() - startedMs;
-      if (call.slots.started(heldMs)) {
+      if (interruptedInline == call) {
+        interruptedInline = null;
+        Thread.interrupted(); // the watchdog's, for the handler: not the I/O thread's to keep
+        call.slots.moveOff();
+        log.warn(
+            "handler {} kept the Work stream's thread {} ms in handleAsync and was interrupted:"
+                + " its calls now run on threads of their own. An AsyncToolHandler must not"
+                + " block; implement ToolHandler if it does",
+            call.key,
+            heldMs);
+      } else if (call.slots.started(heldMs)) {
         log.warn(
             "handler {} kept the Work stream's thread over {} ms in handleAsync {} times in"
                 + " a row (this time {} ms): its calls now run on threads of their own. An"
@@ -163,7 +185,10 @@ final class CallStarter {
   /**
    * From the heartbeat's timer, whose beats such a start holds back: a handleAsync that has kept
    * the stream's I/O thread over {@code thresholdMs} is logged with where it is (no message is read
-   * or sent until it returns, so the lease may run out), and returned.
+   * or sent until it returns, so the lease may run out), interrupted, and returned. The interrupt
+   * frees a start blocked in a sleep, a lock, a queue or a {@code get()}, so that the stream's
+   * other calls, its heartbeats and a drain go on; the handler is then moved off the I/O thread.
+   * One that ignores interrupts (a {@code join()}, a busy loop) keeps the thread until it returns.
    */
   Optional<StalledStart> reportStalledStart(long thresholdMs) {
     CallRecord call = startingInline;
@@ -174,12 +199,18 @@ final class CallStarter {
     }
     StalledStart stall =
         new StalledStart(call.callId, call.key, heldMs, List.of(thread.getStackTrace()));
+    synchronized (inlineEnd) {
+      if (startingInline == call) {
+        interruptedInline = call;
+        thread.interrupt();
+      }
+    }
     Exception where = new Exception("where the I/O thread is: " + thread.getName());
     where.setStackTrace(stall.where().toArray(StackTraceElement[]::new));
     try (var ctx = LogContext.call(call.callId, call.sessionId, call.key)) {
       log.warn(
           "handler {} has kept the Work stream's thread {} ms in handleAsync: no message is"
-              + " read or sent, heartbeats included, until it returns",
+              + " read or sent, heartbeats included, until it returns; interrupted",
           stall.key(),
           heldMs,
           where);

@@ -19,13 +19,16 @@ final class Cancels {
   private final OrphanPolicy orphans;
   private final Outcomes outcomes;
   private final IdleWaiters idle;
+  private final HandlerThreads threads;
 
   Cancels(
       CallTable calls,
       SlotWaits slotWaits,
       OrphanPolicy orphans,
       Outcomes outcomes,
-      IdleWaiters idle) {
+      IdleWaiters idle,
+      HandlerThreads threads) {
+    this.threads = threads;
     this.calls = calls;
     this.slotWaits = slotWaits;
     this.orphans = orphans;
@@ -113,10 +116,8 @@ final class Cancels {
   }
 
   /** Tells the handler its call is off: the flag, its stage cancelled, its thread interrupted. */
-  private static void interrupt(CallRecord call) {
+  private void interrupt(CallRecord call) {
     call.context().markCancelled();
-    if (call.thread() != null) {
-      call.thread().interrupt();
-    }
+    threads.interrupt(call);
   }
 }

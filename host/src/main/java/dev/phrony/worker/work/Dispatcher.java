@@ -71,6 +71,11 @@ public final class Dispatcher {
   private final ResultOutbox outbox;
   private final SynchronizationContext context;
 
+  /** Handlers past their cancel or deadline: named, and the rule for leaving routing. */
+  private final Runaways runaways;
+
+  private volatile int maxRunaway = WorkOptions.DEFAULT_MAX_RUNAWAY;
+
   /** True on the stream's event loop (where a non-blocking handler may start inline). */
   private final BooleanSupplier onIoThread;
 
@@ -171,7 +176,8 @@ public final class Dispatcher {
             this::deadlinePassed,
             idle::check);
     this.slotWaits = admission.slotWaits();
-    this.cancels = new Cancels(calls, slotWaits, orphans, outcomes, idle);
+    this.cancels = new Cancels(calls, slotWaits, orphans, outcomes, idle, starter.threads());
+    this.runaways = new Runaways(starter.threads(), () -> maxRunaway, calls::apart);
     this.streamEnds = new StreamEnds(calls, slotWaits, orphans, outcomes, idle);
     this.metrics = metrics;
     this.initial = handlerSet(catalog);
@@ -433,5 +439,19 @@ public final class Dispatcher {
   /** Handlers whose call was cancelled (or outlived its deadline) and that still run. */
   public int runningApart() {
     return calls.apart();
+  }
+
+  /** The operator's bound on runaway handlers ({@code --max-runaway-handlers}). */
+  void maxRunaway(int max) {
+    maxRunaway = max;
+  }
+
+  Runaways runaways() {
+    return runaways;
+  }
+
+  /** True while runaway handlers hold the worker out of routing (see {@link Runaways}). */
+  boolean holdsRouting() {
+    return runaways.holding();
   }
 }

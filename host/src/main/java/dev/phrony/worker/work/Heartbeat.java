@@ -4,6 +4,7 @@ import dev.phrony.worker.time.Scheduler;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.function.BooleanSupplier;
 
 /**
  * Heartbeats and the watchdog of one stream (protocol.md rule 1), on the injected {@link
@@ -24,6 +25,7 @@ final class Heartbeat {
   private final InstantSource clock;
   private final Runnable send;
   private final Runnable expired;
+  private final BooleanSupplier hold;
   private Duration ttl = DEFAULT_TTL;
   private Duration interval;
   private Instant lastSign;
@@ -32,11 +34,27 @@ final class Heartbeat {
   private Scheduler.Handle watchdog = Scheduler.NONE;
   private boolean stopped;
 
+  /** True while beats are held back; the silence that follows is ours, not a dead stream's. */
+  private boolean silent;
+
+  /** When beats resumed after a hold: the watchdog counts a TTL from there too. */
+  private Instant resumed = Instant.MIN;
+
   /**
    * @param send sends one heartbeat
    * @param expired ends the stream: no sign of life for a whole TTL
    */
   Heartbeat(Scheduler scheduler, Runnable send, Runnable expired) {
+    this(scheduler, send, expired, () -> false);
+  }
+
+  /**
+   * @param hold true while the worker holds itself out of routing ({@link Runaways}): no heartbeat
+   *     is sent, so the runtime's lease lapses (it is passive: the stream stays), and the silence
+   *     that follows is ours, not a dead stream's; beats resume, and renew the lease, when it ends
+   */
+  Heartbeat(Scheduler scheduler, Runnable send, Runnable expired, BooleanSupplier hold) {
+    this.hold = hold;
     this.scheduler = scheduler;
     this.clock = scheduler.clock();
     this.send = send;
@@ -89,15 +107,23 @@ final class Heartbeat {
       if (stopped) {
         return;
       }
-      lastSent = clock.instant();
       beat = scheduler.schedule(this::beat, interval);
+      if (hold.getAsBoolean()) {
+        silent = true;
+        return;
+      }
+      if (silent) {
+        silent = false;
+        resumed = clock.instant(); // the first beat after: a whole TTL for its ack
+      }
+      lastSent = clock.instant();
     }
     send.run();
   }
 
   private void armWatchdog() {
-    watchdog =
-        scheduler.schedule(this::watch, Duration.between(clock.instant(), lastSign.plus(ttl)));
+    Instant from = resumed.isAfter(lastSign) ? resumed : lastSign;
+    watchdog = scheduler.schedule(this::watch, Duration.between(clock.instant(), from.plus(ttl)));
   }
 
   private void watch() {
@@ -105,7 +131,11 @@ final class Heartbeat {
       if (stopped) {
         return;
       }
-      if (fresh()) {
+      if (silent || hold.getAsBoolean()) {
+        watchdog = scheduler.schedule(this::watch, ttl); // silent on purpose
+        return;
+      }
+      if (clock.instant().isBefore(resumed.plus(ttl)) || fresh()) {
         armWatchdog(); // a sign of life came since it was armed
         return;
       }

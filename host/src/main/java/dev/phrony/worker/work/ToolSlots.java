@@ -116,6 +116,11 @@ final class ToolSlots {
     return true;
   }
 
+  /** In the context: a start that had to be interrupted moves the handler off the I/O thread. */
+  void moveOff() {
+    inline = false;
+  }
+
   /** A free slot, or null when all {@link #max} are taken. */
   Permit tryAcquire() {
     return busy >= max ? null : acquire();

@@ -131,6 +131,7 @@ public final class WorkClient implements AutoCloseable {
             loop::inEventLoop,
             loop,
             timings);
+    dispatcher.maxRunaway(options.maxRunaway());
     this.registrations =
         new Registrations(
             options,
@@ -174,6 +175,7 @@ public final class WorkClient implements AutoCloseable {
     }
     started = true;
     registrations.start();
+    dispatcher.runaways().start();
   }
 
   // ---- plugin generations ----
@@ -312,6 +314,7 @@ public final class WorkClient implements AutoCloseable {
       return;
     }
     closed = true;
+    dispatcher.runaways().stop();
     registrations.stop();
     for (WorkSession s : registrations.openStreams()) {
       if (s.live()) {
@@ -367,6 +370,12 @@ public final class WorkClient implements AutoCloseable {
           "lease not renewed: no heartbeat_ack for a lease TTL of "
               + s.heartbeat().ttl().toMillis()
               + " ms");
+    }
+    if (dispatcher.holdsRouting()) {
+      return Readiness.notReady(
+          "out of routing while runaway handlers hold the worker: "
+              + dispatcher.runaways().why()
+              + " (the WARN 'runaway handler' names each); back when they end");
     }
     int runaway = dispatcher.runningApart();
     if (runaway > options.maxRunaway()) {

@@ -63,7 +63,6 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
 
   private final long id;
   private final HandlerSet handlers;
-  private final HandlerCatalog catalog;
   private final Dispatcher dispatcher;
   private final WorkerIdentity identity;
   private volatile Set<String> advertised = Set.of();
@@ -107,7 +106,6 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     this.inbound = new InboundSlices(loop);
     this.timings = dispatcher.timings();
     this.handlers = handlers;
-    this.catalog = handlers.catalog();
     this.dispatcher = dispatcher;
     this.identity = identity;
     this.scheduler = scheduler;
@@ -124,7 +122,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
                     "no heartbeat_ack (or registered) for a"
                         + " whole lease TTL of "
                         + heartbeat().ttl().toMillis()
-                        + " ms"));
+                        + " ms"),
+            dispatcher::holdsRouting);
     this.metrics = metrics;
   }
 
@@ -187,12 +186,12 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
       writer.send(registerMessage(first.via(), List.of(), first.calls()));
     }
     advertised = Set.copyOf(inFlight);
-    writer.send(registerMessage(identity, catalog.entries(), advertised));
+    writer.send(registerMessage(identity, handlers.catalog().entries(), advertised));
     heartbeat.start();
     log.debug(
         "stream {}: register sent with {} handlers and {} in flight{}",
         id,
-        catalog.size(),
+        handlers.catalog().size(),
         advertised.size(),
         first == null
             ? ""
@@ -282,7 +281,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
         log.info(
             "registered as {}: {}, lease TTL {} ms",
             identity.workerId(),
-            Count.of(catalog.size(), "handler"),
+            Count.of(handlers.catalog().size(), "handler"),
             heartbeat.ttl().toMillis());
       }
       case INVOKE, RESULT_ACK -> {} // Inbound reads these as records: they never come as Other

@@ -2,10 +2,17 @@ package dev.phrony.worker.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.phrony.worker.api.ToolHandler;
 import dev.phrony.worker.isolation.PluginClassLoader;
+import dev.phrony.worker.plugin.PluginLoader;
+import dev.phrony.worker.plugin.TestPlugins;
 import dev.phrony.worker.testing.ChildJvm;
+import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /** {@link ProcessGuard} in real child processes: the exit status says what ended the worker. */
 class ProcessGuardTest {
@@ -42,9 +49,23 @@ class ProcessGuardTest {
         }
         case "plugin-exit" -> Rogue.quit();
         case "plugin-exit-virtual" -> Thread.ofVirtual().start(Rogue::quit).join();
+        case "plugin-jar" -> { // args[1]: a plugins folder whose one handler ends the process
+          var result = new PluginLoader().load(Path.of(args[1]));
+          var entry = result.catalog().entries().getFirst();
+          Thread.ofVirtual().start(() -> call(entry.handler())).join();
+          System.out.println("still serving");
+        }
         default -> {}
       }
       ProcessGuard.exit(0);
+    }
+  }
+
+  private static void call(ToolHandler handler) {
+    try {
+      handler.handle(null);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
     }
   }
 
@@ -95,6 +116,30 @@ class ProcessGuardTest {
     assertThat(r.exitCode()).as(r.output()).isEqualTo(ExitCodes.PLUGIN_EXIT);
     assertThat(r.output())
         .contains("System.exit called by dev.phrony.worker.cli" + ".ProcessGuardTest$Rogue.quit(");
+  }
+
+  @ParameterizedTest
+  @CsvSource({
+    "Runtime.getRuntime().halt(0), Runtime.halt",
+    "Runtime.getRuntime().exit(0), Runtime.exit",
+    "System.exit(0), System.exit"
+  })
+  void a_plugin_jar_ending_the_process_with_status_0_ends_it_with_status_9_naming_the_caller(
+      String statement, String said, @TempDir Path tmp) throws Exception {
+    new TestPlugins(tmp.resolve("build"))
+        .jar()
+        .handler(
+            "rogue.Quit",
+            TestPlugins.descriptor("rogue.quit", "1.0.0", "read_only"),
+            "",
+            statement + "; return null;")
+        .writeTo(tmp.resolve("plugins/rogue.jar"));
+    ChildJvm.Result r = ChildJvm.run(Child.class, "plugin-jar", tmp.resolve("plugins").toString());
+    assertThat(r.exitCode()).as(r.output()).isEqualTo(ExitCodes.PLUGIN_EXIT);
+    assertThat(r.output())
+        .contains(said + " called by rogue.Quit.handle(Quit.java:")
+        .contains("exiting with status 9")
+        .doesNotContain("still serving");
   }
 
   @Test

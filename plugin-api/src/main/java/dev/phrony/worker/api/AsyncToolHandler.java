@@ -14,9 +14,10 @@ import java.util.concurrent.ExecutionException;
  * Thread.sleep}, no blocking I/O, no {@code join()} or {@code get()} on a stage that is not
  * complete: while it runs, no other call's message is read or sent. The worker times each call of
  * it. One that keeps the thread longer than {@value #BLOCKING_LIMIT_MS} ms is logged; after three
- * such calls in a row the handler's calls run on virtual threads of their own, as a {@link
- * ToolHandler}'s do, until the worker restarts. A handler that blocks should implement {@link
- * ToolHandler} instead.
+ * such calls in a row the handler's calls run on threads of their own, as a {@link ToolHandler}'s
+ * do, until the worker restarts. A start that keeps the thread over a second is interrupted, and
+ * the handler moved off at once. A handler that blocks should implement {@link ToolHandler}
+ * instead.
  *
  * <p>The stage may complete on any thread. Complete it with the {@link ToolResult}, or
  * exceptionally with a {@link ToolException} for an error the model should see; anything else (a
