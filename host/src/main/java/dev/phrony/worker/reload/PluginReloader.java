@@ -214,36 +214,15 @@ public final class PluginReloader implements AutoCloseable {
     HandlerOverrides.Applied applied = HandlerOverrides.apply(rules, next.catalog());
     CatalogChange change = CatalogChange.between(now.applied().served(), applied.served());
     if (strict && next.hasProblems()) {
-      discard(next, now.loaded());
-      return done(
-          new Outcome(
-              Result.REFUSED,
-              now.generation(),
-              none(),
-              next.problems(),
-              "plugins not reloaded ("
-                  + trigger
-                  + "): --strict and "
-                  + next.problems().size()
-                  + " plugin problem(s); generation "
-                  + now.generation()
-                  + " serves on (see"
-                  + " 'list-handlers')"));
+      return refuse(
+          next,
+          now,
+          trigger,
+          "--strict and " + next.problems().size() + " plugin problem(s)",
+          " (see 'list-handlers')");
     }
     if (applied.served().size() == 0) {
-      discard(next, now.loaded());
-      return done(
-          new Outcome(
-              Result.REFUSED,
-              now.generation(),
-              none(),
-              next.problems(),
-              "plugins not reloaded ("
-                  + trigger
-                  + "): no handler would be left to serve;"
-                  + " generation "
-                  + now.generation()
-                  + " serves on"));
+      return refuse(next, now, trigger, "no handler would be left to serve", "");
     }
     if (change.none()) {
       discard(next, now.loaded()); // the running load stays what later reloads start from
@@ -262,20 +241,7 @@ public final class PluginReloader implements AutoCloseable {
             .flatMap(Optional::stream)
             .toList();
     if (!refusals.isEmpty()) {
-      discard(next, now.loaded());
-      return done(
-          new Outcome(
-              Result.REFUSED,
-              now.generation(),
-              none(),
-              next.problems(),
-              "plugins not reloaded ("
-                  + trigger
-                  + "): "
-                  + String.join("; ", refusals)
-                  + "; generation "
-                  + now.generation()
-                  + " serves on"));
+      return refuse(next, now, trigger, String.join("; ", refusals), "");
     }
     int generation = now.generation() + (change.advertisementChanged() ? 1 : 0);
     if (change.advertisementChanged()) {
@@ -329,6 +295,25 @@ public final class PluginReloader implements AutoCloseable {
   }
 
   /** Closes the classloaders {@code next} opened that the running set does not use. */
+  /** Refuses {@code next} for {@code why}: the running generation serves on. */
+  private Outcome refuse(LoadResult next, Served now, String trigger, String why, String tail) {
+    discard(next, now.loaded());
+    return done(
+        new Outcome(
+            Result.REFUSED,
+            now.generation(),
+            none(),
+            next.problems(),
+            "plugins not reloaded ("
+                + trigger
+                + "): "
+                + why
+                + "; generation "
+                + now.generation()
+                + " serves on"
+                + tail));
+  }
+
   private static void discard(LoadResult next, LoadResult running) {
     LoadResult.close(next.unusedBy(running));
   }
