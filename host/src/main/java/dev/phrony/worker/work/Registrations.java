@@ -1,11 +1,13 @@
 package dev.phrony.worker.work;
 
 import dev.phrony.worker.ops.ReconnectReason;
-import dev.phrony.worker.ops.StreamKill;
 import dev.phrony.worker.ops.WorkerMetrics;
 import dev.phrony.worker.plugin.CatalogChange;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.time.Scheduler;
+import dev.phrony.worker.work.Rescues.Kill;
+import dev.phrony.worker.work.Rescues.Rescue;
+import io.grpc.Status;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -37,23 +39,9 @@ import org.slf4j.LoggerFactory;
  *       removes the entry from routing.
  * </ul>
  *
- * <p>A kill (protocol.md rule 9): the runtime ends a registered stream with an error status, most
- * often for a result that crossed its call's cancel on the wire, and keeps the registration as a
- * dead entry, first in routing, failing every call sent to it, with the stream's calls still on it.
- * Registering the same id again would remove the entry but make those calls indeterminate first. So
- * the replacement stream opens at once, with no backoff, and sends two registers back to back: a
- * hand-over ({@code <id>.h<n>}, no handlers) whose {@code in_flight} moves the calls off the dead
- * entry, then the killed id's own, which replaces the entry. The runtime reads one stream's
- * messages in order, so the calls are safe before the entry goes, one round trip sooner than if the
- * hand-over had its own stream: every call routed in that window is lost. Once the hand-over is
- * answered, a rescue ({@code <id>.r<n>}, no handlers, a stream of its own) takes the calls over in
- * its {@code in_flight} and answers them; they cannot stay with the hand-over, whose stream now
- * answers as the killed id. Once the rescue is registered, the hand-over's registration (no stream
- * of its own) is evicted. The rescue is a side registration rather than the next of rotating worker
- * ids: the worker id stays the one the operator and the runtime's views know (rule 2), a new id
- * would leave the dead entry in routing for a whole lease TTL unless it were evicted anyway, and a
- * registration with no handlers is routed nothing, so a rescue that is killed in turn (an answer
- * for a call the runtime forgot in the window) costs no other call.
+ * <p>A kill (protocol.md rule 9): the runtime ends a registered stream with an error status and
+ * keeps the registration as a dead entry, first in routing, that fails every call sent to it. What
+ * is done about it, the hand-over, the replacement and the rescue, is {@link Rescues}'.
  */
 final class Registrations {
   private static final Logger log = LoggerFactory.getLogger(WorkClient.class);
@@ -95,15 +83,6 @@ final class Registrations {
   /** An open stream's generation and role. */
   private record Open(int generation, Role role) {}
 
-  /** A killed stream until its dead entry is replaced: for the window's measure and the log. */
-  private record Kill(WorkSession killed, StreamKill cause, long endedNanos, int handedOver) {}
-
-  /**
-   * A killed stream's calls on their way to {@code stream}, a rescue not opened yet: the stream
-   * that replaces the dead entry first moves them off it with {@code handOver}'s register.
-   */
-  private record Rescue(WorkSession stream, WorkSession.HandOver handOver) {}
-
   private final WorkOptions options;
   private final Dispatcher dispatcher;
   private final Streams streams;
@@ -114,16 +93,14 @@ final class Registrations {
   /** What a rescue or an eviction advertises: nothing, so the runtime routes it no call. */
   private final HandlerSet noHandlers;
 
+  private final Rescues rescues;
+
   private final Map<WorkSession, Open> open = new ConcurrentHashMap<>();
   private final AtomicInteger servingEnds = new AtomicInteger();
 
   // ---- in the context ----
   private final List<WorkClient.Handover> handovers = new ArrayList<>();
   private Scheduler.Handle reconnect = Scheduler.NONE;
-  private int rescues;
-
-  /** Each rescue's hand-over identity, a registration with no stream left: evicted after it. */
-  private final Map<WorkSession, WorkerIdentity> phantoms = new java.util.HashMap<>();
 
   // ---- written in the context, read anywhere ----
   private volatile WorkSession session;
@@ -146,6 +123,7 @@ final class Registrations {
     this.reconnects = reconnects;
     this.metrics = metrics;
     this.noHandlers = dispatcher.handlerSet(HandlerCatalog.of(List.of()));
+    this.rescues = new Rescues(this, options, dispatcher, streams, metrics, noHandlers);
     this.generation =
         new Generation(
             options.generation(),
@@ -169,7 +147,7 @@ final class Registrations {
    */
   private void openServing(Kill kill, Rescue rescue) {
     if (stopping || leaving) {
-      openRescue(rescue);
+      rescues.open(rescue);
       return;
     }
     Generation g = generation;
@@ -180,78 +158,19 @@ final class Registrations {
     }
     session = s;
     track(s, g.number(), Role.SERVING, kill);
-    streams.open(s, dispatcher.inFlightIds(), handOver(s, rescue));
+    streams.open(s, dispatcher.inFlightIds(), rescues.handOver(s, rescue));
   }
 
-  /**
-   * Registers {@code dead}'s id again with no handlers and closes: its dead entry is gone. {@code
-   * rescue}: its calls are moved off the entry first, as in {@link #openServing}.
-   */
-  private void evict(WorkerIdentity dead, Kill kill, Rescue rescue) {
-    if (stopping) {
-      openRescue(rescue);
-      return;
-    }
-    WorkSession s = streams.create(noHandlers, dead);
-    track(s, generation.number(), Role.EVICTING, kill);
-    streams.open(s, Set.of(), handOver(s, rescue));
-  }
-
-  /**
-   * Hands {@code killed}'s calls over to a new rescue registration, not opened yet; null when there
-   * is nothing to hand over. Their hand-over goes under an identity of its own ({@code .h<n>},
-   * beside the rescue's {@code .r<n>}), a registration the stream replacing the dead entry makes
-   * just before its own.
-   */
-  private Rescue rescue(WorkSession killed, WorkSession.End end) {
-    WorkerIdentity k = killed.identity();
-    String base = options.identity().workerId();
-    int n = rescues + 1;
-    WorkSession r =
-        streams.create(
-            noHandlers, new WorkerIdentity(base + ".r" + n, k.workloadIdentity(), k.imageDigest()));
-    Set<String> handed = dispatcher.handOver(killed, r, end.status());
-    if (handed.isEmpty()) {
-      return null; // never opened: nothing to close
-    }
-    rescues = n;
-    track(r, generation.number(), Role.RESCUE, null);
-    WorkerIdentity via = new WorkerIdentity(base + ".h" + n, k.workloadIdentity(), k.imageDigest());
-    phantoms.put(r, via);
-    return new Rescue(r, new WorkSession.HandOver(via, handed));
-  }
-
-  /**
-   * The hand-over {@code s} sends before its own register, if {@code rescue} is not null; the
-   * rescue opens once the runtime has answered it (or {@code s} ended), so that its own register,
-   * on another stream, can only reach the runtime after the calls are off the dead entry.
-   */
-  private WorkSession.HandOver handOver(WorkSession s, Rescue rescue) {
-    if (rescue == null) {
-      return null;
-    }
-    boolean[] done = {false};
-    Runnable once =
-        () -> {
-          if (!done[0]) {
-            done[0] = true;
-            openRescue(rescue);
-          }
-        };
-    s.handedOver().thenRun(() -> dispatcher.execute(once));
-    s.ended().whenComplete((e, t) -> dispatcher.execute(once));
-    return rescue.handOver();
-  }
-
-  /** Opens {@code rescue}'s stream: its register's {@code in_flight} moves the calls to it. */
-  private void openRescue(Rescue rescue) {
-    if (rescue != null) {
-      streams.open(rescue.stream(), rescue.handOver().calls(), null);
-    }
+  /** {@code s}, a stream for {@code role} of the current generation, opens (see {@link #track}). */
+  void track(WorkSession s, Role role, Kill kill) {
+    track(s, generation.number(), role, kill);
   }
 
   private void track(WorkSession s, int gen, Role role, Kill kill) {
     open.put(s, new Open(gen, role));
+    if (role == Role.SERVING) {
+      s.onKill((killed, status, calls) -> killed(killed, status, calls, System.nanoTime()));
+    }
     s.registration().thenRun(() -> dispatcher.execute(() -> registered(s, kill)));
     s.ended().whenComplete((end, t) -> dispatcher.execute(() -> ended(s, end)));
   }
@@ -270,39 +189,40 @@ final class Registrations {
         retireOlderThan(o.generation());
       }
       case RESCUE -> {
-        dispatcher.onRescueRegistered(s);
         streams.watch(s);
         boundByDrainTimeout(s, "a rescue registration");
         closeWhenIdle(s);
-        WorkerIdentity phantom = phantoms.remove(s);
-        if (phantom != null) {
-          evict(phantom, null, null); // the hand-over's registration, its calls moved on
-        }
+        rescues.registered(s);
       }
       case EVICTING -> s.abort(ReconnectReason.RUNTIME_CLOSED, "dead registration evicted");
       case RETIRING -> {}
     }
     if (kill != null) {
-      contained(kill, s);
+      rescues.contained(kill, s);
     }
   }
 
-  /** The dead entry of {@code kill} was replaced by {@code by}: the window is closed. */
-  private void contained(Kill kill, WorkSession by) {
-    Duration window = Duration.ofNanos(System.nanoTime() - kill.endedNanos());
-    metrics.streamKilled(kill.cause(), kill.handedOver(), window);
-    log.info(
-        "dead registration of {} contained by stream {}, {} us after stream {} ended ({}; {}"
-            + " calls handed over)",
-        kill.killed().identity().workerId(),
-        by.id(),
-        window.toNanos() / 1_000,
-        kill.killed().id(),
-        kill.cause().label(),
-        kill.handedOver());
-  }
-
   // ---- ends ----
+
+  /**
+   * From {@code s}'s gRPC callback, as its end is read (see {@link WorkSession.Killed}): the runtime
+   * killed it and keeps a dead entry that fails every call routed to it, so the one that takes calls
+   * is replaced in the next task of the context (at once when it is free), ahead of the stream's
+   * earlier messages; its end is taken in with them, in order ({@link Rescues#takeIn}).
+   */
+  private void killed(WorkSession s, Status status, Set<String> calls, long endedNanos) {
+    dispatcher.execute(
+        () -> {
+          Open o = open.get(s);
+          if (o == null || o.role() != Role.SERVING || s != session || stopping || leaving) {
+            return; // taken in with its end
+          }
+          Rescue rescue = rescues.early(s, calls);
+          countEnd(WorkSession.failure(status), WorkSession.causeOf(status));
+          reconnect.cancel();
+          openServing(new Kill(s, endedNanos, calls.size()), rescue);
+        });
+  }
 
   /** In the context: {@code s} ended, {@code end} says how. */
   private void ended(WorkSession s, WorkSession.End end) {
@@ -310,16 +230,20 @@ final class Registrations {
     if (o == null) {
       return;
     }
-    phantoms.remove(s); // a rescue that never registered: its calls stay where they are
+    rescues.ended(s);
+    if (rescues.takeIn(s, end, stopping)) {
+      afterEnd(s, o, end, null, null); // replaced already: no longer the current stream
+      return;
+    }
     long endedNanos = System.nanoTime();
     if (!end.registered() || end.kill() == null || stopping) {
       dispatcher.detach(s, end.status());
       afterEnd(s, o, end, null, null);
       return;
     }
-    Rescue rescue = rescue(s, end);
+    Rescue rescue = rescues.rescue(s, end);
     Kill kill =
-        new Kill(s, end.kill(), endedNanos, rescue == null ? 0 : rescue.handOver().calls().size());
+        new Kill(s, endedNanos, rescue == null ? 0 : rescue.handOver().calls().size());
     afterEnd(s, o, end, kill, rescue); // first: every millisecond before the replacement costs
     log.info(
         "stream {} ({}) ended by the runtime ({}), which keeps its registration: {}",
@@ -346,7 +270,7 @@ final class Registrations {
     } else if (kill != null) {
       // An older generation's dead entry, or a rescue's (routed nothing, but kept by the runtime
       // for good): removed at once, its calls moved off it first.
-      evict(s.identity(), kill, rescue);
+      rescues.evict(s.identity(), kill, rescue);
     }
     if (!current) {
       log.info(
@@ -365,9 +289,7 @@ final class Registrations {
     if (stopping) {
       return;
     }
-    lastEnd = end.reason();
-    servingEnds.incrementAndGet();
-    metrics.reconnect(end.cause());
+    countEnd(end.reason(), end.cause());
     if (kill != null) {
       replace(kill, rescue);
       return;
@@ -379,12 +301,18 @@ final class Registrations {
     reconnect = scheduler.schedule(() -> dispatcher.execute(() -> openServing(null, null)), delay);
   }
 
+  private void countEnd(String reason, ReconnectReason cause) {
+    lastEnd = reason;
+    servingEnds.incrementAndGet();
+    metrics.reconnect(cause);
+  }
+
   /**
    * The killed serving stream's dead entry goes: a new serving stream, or, leaving, an eviction.
    */
   private void replace(Kill kill, Rescue rescue) {
     if (leaving) {
-      evict(kill.killed().identity(), kill, rescue);
+      rescues.evict(kill.killed().identity(), kill, rescue);
     } else {
       reconnect.cancel();
       openServing(kill, rescue);
@@ -580,6 +508,11 @@ final class Registrations {
           }
         });
     return each;
+  }
+
+  /** True once no stream is opened again. */
+  boolean stopping() {
+    return stopping;
   }
 
   /** No stream is opened again (a drain's end, or close). */

@@ -31,6 +31,14 @@ final class StreamWriter {
   private final WireTimings timings;
   private final StreamCancels cancels;
   private final AtomicInteger wip = new AtomicInteger();
+
+  /**
+   * Messages at the head of the queue that are written without waiting for gRPC's {@code onReady}:
+   * a new stream's registers. gRPC buffers them behind the stream's creation and they leave in the
+   * same flush, where waiting for {@code onReady} costs another turn of the I/O thread (milliseconds
+   * when it is busy, and a kill's dead entry fails every call routed to it meanwhile).
+   */
+  private final AtomicInteger unpaced = new AtomicInteger();
   private final Runnable drainLoop = this::drainLoop;
   private volatile boolean closed;
 
@@ -61,6 +69,12 @@ final class StreamWriter {
     return true;
   }
 
+  /** Queues {@code msg}, to be written even before the stream is ready (see {@link #unpaced}). */
+  boolean sendUnpaced(Outbound msg) {
+    unpaced.incrementAndGet();
+    return send(msg);
+  }
+
   /**
    * Removes a queued, not yet written result or nack for {@code callId} (after a cancel the runtime
    * has forgotten the call, and a result for it would end the stream). Returns true if one was
@@ -85,10 +99,13 @@ final class StreamWriter {
   private void drainLoop() {
     int missed = 1;
     do {
-      while (!closed && out.isReady()) {
+      while (!closed && (unpaced.get() > 0 || out.isReady())) {
         Queued q = queue.poll();
         if (q == null) {
           break;
+        }
+        if (unpaced.get() > 0) {
+          unpaced.decrementAndGet();
         }
         Outbound m = q.msg();
         if (m == HALF_CLOSE) {

@@ -22,6 +22,8 @@ import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -86,7 +88,17 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   private volatile String abortReason;
   private volatile ReconnectReason abortCause;
   private volatile Scheduler.Handle closeTimer = Scheduler.NONE;
+  private volatile StreamKill kill;
+  private volatile Killed onKill;
   private int receivedSinceRequest;
+
+  // ---- gRPC's callbacks only (serialized by gRPC, on the I/O thread once the stream is open) ----
+
+  /** The calls invoked on this stream that no ack or cancel read since has taken off it. */
+  private final Set<String> read = new HashSet<>();
+
+  /** True once the runtime's answer to this stream's own register was read. */
+  private boolean ownRegisteredRead;
 
   /**
    * @param writes where the stream's writes are drained (the channel's I/O thread)
@@ -153,6 +165,25 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     return heartbeat;
   }
 
+  /**
+   * Told, on the gRPC callback that reads the end, that the runtime killed this registered stream
+   * (it keeps a dead entry): {@code calls} may still be tracked on it (invoked here, no ack or
+   * cancel read since, not the one it named). Runs ahead of the earlier messages and {@link #ended}.
+   */
+  interface Killed {
+    void killed(WorkSession s, Status status, Set<String> calls);
+  }
+
+  /** Sets who is told of a kill as soon as it is read (see {@link Killed}). */
+  void onKill(Killed listener) {
+    onKill = listener;
+  }
+
+  /** Why the runtime ended this stream while keeping its registration, or null. */
+  StreamKill kill() {
+    return kill;
+  }
+
   /** The calls its register lists in {@code in_flight}. */
   Set<String> advertised() {
     return advertised;
@@ -183,10 +214,10 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   void register(Set<String> inFlight, HandOver first) {
     if (first != null) {
       handOverVia = first.via().workerId();
-      writer.send(registerMessage(first.via(), List.of(), first.calls()));
+      writer.sendUnpaced(registerMessage(first.via(), List.of(), first.calls()));
     }
     advertised = Set.copyOf(inFlight);
-    writer.send(registerMessage(identity, handlers.catalog().entries(), advertised));
+    writer.sendUnpaced(registerMessage(identity, handlers.catalog().entries(), advertised));
     heartbeat.start();
     log.debug(
         "stream {}: register sent with {} handlers and {} in flight{}",
@@ -231,6 +262,18 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
    */
   @Override
   public void onNext(Inbound msg) {
+    switch (msg) {
+      case Inbound.Invoke i -> read.add(i.callId());
+      case Inbound.ResultAck a -> read.remove(a.callId());
+      case Inbound.Other o -> {
+        if (o.msg().hasCancel()) {
+          read.remove(o.msg().getCancel().getCallId());
+        } else if (o.msg().hasRegistered()
+            && o.msg().getRegistered().getWorkerId().equals(identity.workerId())) {
+          ownRegisteredRead = true;
+        }
+      }
+    }
     if (msg instanceof Inbound.Other o && o.msg().hasCancel()) {
       cancels.read(o.msg().getCancel().getCallId());
       long readAt = timings.lastReadNanos();
@@ -295,19 +338,30 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     }
   }
 
+  /**
+   * A kill (an error status after which the runtime keeps the registration) is told at once to
+   * {@link #onKill}, so that the dead entry is replaced without waiting for the stream's earlier
+   * messages to be handled: every call routed to it meanwhile fails. The end itself is taken in
+   * after those messages, in order.
+   */
   @Override
   public void onError(Throwable t) {
+    Status status = Status.fromThrowable(t);
+    Killed listener = onKill;
+    if (ownRegisteredRead && keepsRegistration(status)) {
+      if (listener != null) {
+        Set<String> calls = new LinkedHashSet<>(read);
+        OrphanPolicy.unknownCallId(status.getDescription()).ifPresent(calls::remove);
+        listener.killed(this, status, calls);
+      }
+      kill = killOf(status); // logs: after the replacement is on its way
+    }
     inbound.add(() -> failed(t)); // after the messages that came before it
   }
 
   private void failed(Throwable t) {
     Status status = Status.fromThrowable(t);
-    String reason =
-        abortReason != null
-            ? abortReason
-            : "stream failed: "
-                + status.getCode()
-                + (status.getDescription() == null ? "" : " " + status.getDescription());
+    String reason = abortReason != null ? abortReason : failure(status);
     end(status, reason, abortCause != null ? abortCause : causeOf(status));
   }
 
@@ -352,6 +406,19 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
         : c.crossed() ? StreamKill.CROSSED : StreamKill.AFTER_READ;
   }
 
+  /** How a stream that failed with {@code status} ended, in words. */
+  static String failure(Status status) {
+    return "stream failed: "
+        + status.getCode()
+        + (status.getDescription() == null ? "" : " " + status.getDescription());
+  }
+
+  private StreamKill killOf(Status status) {
+    return OrphanPolicy.unknownCallId(status.getDescription())
+        .map(this::explainUnknownCall)
+        .orElse(StreamKill.OTHER);
+  }
+
   /** The class of an error status, for the reconnect counter. */
   static ReconnectReason causeOf(Status status) {
     return switch (status.getCode()) {
@@ -372,14 +439,10 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
     if (writer != null) {
       writer.closed();
     }
-    StreamKill kill = null;
     // Even on a stream we were closing: a refusal the runtime read before our half-close ends the
     // stream without unregistering it, so the entry is left dead all the same.
-    if (keepsRegistration(status)) {
-      kill =
-          OrphanPolicy.unknownCallId(status.getDescription())
-              .map(this::explainUnknownCall)
-              .orElse(StreamKill.OTHER);
+    if (kill == null && keepsRegistration(status)) {
+      kill = killOf(status);
     }
     // The registrations take in the end (detach or hand over the stream's calls) in the
     // dispatcher's context, before anything posted later there (the next register) runs.
