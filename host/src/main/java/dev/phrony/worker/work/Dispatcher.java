@@ -30,7 +30,7 @@ import org.slf4j.LoggerFactory;
  * transition of a call, from the stream (invoke, cancel, ack, the stream's end), from its handler's
  * thread (completed), from the outbox (intent or result durable) or from a timer (deadline, slot
  * grace), is a task in one {@link SynchronizationContext}: tasks run one at a time, in order, on
- * the stream's event loop (where every cancel is read first, see {@link #post}), so there are no
+ * the stream's event loop (where every cancel is read first, see {@link #execute}), so there are no
  * locks and no state split between threads. Handler threads and the outbox writer only post what
  * came of their work; they never decide whether to send.
  *
@@ -120,7 +120,7 @@ public final class Dispatcher {
    * With metrics (the meters of every {@code tool@version} are resolved here, once), the test of
    * the thread on which an {@code AsyncToolHandler} may start inline (the stream's I/O thread,
    * where the invoke arrived; anywhere else its calls start on a virtual thread), and {@code loop},
-   * that thread's executor: every transition runs there (see {@link #post}); null runs each where
+   * that thread's executor: every transition runs there (see {@link #execute}); null runs each where
    * it is posted.
    */
   public Dispatcher(
@@ -159,9 +159,9 @@ public final class Dispatcher {
               }
             });
     this.idle = new IdleWaiters(calls, () -> draining);
-    this.orphans = new OrphanPolicy(outbox, scheduler, this::post, calls);
-    this.outcomes = new Outcomes(calls, outbox, clock, this::post, orphans, idle);
-    this.starter = new CallStarter(pipeline, clock, onIoThread, this::post, outcomes::finished);
+    this.orphans = new OrphanPolicy(outbox, scheduler, this::execute, calls);
+    this.outcomes = new Outcomes(calls, outbox, clock, this::execute, orphans, idle);
+    this.starter = new CallStarter(pipeline, clock, onIoThread, this::execute, outcomes::finished);
     outcomes.starter(starter);
     this.admission =
         new Admission(
@@ -169,7 +169,7 @@ public final class Dispatcher {
             outbox,
             pipeline,
             scheduler,
-            this::post,
+            this::execute,
             outcomes,
             () -> draining,
             metrics.unknownTool(),
@@ -220,19 +220,15 @@ public final class Dispatcher {
     return Math.max(1, e.descriptor().maxConcurrency());
   }
 
-  /** Runs {@code task} in the context that owns the calls (after what is queued there). */
-  void execute(Runnable task) {
-    post(task);
-  }
-
   /**
-   * Every transition is posted here, from any thread. In the worker the context runs on the
+   * Runs {@code task} in the context that owns the calls (after what is queued there). Every
+   * transition is posted here, from any thread. In the worker the context runs on the
    * stream's event loop only: there the inbound path has already read every cancel that came
    * before, so no decision to send is made on a thread that cannot see one (a handler's thread or
    * the outbox writer draining the context would decide ahead of a cancel the I/O thread holds).
    * Tests without a loop run it where it is posted.
    */
-  private void post(Runnable task) {
+  void execute(Runnable task) {
     if (loop == null || onIoThread.getAsBoolean()) {
       context.execute(task);
     } else {
@@ -248,12 +244,12 @@ public final class Dispatcher {
 
   void onInvoke(Invoke invoke, CallSink sink) {
     HandlerSet set = sink.handlers();
-    post(() -> admission.admit(invoke, sink, set == null ? initial : set));
+    execute(() -> admission.admit(invoke, sink, set == null ? initial : set));
   }
 
   void onCancel(String callId, CallSink sink) {
     long posted = System.nanoTime();
-    post(
+    execute(
         () -> {
           timings.record(WireTimings.Interval.ON_CANCEL_TO_OWNER, System.nanoTime() - posted);
           cancels.cancelled(callId, sink);
@@ -262,7 +258,7 @@ public final class Dispatcher {
   }
 
   void onResultAck(String callId) {
-    post(
+    execute(
         () -> {
           orphans.acked(callId);
           idle.check();
@@ -271,12 +267,7 @@ public final class Dispatcher {
 
   /** {@code sink} is registered: results of older streams are judged against its window. */
   void onRegistered(CallSink sink, Set<String> advertised, Duration ttl) {
-    post(() -> orphans.registered(sink, advertised, ttl));
-  }
-
-  /** The stream {@code sink} ended and the runtime dropped it (posted; see {@link #detach}). */
-  void onStreamEnded(CallSink sink, Status status) {
-    post(() -> streamEnds.detach(sink, status));
+    execute(() -> orphans.registered(sink, advertised, ttl));
   }
 
   // ---- a stream's end, in the context (the registrations decide which) ----
@@ -295,14 +286,14 @@ public final class Dispatcher {
 
   /** {@code rescue} is registered: the handed-over results it has not acked go out on it. */
   void onRescueRegistered(CallSink rescue) {
-    post(() -> streamEnds.rescueRegistered(rescue));
+    execute(() -> streamEnds.rescueRegistered(rescue));
   }
 
   // ---- draining ----
 
   /** Stops taking work: every later invoke is nacked {@code draining}. */
   void startDraining() {
-    post(
+    execute(
         () -> {
           draining = true;
           for (CallRecord c : calls.all()) {
@@ -321,13 +312,13 @@ public final class Dispatcher {
    */
   CompletableFuture<Void> whenIdle() {
     CompletableFuture<Void> f = new CompletableFuture<>();
-    post(() -> idle.whenIdle(f));
+    execute(() -> idle.whenIdle(f));
     return f;
   }
 
   /** Cancels every call still running (end of a drain): nothing more is sent for them. */
   void cancelAll() {
-    post(() -> cancels.all("the drain timeout passed"));
+    execute(() -> cancels.all("the drain timeout passed"));
   }
 
   /**
@@ -336,7 +327,7 @@ public final class Dispatcher {
    * still produce is kept as orphaned.
    */
   void cancelOn(CallSink sink, String why) {
-    post(() -> cancels.on(sink, why, c -> admission.nackDraining(c.owner(), c.invoke, c.slots)));
+    execute(() -> cancels.on(sink, why, c -> admission.nackDraining(c.owner(), c.invoke, c.slots)));
   }
 
   /**
@@ -368,7 +359,7 @@ public final class Dispatcher {
    * what the set does: a plugin rebuilt with the same descriptors needs nothing on the wire.
    */
   void rebind(HandlerSet set, HandlerCatalog next) {
-    post(() -> set.rebind(next));
+    execute(() -> set.rebind(next));
   }
 
   /**
@@ -397,7 +388,7 @@ public final class Dispatcher {
 
   private CompletableFuture<Void> whenNone(Predicate<CallRecord> test) {
     CompletableFuture<Void> f = new CompletableFuture<>();
-    post(() -> idle.whenNone(test, f));
+    execute(() -> idle.whenNone(test, f));
     return f;
   }
 

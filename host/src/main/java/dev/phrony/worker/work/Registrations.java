@@ -231,8 +231,11 @@ final class Registrations {
       return;
     }
     rescues.ended(s);
-    if (rescues.takeIn(s, end, stopping)) {
-      afterEnd(s, o, end, null, null); // replaced already: no longer the current stream
+    if (rescues.takeIn(s, end, stopping)) { // replaced already: no longer the current stream
+      if (o.generation() != generation.number()) {
+        dispatcher.dropHandlerSet(s.handlers());
+      }
+      handoversDone();
       return;
     }
     long endedNanos = System.nanoTime();

@@ -22,11 +22,11 @@ import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -92,12 +92,14 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   private volatile Killed onKill;
   private int receivedSinceRequest;
 
-  // ---- gRPC's callbacks only (serialized by gRPC, on the I/O thread once the stream is open) ----
+  /**
+   * The calls invoked on this stream that no ack or cancel read, or nack sent, has taken off it.
+   * Concurrent: gRPC's callbacks run on the I/O thread, but a stream started before its transport
+   * was ready is first delivered by the thread that connected it, while nacks go from the context.
+   */
+  private final Set<String> read = ConcurrentHashMap.newKeySet();
 
-  /** The calls invoked on this stream that no ack or cancel read since has taken off it. */
-  private final Set<String> read = new HashSet<>();
-
-  /** True once the runtime's answer to this stream's own register was read. */
+  /** True once the runtime's answer to this stream's own register was read (gRPC's callbacks). */
   private boolean ownRegisteredRead;
 
   /**
@@ -339,10 +341,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   }
 
   /**
-   * A kill (an error status after which the runtime keeps the registration) is told at once to
-   * {@link #onKill}, so that the dead entry is replaced without waiting for the stream's earlier
-   * messages to be handled: every call routed to it meanwhile fails. The end itself is taken in
-   * after those messages, in order.
+   * A kill is told to {@link #onKill} at once: every call routed to the dead entry until it is
+   * replaced fails. The end itself is taken in after the earlier messages, in order.
    */
   @Override
   public void onError(Throwable t) {
@@ -574,6 +574,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
 
   @Override
   public void sendNack(String callId, String code, String message) {
+    read.remove(callId); // the runtime forgets a call once it has its nack
     writer.send(
         new Outbound.Proto(
             WorkClientMsg.newBuilder()

@@ -193,7 +193,7 @@ class CallRacesTest {
     d.onInvoke(TestInvokes.invoke("s:av:1:12", "t", "{}", 0), sink);
     Await.until("both sent", () -> sink.sent.size() == 2);
     sink.live = false;
-    d.onStreamEnded(sink, Status.NOT_FOUND.withDescription("unknown call_id \"s:av:1:12\""));
+    d.execute(() -> d.detach(sink, Status.NOT_FOUND.withDescription("unknown call_id \"s:av:1:12\"")));
     TestDispatchers.settle(d);
     assertThat(durable.isOrphaned("s:av:1:12")).isTrue();
     assertThat(durable.isOrphaned("s:av:1:1")).as("a prefix of the unknown id").isFalse();
@@ -257,7 +257,7 @@ class CallRacesTest {
     d.onInvoke(TestInvokes.invoke("c1", "t", "{}", 0), old);
     Await.until("running", () -> t.runs.get() == 1);
     old.live = false;
-    d.onStreamEnded(old, Status.UNAVAILABLE);
+    d.execute(() -> d.detach(old, Status.UNAVAILABLE));
     assertThat(d.busy("t@1.0.0")).isZero();
     // Hold the call owner busy, so the re-invoke and the handler's completion queue up
     // behind each other in the order the old code raced them in: attach, finish, take slot.
@@ -308,7 +308,7 @@ class CallRacesTest {
                 }));
     d.onInvoke(TestInvokes.invoke("c1", "t", "{}", 0), sink);
     sink.live = false;
-    d.onStreamEnded(sink, Status.UNAVAILABLE);
+    d.execute(() -> d.detach(sink, Status.UNAVAILABLE));
     FakeSink next = new FakeSink();
     d.onRegistered(next, Set.of("c1"), Duration.ofSeconds(30));
     release.countDown();

@@ -128,7 +128,7 @@ class DispatcherTest {
     d.onCancel("c2", sink); // the runtime gave up on it: it never runs, nothing is sent
     FakeSink other = new FakeSink();
     d.onInvoke(TestInvokes.invoke("c3", "t", "{}"), other);
-    d.onStreamEnded(other, Status.UNAVAILABLE);
+    d.execute(() -> d.detach(other, Status.UNAVAILABLE));
     d.onInvoke(TestInvokes.invoke("c4", "t", "{}"), sink);
     d.onCancel("c1", sink);
     assertThat(((FakeSink.Result) sink.next()).held().callId()).isEqualTo("c4");
@@ -373,7 +373,7 @@ class DispatcherTest {
     Dispatcher d = dispatcher(h);
     d.onInvoke(TestInvokes.invoke("c1", "t", "{}"), sink);
     sink.live = false;
-    d.onStreamEnded(sink, Status.UNAVAILABLE);
+    d.execute(() -> d.detach(sink, Status.UNAVAILABLE));
     TestDispatchers.settle(d);
     assertThat(d.busy("t@1.0.0")).isZero();
     FakeSink next = new FakeSink();

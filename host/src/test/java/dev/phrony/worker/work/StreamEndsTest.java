@@ -103,7 +103,7 @@ class StreamEndsTest {
     FakeSink lost = new FakeSink();
     d.onInvoke(TestInvokes.invoke("running", "pay", "{}"), lost);
     lost.live = false;
-    d.onStreamEnded(lost, Status.UNAVAILABLE);
+    d.execute(() -> d.detach(lost, Status.UNAVAILABLE));
     Set<String> listed = inContext(d::inFlightIds);
     assertThat(listed).as("advertised at the next register").containsExactly("running");
     release.open("running");
