@@ -248,19 +248,12 @@ final class Registrations {
     Kill kill =
         new Kill(s, endedNanos, rescue == null ? 0 : rescue.handOver().calls().size());
     afterEnd(s, o, end, kill, rescue); // first: every millisecond before the replacement costs
-    log.info(
-        "stream {} ({}) ended by the runtime ({}), which keeps its registration: {}",
-        s.id(),
-        s.identity().workerId(),
-        end.reason(),
-        rescue == null
-            ? "nothing to hand over; replaced at once"
-            : kill.handedOver()
-                + " calls handed over to "
-                + rescue.stream().identity().workerId()
-                + " (stream "
-                + rescue.stream().id()
-                + "), the dead entry replaced at once");
+    Rescues.logKill(
+        s,
+        end,
+        kill.handedOver(),
+        rescue == null ? null : rescue.stream(),
+        "the dead entry replaced at once");
   }
 
   private void afterEnd(WorkSession s, Open o, WorkSession.End end, Kill kill, Rescue rescue) {

@@ -135,22 +135,28 @@ final class Rescues {
         taken(rescue.stream(), rescue.handOver(), handed);
       }
     }
+    logKill(s, end, handed.size(), rescue.stream(), "replaced as soon as that was read");
+    rescue.taken().complete(handed);
+    return true;
+  }
+
+  /** Says that {@code s} was killed, how many calls went to {@code rescue} and when it was replaced. */
+  static void logKill(
+      WorkSession s, WorkSession.End end, int handed, WorkSession rescue, String replaced) {
     log.info(
-        "stream {} ({}) ended by the runtime ({}), which keeps its registration: replaced as soon"
-            + " as that was read; {}",
+        "stream {} ({}) ended by the runtime ({}), which keeps its registration: {}; {}",
         s.id(),
         s.identity().workerId(),
         end.reason(),
-        handed.isEmpty()
+        replaced,
+        handed == 0
             ? "nothing to hand over"
-            : handed.size()
+            : handed
                 + " calls handed over to "
-                + rescue.stream().identity().workerId()
+                + rescue.identity().workerId()
                 + " (stream "
-                + rescue.stream().id()
+                + rescue.id()
                 + ")");
-    rescue.taken().complete(handed);
-    return true;
   }
 
   /** A side registration's identity: the worker's id and {@code suffix} {@code n}. */

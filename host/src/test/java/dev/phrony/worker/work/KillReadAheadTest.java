@@ -12,14 +12,12 @@ import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.FakeScheduler;
 import io.grpc.Status;
-import io.grpc.stub.ClientCallStreamObserver;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
 import java.util.Set;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -36,7 +34,7 @@ class KillReadAheadTest {
   private final Gates release = new Gates();
   private final Queue<Runnable> ioThread = new ArrayDeque<>();
   private final List<WorkSession> sessions = new ArrayList<>();
-  private final List<Wire> wires = new ArrayList<>();
+  private final List<CancelWinsTest.RecordingCall> wires = new ArrayList<>();
 
   @Test
   void the_replacement_registers_before_the_killed_streams_earlier_messages_are_handled()
@@ -72,7 +70,7 @@ class KillReadAheadTest {
       started.of(id).get(10, TimeUnit.SECONDS);
     }
     release.open("acked");
-    Await.until("acked's result written", () -> wires.get(0).sent().contains("result acked"));
+    Await.until("acked's result written", () -> sent(wires.get(0)).contains("result acked"));
 
     // One socket read: an ack, a cancel, an invoke, then the end. None of it handled yet.
     s1.onNext(new Inbound.ResultAck("acked"));
@@ -88,7 +86,7 @@ class KillReadAheadTest {
     assertThat(sessions)
         .as("the replacement is open while the killed stream's last read still waits ")
         .hasSize(3);
-    assertThat(wires.get(1).sent())
+    assertThat(sent(wires.get(1)))
         .as("its hand-over lists what the stream read (no acked, cancelled or unknown call)")
         .containsExactly("register w1.h1 handlers=0 in_flight=[a, b, c]", "register w1 handlers=1"
             + " in_flight=[]");
@@ -102,21 +100,21 @@ class KillReadAheadTest {
     replacement.onNext(registered("w1.h1"));
     replacement.onNext(registered("w1"));
     runIoThread();
-    assertThat(wires.get(2).sent())
+    assertThat(sent(wires.get(2)))
         .as("the rescue opens once the hand-over is answered, with the calls the worker still has")
         .containsExactly("register w1.r1 handlers=0 in_flight=[a, b, c]");
     rescue.onNext(registered("w1.r1"));
     runIoThread();
-    assertThat(wires.get(3).sent())
+    assertThat(sent(wires.get(3)))
         .as("the hand-over's registration evicted")
         .containsExactly("register w1.h1 handlers=0 in_flight=[]");
 
     List.of("a", "b", "c", "cancelled").forEach(release::open);
     Await.until(
         "a, b and c answered on the rescue",
-        () -> wires.get(2).sent().containsAll(List.of("result a", "result b", "result c")));
-    assertThat(wires.get(1).sent()).noneMatch(m -> m.startsWith("result"));
-    assertThat(wires.get(0).sent()).doesNotContain("result cancelled");
+        () -> sent(wires.get(2)).containsAll(List.of("result a", "result b", "result c")));
+    assertThat(sent(wires.get(1))).noneMatch(m -> m.startsWith("result"));
+    assertThat(sent(wires.get(0))).doesNotContain("result cancelled");
   }
 
   private void runIoThread() {
@@ -145,7 +143,7 @@ class KillReadAheadTest {
 
       @Override
       public void open(WorkSession s, Set<String> inFlight, WorkSession.HandOver first) {
-        Wire w = new Wire();
+        CancelWinsTest.RecordingCall w = new CancelWinsTest.RecordingCall();
         wires.add(w);
         s.beforeStart(w);
         s.register(inFlight, first);
@@ -163,60 +161,25 @@ class KillReadAheadTest {
             .build());
   }
 
-  /** A gRPC stream's outbound side that keeps each message written, in a line. */
-  private static final class Wire extends ClientCallStreamObserver<Outbound> {
-    private final List<String> sent = new CopyOnWriteArrayList<>();
-
-    List<String> sent() {
-      return sent;
-    }
-
-    @Override
-    public void onNext(Outbound m) {
-      sent.add(
-          switch (m) {
-            case Outbound.Result r -> "result " + r.callId();
-            case Outbound.Proto p when p.msg().hasRegister() ->
-                "register "
-                    + p.msg().getRegister().getWorkerId()
-                    + " handlers="
-                    + p.msg().getRegister().getHandlersCount()
-                    + " in_flight="
-                    + p.msg().getRegister().getInFlightList().stream()
-                        .map(c -> c.getCallId())
-                        .sorted()
-                        .toList();
-            case Outbound.Proto p -> p.msg().getBodyCase().name().toLowerCase();
-          });
-    }
-
-    @Override
-    public boolean isReady() {
-      return true;
-    }
-
-    @Override
-    public void setOnReadyHandler(Runnable onReadyHandler) {}
-
-    @Override
-    public void request(int count) {}
-
-    @Override
-    public void setMessageCompression(boolean enable) {}
-
-    @Override
-    public void disableAutoInboundFlowControl() {}
-
-    @Override
-    public void disableAutoRequestWithInitial(int request) {}
-
-    @Override
-    public void cancel(String message, Throwable cause) {}
-
-    @Override
-    public void onError(Throwable t) {}
-
-    @Override
-    public void onCompleted() {}
+  /** What {@code call} was given to write, a line each. */
+  private static List<String> sent(CancelWinsTest.RecordingCall call) {
+    return call.written.stream()
+        .map(
+            m ->
+                switch (m) {
+                  case Outbound.Result r -> "result " + r.callId();
+                  case Outbound.Proto p when p.msg().hasRegister() ->
+                      "register "
+                          + p.msg().getRegister().getWorkerId()
+                          + " handlers="
+                          + p.msg().getRegister().getHandlersCount()
+                          + " in_flight="
+                          + p.msg().getRegister().getInFlightList().stream()
+                              .map(c -> c.getCallId())
+                              .sorted()
+                              .toList();
+                  case Outbound.Proto p -> p.msg().getBodyCase().name().toLowerCase();
+                })
+        .toList();
   }
 }
