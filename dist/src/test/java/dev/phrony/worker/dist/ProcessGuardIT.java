@@ -27,24 +27,28 @@ class ProcessGuardIT {
   @TempDir Path tmp;
 
   private DistProcess worker(LocalRuntime rt, Path plugins, String id) throws Exception {
-    DistProcess w =
-        DistProcess.start(
-            tmp,
-            Map.of("PHRONY_RUNTIME_ADDR", rt.target(), "PHRONY_WORKER_JAVA_OPTS", "-Xmx96m"),
-            "run",
-            "--worker-id",
-            id,
-            "--plugins",
-            plugins.toString(),
-            "--http",
-            "none",
-            "--state-dir",
-            tmp.resolve("state-" + id).toString());
+    DistProcess w = start(rt.target(), plugins, id);
     Await.until(
         "worker registered",
         () -> rt.worker(id).filter(v -> v.connected()).isPresent(),
         DistProcess.DEADLINE);
     return w;
+  }
+
+  /** {@code run} against the runtime at {@code target}, with a small heap. */
+  private DistProcess start(String target, Path plugins, String id) throws Exception {
+    return DistProcess.start(
+        tmp,
+        Map.of("PHRONY_RUNTIME_ADDR", target, "PHRONY_WORKER_JAVA_OPTS", "-Xmx96m"),
+        "run",
+        "--worker-id",
+        id,
+        "--plugins",
+        plugins.toString(),
+        "--http",
+        "none",
+        "--state-dir",
+        tmp.resolve("state-" + id).toString());
   }
 
   @Test
@@ -99,19 +103,7 @@ class ProcessGuardIT {
     try (RealRuntime rt =
             RealRuntime.start(
                 bin, tmp.resolve("realrt.log"), DistProcess.DEADLINE, "--lease-ttl", "4s");
-        DistProcess w =
-            DistProcess.start(
-                tmp,
-                Map.of("PHRONY_RUNTIME_ADDR", rt.target(), "PHRONY_WORKER_JAVA_OPTS", "-Xmx96m"),
-                "run",
-                "--worker-id",
-                "halt-rt",
-                "--plugins",
-                plugins.toString(),
-                "--http",
-                "none",
-                "--state-dir",
-                tmp.resolve("state-halt-rt").toString())) {
+        DistProcess w = start(rt.target(), plugins, "halt-rt")) {
       Await.until(
           "worker registered", () -> rt.hasWorkers("rogue.quit@1.0.0", 1), DistProcess.DEADLINE);
       CompletableFuture<RealRuntime.Answer> call =

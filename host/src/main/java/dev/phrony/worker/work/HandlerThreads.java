@@ -93,7 +93,7 @@ public final class HandlerThreads {
    * their {@code ThreadLocal}s goes with them, and no longer pins an unloaded plugin's class
    * loader. Busy threads go once idle, within the keep-alive.
    */
-  public static synchronized void retireIdle() {
+  static synchronized void retireIdle() {
     POOL.setKeepAliveTime(1, TimeUnit.NANOSECONDS); // wakes the idle ones, which time out
     long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(200);
     while (POOL.getPoolSize() > POOL.getActiveCount() && System.nanoTime() < until) {

@@ -172,15 +172,7 @@ class BadPluginTest {
       allAnswered(goodCalls(rt, 10));
       assertThat(client.reconnects()).as("the lease held: heartbeats went on").isZero();
 
-      CompletableFuture<Void> drained =
-          CompletableFuture.runAsync(
-              () -> {
-                try {
-                  client.drain();
-                } catch (InterruptedException e) {
-                  throw new IllegalStateException(e);
-                }
-              });
+      CompletableFuture<Void> drained = BadPlugins.drain(client);
       drained.get(30, TimeUnit.SECONDS);
       assertThat(again).isDone();
     }

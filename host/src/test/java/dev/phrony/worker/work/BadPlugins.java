@@ -6,6 +6,7 @@ import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.plugin.PluginLoader;
 import dev.phrony.worker.plugin.TestPlugins;
 import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * The bad plugins of {@link BadPluginTest} and {@link RealRuntimeBadPluginTest}, each built as a
@@ -60,6 +61,18 @@ final class BadPlugins {
       """;
 
   private BadPlugins() {}
+
+  /** {@code client}'s drain, on a thread of its own. */
+  static CompletableFuture<Void> drain(WorkClient client) {
+    return CompletableFuture.runAsync(
+        () -> {
+          try {
+            client.drain();
+          } catch (InterruptedException e) {
+            throw new IllegalStateException(e);
+          }
+        });
+  }
 
   /** The bad plugin ({@code bad}, the source of {@code badClass}) and the good one, loaded. */
   static LoadResult load(Path tmp, String bad, String badClass) throws Exception {

@@ -168,15 +168,7 @@ class RealRuntimeBadPluginTest {
       assertThat(client.reconnects()).as("the lease held: heartbeats went on").isZero();
 
       long t0 = System.nanoTime();
-      CompletableFuture<Void> drained =
-          CompletableFuture.runAsync(
-              () -> {
-                try {
-                  client.drain();
-                } catch (InterruptedException e) {
-                  throw new IllegalStateException(e);
-                }
-              });
+      CompletableFuture<Void> drained = BadPlugins.drain(client);
       drained.get(30, TimeUnit.SECONDS);
       System.out.printf(
           "realrt bad plugin, drain with a blocked call: %d ms; the blocked call: %s%n",
