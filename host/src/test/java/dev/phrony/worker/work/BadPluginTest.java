@@ -85,6 +85,12 @@ class BadPluginTest {
                                   h -> h.key().equals("spin.forever@1.0.0") && h.busy() == cores))
                   .orElse(false),
           Duration.ofSeconds(20));
+      Await.until(
+          "a long call's thread named after it, for a thread dump",
+          () ->
+              Thread.getAllStackTraces().keySet().stream()
+                  .anyMatch(t -> t.getName().equals("call-spin-0")),
+          Duration.ofSeconds(20));
 
       allAnswered(goodCalls(rt, 20));
       assertThat(client.reconnects()).as("heartbeats went on").isZero();
