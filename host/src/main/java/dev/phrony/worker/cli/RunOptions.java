@@ -7,6 +7,7 @@ import dev.phrony.worker.ops.ListenAddress;
 import dev.phrony.worker.ops.LogFormat;
 import dev.phrony.worker.ops.LogLevel;
 import dev.phrony.worker.outbox.Durability;
+import dev.phrony.worker.plugin.PluginUnloader;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
 import java.nio.file.Path;
@@ -145,6 +146,16 @@ final class RunOptions {
               + "${DEFAULT-VALUE}). Each one holds a thread and whatever it holds; restart the worker "
               + "to end them.")
   int maxRunawayHandlers;
+
+  @Option(
+      names = "--max-leaked-loaders",
+      paramLabel = "N",
+      defaultValue = "" + PluginUnloader.DEFAULT_MAX_LEAKED,
+      description =
+          "Old class loaders of one plugin still in memory after its reloads (each keeps all "
+              + "its classes and static data) at which further reloads of that plugin are refused "
+              + "(default: ${DEFAULT-VALUE}); restart the worker to clear them.")
+  int maxLeakedLoaders;
 
   @Option(
       names = "--keepalive",

@@ -182,6 +182,13 @@ final class WorkerSettings {
               + o.maxRunawayHandlers
               + " is negative: use 0 or more");
     }
+    if (o.maxLeakedLoaders < 1) {
+      problems.add(
+          origin.apply("max-leaked-loaders")
+              + ": "
+              + o.maxLeakedLoaders
+              + " is too small: use 1 or more");
+    }
     Optional<Boolean> watchSetting = OnOff.parse(o.watchPlugins == null ? "on" : o.watchPlugins);
     if (watchSetting.isEmpty()) {
       problems.add(
@@ -215,6 +222,7 @@ final class WorkerSettings {
         o.maxInboundSize,
         o.exposeInternalErrors,
         o.maxRunawayHandlers,
+        o.maxLeakedLoaders,
         Optional.ofNullable(o.keepalive),
         ListenAddress.parse(o.http),
         o.logFormat,

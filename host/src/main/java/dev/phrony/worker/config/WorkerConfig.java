@@ -31,6 +31,7 @@ import java.util.Optional;
  * @param exposeInternalErrors tell the model the class and message of an unexpected exception
  * @param maxRunawayHandlers handlers still running after a cancel or deadline above which the
  *     worker is not ready
+ * @param maxLeakedLoaders leaked class loaders of one plugin at which its reloads are refused
  * @param keepalive HTTP/2 keepalive interval, when on
  * @param http where the probe and metrics endpoint listens, when on
  * @param logFormat log line format
@@ -56,6 +57,7 @@ public record WorkerConfig(
     int maxInboundSize,
     boolean exposeInternalErrors,
     int maxRunawayHandlers,
+    int maxLeakedLoaders,
     Optional<Duration> keepalive,
     Optional<ListenAddress> http,
     LogFormat logFormat,

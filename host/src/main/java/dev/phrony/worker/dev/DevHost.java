@@ -1,6 +1,7 @@
 package dev.phrony.worker.dev;
 
 import dev.phrony.worker.plugin.LoadResult;
+import dev.phrony.worker.plugin.PluginUnloader;
 import dev.phrony.worker.reload.Generations;
 import dev.phrony.worker.reload.LiveReload;
 import dev.phrony.worker.reload.PluginReloader;
@@ -73,6 +74,7 @@ public record DevHost(Path dir, boolean strict, WorkerPlugins plugins, DevServer
                       reloaded.accept(outcome.message());
                     },
                     true, // the console shows each outcome
+                    PluginUnloader.DEFAULT_MAX_LEAKED,
                     timers));
     dev.schemasFrom(() -> live.reloader().served().applied().served());
     return live;

@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BiConsumer;
+import java.util.function.ToIntFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -60,11 +61,11 @@ public final class PluginUnloader implements AutoCloseable {
 
   static final long SLOW_GC_SECONDS = 5;
 
-  /** {@code -Dphrony.plugin.maxLeakedLoaders}: leaked loaders of one plugin before reloads stop. */
+  /** {@code --max-leaked-loaders}'s default: leaked loaders of one plugin before reloads stop. */
   public static final int DEFAULT_MAX_LEAKED = 3;
 
   private final int maxLeaked;
-  private final Runnable retireHostThreads;
+  private final ToIntFunction<ClassLoader> releaseHostThreads;
   private final BiConsumer<String, Integer> onLeak;
   private final Map<String, Integer> leaked = new ConcurrentHashMap<>();
   private final AtomicInteger pending = new AtomicInteger();
@@ -75,19 +76,18 @@ public final class PluginUnloader implements AutoCloseable {
 
   /**
    * @param maxLeaked leaked loaders of one plugin after which its reloads are refused
-   * @param retireHostThreads ends the idle host threads that ran plugin calls
+   * @param releaseHostThreads releases the host threads that ran plugin code from a loader (ends
+   *     the idle handler threads, removes its {@code ThreadLocal}s from the I/O threads; returns
+   *     the values removed)
    * @param onLeak told of each plugin's leaked count as it grows (a metric)
    */
   public PluginUnloader(
-      int maxLeaked, Runnable retireHostThreads, BiConsumer<String, Integer> onLeak) {
+      int maxLeaked,
+      ToIntFunction<ClassLoader> releaseHostThreads,
+      BiConsumer<String, Integer> onLeak) {
     this.maxLeaked = maxLeaked;
-    this.retireHostThreads = retireHostThreads;
+    this.releaseHostThreads = releaseHostThreads;
     this.onLeak = onLeak;
-  }
-
-  /** The limit from {@code -Dphrony.plugin.maxLeakedLoaders}, else {@link #DEFAULT_MAX_LEAKED}. */
-  public static int maxLeakedSetting() {
-    return Integer.getInteger("phrony.plugin.maxLeakedLoaders", DEFAULT_MAX_LEAKED);
   }
 
   /** Cleans up, closes and watches {@code loaders}, on the unloader's thread; returns at once. */
@@ -132,7 +132,7 @@ public final class PluginUnloader implements AutoCloseable {
             + " of its old class loaders are still in memory ("
             + lastPins.getOrDefault(plugin, "pinned by something the worker cannot see")
             + "), and each reload would keep another until the heap runs out (limit"
-            + " -Dphrony.plugin.maxLeakedLoaders="
+            + " --max-leaked-loaders="
             + maxLeaked
             + "). Fix the plugin (docs/plugins.md, 'What a plugin must not do') and restart"
             + " the worker");
@@ -175,7 +175,10 @@ public final class PluginUnloader implements AutoCloseable {
         cleaned.add("thread '" + t.getName() + "' ended");
       }
     }
-    retireHostThreads.run();
+    int locals = releaseHostThreads.applyAsInt(loader);
+    if (locals > 0) {
+      cleaned.add(locals + " ThreadLocal value(s) removed from host threads");
+    }
     LoadResult.close(List.of(loader));
     if (!cleaned.isEmpty()) {
       log.info("plugin {} unloading: {}", plugin, String.join(", ", cleaned));
@@ -245,7 +248,11 @@ public final class PluginUnloader implements AutoCloseable {
       if (waitCleared(ref)) {
         return true;
       }
-      retireHostThreads.run(); // threads busy at the last try may be idle now
+      ClassLoader l = ref.get(); // threads busy at the last try may be idle now
+      if (l != null) {
+        releaseHostThreads.applyAsInt(l);
+      }
+      l = null;
     }
     return false;
   }

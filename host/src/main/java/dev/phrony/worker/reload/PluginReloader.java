@@ -8,7 +8,7 @@ import dev.phrony.worker.plugin.PluginDirectoryException;
 import dev.phrony.worker.plugin.PluginLoader;
 import dev.phrony.worker.plugin.PluginUnloader;
 import dev.phrony.worker.time.Scheduler;
-import dev.phrony.worker.work.HandlerThreads;
+import dev.phrony.worker.work.HostThreads;
 import dev.phrony.worker.work.WorkClient;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -105,11 +105,7 @@ public final class PluginReloader implements AutoCloseable {
   private volatile BiConsumer<String, Integer> onLeak = (plugin, n) -> {};
 
   /** Unloads what a reload replaced, and refuses reloads of a plugin that leaks its loaders. */
-  private final PluginUnloader unloader =
-      new PluginUnloader(
-          PluginUnloader.maxLeakedSetting(),
-          HandlerThreads::retireIdle,
-          (plugin, n) -> onLeak.accept(plugin, n));
+  private final PluginUnloader unloader;
 
   /**
    * The problems of the last load, each logged at WARN once while it lasts (on the reload thread):
@@ -123,6 +119,7 @@ public final class PluginReloader implements AutoCloseable {
    * @param listener told of every reload's outcome (metrics, the dev console)
    * @param listenerShowsOutcomes true when {@code listener} shows each outcome to a person itself
    *     (dev's console): the log then keeps it at DEBUG, so it is not shown twice
+   * @param maxLeakedLoaders leaked class loaders of one plugin at which its reloads are refused
    * @param timers the bound on a generation's register wait ({@link #REGISTER_WAIT}), and the clock
    *     of {@link Served#loadedAt}
    */
@@ -136,7 +133,11 @@ public final class PluginReloader implements AutoCloseable {
       IntConsumer keepGeneration,
       Consumer<Outcome> listener,
       boolean listenerShowsOutcomes,
+      int maxLeakedLoaders,
       Scheduler timers) {
+    this.unloader =
+        new PluginUnloader(
+            maxLeakedLoaders, HostThreads::release, (plugin, n) -> onLeak.accept(plugin, n));
     this.dir = dir;
     this.strict = strict;
     this.rules = List.copyOf(rules);

@@ -127,6 +127,7 @@ public final class Worker implements AutoCloseable {
                         stateDir::generation,
                         o -> metrics.pluginReload(o.result().label()),
                         false,
+                        config.maxLeakedLoaders(),
                         timers)));
     live.reloader().onLeakedLoader(metrics::leakedLoaders);
     http = startHttp(registry, pluginRoutes.apply(live.reloader()));

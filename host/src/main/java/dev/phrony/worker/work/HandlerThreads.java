@@ -58,6 +58,7 @@ public final class HandlerThreads {
     final Thread thread;
     final long startedNanos;
     private boolean ended; // guarded by this
+    private String idleName; // guarded by this; set once named
 
     // ---- the runaway watch's, on its timer thread only ----
     long cancelSeenNanos;
@@ -78,9 +79,24 @@ public final class HandlerThreads {
       }
     }
 
+    /**
+     * Names the thread after its call ({@code call-<id>}), for a thread dump and the runaway WARN.
+     * Done by the watch, from its own thread, for calls still running at a look: a platform
+     * thread's own rename is a system call (its OS name too), two per call when every call did it.
+     */
+    synchronized void name() {
+      if (!ended && idleName == null) {
+        idleName = thread.getName();
+        thread.setName("call-" + call.callId);
+      }
+    }
+
     private synchronized void end() {
       ended = true;
       Thread.interrupted(); // one meant for this call, not for the thread's next
+      if (idleName != null) {
+        thread.setName(idleName);
+      }
     }
   }
 
@@ -93,7 +109,7 @@ public final class HandlerThreads {
    * their {@code ThreadLocal}s goes with them, and no longer pins an unloaded plugin's class
    * loader. Busy threads go once idle, within the keep-alive.
    */
-  public static synchronized void retireIdle() {
+  static synchronized void retireIdle() {
     POOL.setKeepAliveTime(1, TimeUnit.NANOSECONDS); // wakes the idle ones, which time out
     long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(200);
     while (POOL.getPoolSize() > POOL.getActiveCount() && System.nanoTime() < until) {
@@ -121,16 +137,13 @@ public final class HandlerThreads {
   }
 
   private void run(CallRecord call, Runnable body) {
-    Thread t = Thread.currentThread();
-    t.setName("call-" + call.callId); // a thread dump names the call
-    Running r = new Running(call, t);
+    Running r = new Running(call, Thread.currentThread());
     running.put(call, r);
     try {
       body.run();
     } finally {
       r.end();
       running.remove(call, r);
-      t.setName(IDLE_NAME);
     }
   }
 

@@ -114,6 +114,7 @@ final class Runaways {
     lastLookNanos = now;
     int spin = 0;
     for (HandlerThreads.Running r : threads.running()) {
+      r.name();
       if (!r.call.context().isCancelled()) {
         continue;
       }

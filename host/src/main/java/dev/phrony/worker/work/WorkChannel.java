@@ -73,6 +73,7 @@ final class WorkChannel {
         new MultiThreadIoEventLoopGroup(
             1, new DefaultThreadFactory("phrony-work-io", true), transport.handlers().get());
     this.loop = ioThread.next();
+    HostThreads.ioThreadStarted(loop);
     this.writes =
         r -> {
           if (loop.inEventLoop()) {
@@ -84,6 +85,7 @@ final class WorkChannel {
     try {
       this.channel = channel(options, transport, ioThread, timings);
     } catch (RuntimeException e) {
+      HostThreads.ioThreadEnded(loop);
       ioThread.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
       throw e;
     }
@@ -195,6 +197,7 @@ final class WorkChannel {
   /** Closes the channel now and lets the I/O thread end within {@code wait}. */
   void close(Duration wait) {
     channel.shutdownNow();
+    HostThreads.ioThreadEnded(loop);
     ioThread.shutdownGracefully(0, wait.toMillis(), TimeUnit.MILLISECONDS);
   }
 }

@@ -252,6 +252,17 @@ class ConfigCommandTest {
   }
 
   @Test
+  void the_leaked_loader_limit_is_a_setting_of_at_least_one() {
+    env.put("PHRONY_WORKER_MAX_LEAKED_LOADERS", "5");
+    CliRun ok = run("config");
+    assertThat(ok.exit()).as("stderr: %s", ok.err()).isZero();
+    assertThat(ok.out()).contains("max-leaked-loaders").contains("5");
+    CliRun r = run("config", "--max-leaked-loaders", "0");
+    assertThat(r.exit()).isEqualTo(1);
+    assertThat(r.err()).contains("--max-leaked-loaders: 0 is too small: use 1 or more");
+  }
+
+  @Test
   void bad_environment_values_name_the_variable() {
     env.put("PHRONY_WORKER_KEEPALIVE", "soon");
     env.put("PHRONY_WORKER_TLS", "maybe");

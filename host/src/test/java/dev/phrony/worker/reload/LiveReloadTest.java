@@ -7,6 +7,7 @@ import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.plugin.PluginLoader;
+import dev.phrony.worker.plugin.PluginUnloader;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
@@ -63,6 +64,7 @@ class LiveReloadTest {
                         kept::add,
                         o -> {},
                         false,
+                        PluginUnloader.DEFAULT_MAX_LEAKED,
                         timers))) {
       client.start();
       Await.until("registered", client::registered);

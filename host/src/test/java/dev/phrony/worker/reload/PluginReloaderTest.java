@@ -11,6 +11,7 @@ import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.plugin.HandlerCatalog;
 import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.plugin.PluginLoader;
+import dev.phrony.worker.plugin.PluginUnloader;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.FakeScheduler;
 import java.io.IOException;
@@ -56,6 +57,7 @@ class PluginReloaderTest {
         generations::keep,
         outcomes::add,
         false,
+        PluginUnloader.DEFAULT_MAX_LEAKED,
         timers);
   }
 

@@ -13,6 +13,7 @@ import dev.phrony.worker.ops.LogFormat;
 import dev.phrony.worker.ops.LogLevel;
 import dev.phrony.worker.ops.OpsHttpServer;
 import dev.phrony.worker.outbox.Durability;
+import dev.phrony.worker.plugin.PluginUnloader;
 import dev.phrony.worker.plugin.TestPlugins;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
@@ -159,6 +160,7 @@ class WorkerTest {
         8 << 20,
         false,
         0,
+        PluginUnloader.DEFAULT_MAX_LEAKED,
         Optional.empty(),
         http,
         LogFormat.text,

@@ -87,7 +87,8 @@ class AsyncCancelStressTest {
         assertThat(handler.startedOn)
             .as("each started once, inline or on its own thread")
             .hasSize(CALLS / LANES * LANES + fenceCount())
-            .allSatisfy(t -> assertThat(t.getName()).matches("phrony-work-io.*|call-.*"));
+            .allSatisfy(
+                t -> assertThat(t.getName()).matches("phrony-work-io.*|phrony-handler.*|call-.*"));
         assertThat(handler.startedOn.stream().filter(t -> t.getName().startsWith("phrony-work-io")))
             .as("most inline")
             .hasSizeGreaterThan(CALLS / 2);

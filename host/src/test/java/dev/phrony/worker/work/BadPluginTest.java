@@ -9,8 +9,6 @@ import ch.qos.logback.core.read.ListAppender;
 import dev.phrony.worker.ops.MicrometerMetrics;
 import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.plugin.LoadResult;
-import dev.phrony.worker.plugin.PluginLoader;
-import dev.phrony.worker.plugin.TestPlugins;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
@@ -34,63 +32,6 @@ import org.slf4j.LoggerFactory;
 class BadPluginTest {
   @TempDir Path tmp;
 
-  /** Breaks the promise of an AsyncToolHandler: its start blocks the thread it is called on. */
-  private static final String BLOCKING_START =
-      """
-      package stuck;
-      import dev.phrony.worker.api.*;
-      import java.util.concurrent.*;
-      public final class Start implements AsyncToolHandler {
-        @Override public ToolDescriptor descriptor() {
-          return ToolDescriptor.builder("stuck.start").version("1.0.0").maxConcurrency(4)
-              .sideEffectClass(SideEffectClass.READ_ONLY).build();
-        }
-        @Override public CompletionStage<ToolResult> handleAsync(ToolCall call) {
-          try {
-            new CountDownLatch(1).await(); // for good
-          } catch (InterruptedException e) {
-            throw new IllegalStateException("interrupted");
-          }
-          return CompletableFuture.completedFuture(ToolResult.text("never"));
-        }
-      }
-      """;
-
-  /** Computes until told to stop, and ignores its interrupt: a runaway once its call is off. */
-  private static final String SPIN =
-      """
-      package spin;
-      import dev.phrony.worker.api.*;
-      public final class Forever implements ToolHandler {
-        @Override public ToolDescriptor descriptor() {
-          return ToolDescriptor.builder("spin.forever").version("1.0.0").maxConcurrency(64)
-              .sideEffectClass(SideEffectClass.READ_ONLY).build();
-        }
-        @Override public ToolResult handle(ToolCall call) {
-          long n = 0;
-          while (!Boolean.getBoolean("bad-plugin-test.stop")) {
-            n++;
-          }
-          return ToolResult.text("stopped after " + n);
-        }
-      }
-      """;
-
-  private Path plugins(String bad, String badClass) throws Exception {
-    TestPlugins build = new TestPlugins(tmp.resolve("build"));
-    Path plugins = tmp.resolve("plugins");
-    build.jar().source(badClass, bad).service(badClass).writeTo(plugins.resolve("bad.jar"));
-    build
-        .jar()
-        .handler(
-            "good.Hello",
-            TestPlugins.descriptor("good.hello", "1.0.0", "read_only"),
-            "",
-            "return ToolResult.text(\"hello\");")
-        .writeTo(plugins.resolve("good.jar"));
-    return plugins;
-  }
-
   private static List<CompletableFuture<Outcome>> goodCalls(LocalRuntime rt, int n) {
     List<CompletableFuture<Outcome>> calls = new ArrayList<>();
     for (int i = 0; i < n; i++) {
@@ -111,9 +52,9 @@ class BadPluginTest {
   void
       handlers_spinning_on_every_core_starve_nothing_and_as_runaways_take_the_worker_out_of_routing()
           throws Exception {
-    LoadResult loaded = new PluginLoader().load(plugins(SPIN, "spin.Forever"));
+    LoadResult loaded = BadPlugins.load(tmp, BadPlugins.SPIN, "spin.Forever");
     assertThat(loaded.problems()).isEmpty();
-    System.clearProperty(STOP);
+    System.clearProperty(BadPlugins.STOP);
     int cores = Runtime.getRuntime().availableProcessors();
     MeterRegistry meters = new SimpleMeterRegistry();
     Logger runawayLog = (Logger) LoggerFactory.getLogger(Runaways.class);
@@ -143,6 +84,12 @@ class BadPluginTest {
                               .anyMatch(
                                   h -> h.key().equals("spin.forever@1.0.0") && h.busy() == cores))
                   .orElse(false),
+          Duration.ofSeconds(20));
+      Await.until(
+          "a long call's thread named after it, for a thread dump",
+          () ->
+              Thread.getAllStackTraces().keySet().stream()
+                  .anyMatch(t -> t.getName().equals("call-spin-0")),
           Duration.ofSeconds(20));
 
       allAnswered(goodCalls(rt, 20));
@@ -181,7 +128,7 @@ class BadPluginTest {
           () -> rt.worker("w1").map(w -> w.leaseExpired() && w.connected()).orElse(false),
           Duration.ofSeconds(20));
 
-      System.setProperty(STOP, "true");
+      System.setProperty(BadPlugins.STOP, "true");
       Await.until("back in routing", () -> client.readiness().ready(), Duration.ofSeconds(20));
       assertThat(rt.worker("w1").map(w -> !w.leaseExpired()))
           .as("ready once the runtime renewed the lease")
@@ -189,16 +136,14 @@ class BadPluginTest {
       allAnswered(goodCalls(rt, 5));
       assertThat(client.reconnects()).as("the same stream all along").isZero();
     } finally {
-      System.setProperty(STOP, "true"); // never leave them spinning
+      System.setProperty(BadPlugins.STOP, "true"); // never leave them spinning
       runawayLog.detachAppender(warnings);
     }
   }
 
-  private static final String STOP = "bad-plugin-test.stop";
-
   @Test
   void a_handle_async_that_blocks_costs_only_its_own_call() throws Exception {
-    LoadResult loaded = new PluginLoader().load(plugins(BLOCKING_START, "stuck.Start"));
+    LoadResult loaded = BadPlugins.load(tmp, BadPlugins.BLOCKING_START, "stuck.Start");
     assertThat(loaded.problems()).isEmpty();
     try (LocalRuntime rt = LocalRuntime.builder().port(0).leaseTtl(Duration.ofSeconds(4)).start();
         WorkClient client =
@@ -233,15 +178,7 @@ class BadPluginTest {
       allAnswered(goodCalls(rt, 10));
       assertThat(client.reconnects()).as("the lease held: heartbeats went on").isZero();
 
-      CompletableFuture<Void> drained =
-          CompletableFuture.runAsync(
-              () -> {
-                try {
-                  client.drain();
-                } catch (InterruptedException e) {
-                  throw new IllegalStateException(e);
-                }
-              });
+      CompletableFuture<Void> drained = BadPlugins.drain(client);
       drained.get(30, TimeUnit.SECONDS);
       assertThat(again).isDone();
     }
