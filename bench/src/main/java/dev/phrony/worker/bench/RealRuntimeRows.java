@@ -127,7 +127,13 @@ final class RealRuntimeRows implements Scenario {
    */
   static HostProcess startHost(Sitting s, RealRuntime rt, String addr, String name)
       throws Exception {
-    return s.hosts()
+    return startHost(s.hosts(), rt, addr, name);
+  }
+
+  /** As {@link #startHost(Sitting, RealRuntime, String, String)}, from {@code hosts}' distribution. */
+  static HostProcess startHost(Hosts hosts, RealRuntime rt, String addr, String name)
+      throws Exception {
+    return hosts
         .start(
             addr,
             name,
