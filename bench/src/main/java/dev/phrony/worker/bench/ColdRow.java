@@ -48,7 +48,12 @@ final class ColdRow implements Scenario {
       int run = r;
       for (int k = 0; k < 2; k++) {
         if ((r + k) % 2 == 0) {
-          host.add(curve(s, "host", r, rt -> RealRuntimeRows.startHost(hosts, rt, rt.target(), "cold-" + run)));
+          host.add(
+              curve(
+                  s,
+                  "host",
+                  r,
+                  rt -> RealRuntimeRows.startHost(hosts, rt, rt.target(), "cold-" + run)));
         } else {
           peer.add(
               curve(
@@ -69,8 +74,7 @@ final class ColdRow implements Scenario {
       ratios.add(
           Stats.median(
               IntStream.range(0, runs)
-                  .mapToObj(
-                      r -> host.get(r).perSecond().get(i) / peer.get(r).perSecond().get(i))
+                  .mapToObj(r -> host.get(r).perSecond().get(i) / peer.get(r).perSecond().get(i))
                   .toList()));
     }
     double hostFirst = Stats.median(host.stream().map(Curve::firstCalls).toList());
@@ -105,9 +109,7 @@ final class ColdRow implements Scenario {
                     BATCH,
                     CONCURRENCY),
                 "host/peer by batch "
-                    + ratios.stream()
-                        .map(x -> String.format(Locale.ROOT, "%.2f", x))
-                        .toList()
+                    + ratios.stream().map(x -> String.format(Locale.ROOT, "%.2f", x)).toList()
                     + "; host "
                     + hostBatches.stream().map(Format::rate).toList()
                     + " calls/s; first "
@@ -192,5 +194,4 @@ final class ColdRow implements Scenario {
     }
     return to;
   }
-
 }

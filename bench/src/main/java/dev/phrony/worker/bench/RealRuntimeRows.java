@@ -130,16 +130,17 @@ final class RealRuntimeRows implements Scenario {
     return startHost(s.hosts(), rt, addr, name);
   }
 
-  /** As {@link #startHost(Sitting, RealRuntime, String, String)}, from {@code hosts}' distribution. */
+  /**
+   * As {@link #startHost(Sitting, RealRuntime, String, String)}, from {@code hosts}' distribution.
+   */
   static HostProcess startHost(Hosts hosts, RealRuntime rt, String addr, String name)
       throws Exception {
-    return hosts
-        .start(
-            addr,
-            name,
-            List.of(),
-            List.of("--drain-timeout", "1s", "--handler", Calls.ECHO_KEY + ":max-concurrency=64"),
-            id -> rt.hasWorkers(Calls.ECHO_KEY, 1));
+    return hosts.start(
+        addr,
+        name,
+        List.of(),
+        List.of("--drain-timeout", "1s", "--handler", Calls.ECHO_KEY + ":max-concurrency=64"),
+        id -> rt.hasWorkers(Calls.ECHO_KEY, 1));
   }
 
   /** The {@code --peer-bin} worker on {@code rt}, dialling {@code addr}, once {@code rt} has it. */

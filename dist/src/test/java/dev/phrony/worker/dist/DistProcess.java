@@ -84,9 +84,9 @@ final class DistProcess implements AutoCloseable {
   }
 
   /**
-   * Copies the distribution {@code from} to {@code to} as a user unpacks it: files with their
-   * times (a class archive holds only with the jars it was made from), without the launcher's
-   * archives ({@code var/cds}, a cache).
+   * Copies the distribution {@code from} to {@code to} as a user unpacks it: files with their times
+   * (a class archive holds only with the jars it was made from), without the launcher's archives
+   * ({@code var/cds}, a cache).
    */
   static void copyTree(Path from, Path to) throws IOException {
     List<Path> all;

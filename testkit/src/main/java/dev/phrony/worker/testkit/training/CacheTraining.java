@@ -23,8 +23,8 @@ import java.util.stream.Stream;
  * seconds, then stops it (SIGTERM: it drains, and the JVM writes the cache as it exits).
  *
  * <p>The calls cover the host's call path, not only a no-op: echo (an async handler) read-only and
- * durable ({@code idempotent_write}, and {@code non_idempotent_write} with its intent), weather
- * and payments (typed handlers: schema check, JSON in and out, payments durable), a timer-answered
+ * durable ({@code idempotent_write}, and {@code non_idempotent_write} with its intent), weather and
+ * payments (typed handlers: schema check, JSON in and out, payments durable), a timer-answered
  * echo, at concurrency 1 and then 64; every result is acked. The worker is a separate process, so
  * the profiles are a worker's alone, not mixed with this runtime's use of the same gRPC code.
  *
