@@ -33,14 +33,15 @@ public final class Bench {
                    [--runtime-bin PATH --peer-bin PATH]
         --quick        small counts, well under a minute (without the reload rows and the
                        100 000-in-flight row unless --only names them)
-        --only STEPS   comma-separated: ceiling,64,1000,10k,durable,start,realrt,frames,
+        --only STEPS   comma-separated: ceiling,64,1000,10k,durable,start,realrt,frames,cold,
                        reload,list,inflight (default: all); c1, c64, s64 run only those rows of step 64
                        (2a/2c, 2b/2d, 3a/3c)
         --runtime-bin PATH  a runtime binary with realrt's flags and HTTP control API, and
         --peer-bin PATH     a worker binary taking testworker's flags: with both, step realrt
                        (rows 8a-8c) runs the host and that worker on that runtime, paired,
-                       and step frames (row 8d) counts their HTTP/2 frames per call through
-                       a relay; without them both are skipped
+                       step frames (row 8d) counts their HTTP/2 frames per call through
+                       a relay, and step cold (row 8e) times the first 5 x 20 000 calls of a
+                       fresh worker of each, 3 runs; without them these are skipped
         --warmup S     seconds of warm-up before each measured figure (default 5, quick 0.7)
         --measure S    seconds measured per figure (default 10, quick 1.5)
         --dist DIR     the assembled distribution (default: dist/target/dist/phrony-worker)
@@ -190,9 +191,10 @@ public final class Bench {
       if (options.runtimeBin() != null) {
         step("realrt", new RealRuntimeRows());
         step("frames", new FrameRows());
+        step("cold", new ColdRow());
       } else if (options.only().isEmpty() || options.names("realrt")) {
         System.err.println(
-            "bench: real-runtime rows (8a-8d) skipped: they run with"
+            "bench: real-runtime rows (8a-8e) skipped: they run with"
                 + " --runtime-bin PATH --peer-bin PATH");
       }
       // its windows are set by the lease TTL and the settle time, not by counts: ~40 s
@@ -271,7 +273,7 @@ public final class Bench {
     step(name, scenario);
   }
 
-  private static String loadavg() {
+  static String loadavg() {
     try {
       String[] p = Files.readString(Path.of("/proc/loadavg")).split(" ");
       return p[0] + " " + p[1] + " " + p[2];

@@ -127,13 +127,20 @@ final class RealRuntimeRows implements Scenario {
    */
   static HostProcess startHost(Sitting s, RealRuntime rt, String addr, String name)
       throws Exception {
-    return s.hosts()
-        .start(
-            addr,
-            name,
-            List.of(),
-            List.of("--drain-timeout", "1s", "--handler", Calls.ECHO_KEY + ":max-concurrency=64"),
-            id -> rt.hasWorkers(Calls.ECHO_KEY, 1));
+    return startHost(s.hosts(), rt, addr, name);
+  }
+
+  /**
+   * As {@link #startHost(Sitting, RealRuntime, String, String)}, from {@code hosts}' distribution.
+   */
+  static HostProcess startHost(Hosts hosts, RealRuntime rt, String addr, String name)
+      throws Exception {
+    return hosts.start(
+        addr,
+        name,
+        List.of(),
+        List.of("--drain-timeout", "1s", "--handler", Calls.ECHO_KEY + ":max-concurrency=64"),
+        id -> rt.hasWorkers(Calls.ECHO_KEY, 1));
   }
 
   /** The {@code --peer-bin} worker on {@code rt}, dialling {@code addr}, once {@code rt} has it. */

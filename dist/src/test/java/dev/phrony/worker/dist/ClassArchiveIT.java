@@ -14,7 +14,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The launcher's class archives: {@code run} writes none at its exit (the JVM would spend seconds
  * on it after a drain, and say so on stderr); the other commands keep a dynamic CDS archive, whose
- * making prints nothing.
+ * making prints nothing, unless they failed to parse.
  */
 class ClassArchiveIT {
   private static final String[] RUN = {"run", "--plugins", "no-such-plugins"}; // exits at once
@@ -49,6 +49,19 @@ class ClassArchiveIT {
       assertThat(r.out()).startsWith("phrony-worker ").hasLineCount(1);
       assertThat(r.err()).isEmpty();
     }
+    assertThat(names(archives)).singleElement().asString().matches("version-\\d+\\.jsa");
+  }
+
+  @Test
+  void aCommandThatFailedToParseLeavesNoArchive() throws Exception {
+    Path archives = Files.createDirectories(tmp.resolve("archives"));
+    Map<String, String> env = Map.of("PHRONY_WORKER_CDS_DIR", archives.toString());
+    assertThat(DistProcess.run(tmp, env, "runn").exit()).as("no such command").isEqualTo(1);
+    assertThat(DistProcess.run(tmp, env, "version", "--bogus").exit()).isEqualTo(1);
+    assertThat(names(archives))
+        .as("an archive of parsing alone would be mapped by every later run")
+        .isEmpty();
+    assertThat(DistProcess.run(tmp, env, "version").exit()).isZero();
     assertThat(names(archives)).singleElement().asString().matches("version-\\d+\\.jsa");
   }
 

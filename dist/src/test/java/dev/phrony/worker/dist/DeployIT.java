@@ -160,7 +160,11 @@ class DeployIT {
 
   @Test
   void the_entrypoint_runs_the_distributions_launcher() throws IOException {
-    assertThat(image.last("FROM")).isEqualTo("eclipse-temurin:21-jre");
+    assertThat(image.last("FROM")).isEqualTo("eclipse-temurin:25-jre");
+    assertThat(image.all("RUN"))
+        .as("the AOT cache trained on the image's own JRE")
+        .anyMatch(
+            r -> r.contains("dev.phrony.worker.testkit.training.CacheTraining " + INSTALL_DIR));
     // exec form (a JSON array), so that the JVM is PID 1 and gets SIGTERM
     List<String> entrypoint = new ArrayList<>();
     new ObjectMapper().readTree(image.last("ENTRYPOINT")).forEach(e -> entrypoint.add(e.asText()));

@@ -11,6 +11,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,6 +20,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 /**
  * The assembled distribution's {@code bin/phrony-worker} run as a child process, its output
@@ -79,6 +81,30 @@ final class DistProcess implements AutoCloseable {
     pb.environment().remove("PHRONY_RUNTIME_ADDR");
     pb.environment().putAll(env);
     return new DistProcess(command, pb.start(), out, err);
+  }
+
+  /**
+   * Copies the distribution {@code from} to {@code to} as a user unpacks it: files with their times
+   * (a class archive holds only with the jars it was made from), without the launcher's archives
+   * ({@code var/cds}, a cache).
+   */
+  static void copyTree(Path from, Path to) throws IOException {
+    List<Path> all;
+    try (Stream<Path> s = Files.walk(from)) {
+      all = s.toList();
+    }
+    Path archives = from.resolve("var/cds");
+    for (Path p : all) {
+      Path target = to.resolve(from.relativize(p).toString());
+      if (p.startsWith(archives)) {
+        continue;
+      } else if (Files.isDirectory(p)) {
+        Files.createDirectories(target);
+      } else {
+        Files.copy(
+            p, target, StandardCopyOption.COPY_ATTRIBUTES, StandardCopyOption.REPLACE_EXISTING);
+      }
+    }
   }
 
   /** Runs a command to its end. */

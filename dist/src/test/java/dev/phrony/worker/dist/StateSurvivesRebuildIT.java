@@ -11,10 +11,8 @@ import dev.phrony.worker.testkit.Outcome;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.Comparator;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -50,7 +48,7 @@ class StateSurvivesRebuildIT {
             .withSideEffectClass("non_idempotent_write");
 
     try (LocalRuntime rt = LocalRuntime.builder().port(0).withholdResultAcks(true).start()) {
-      copyTree(DistProcess.distDir(), built); // ./mvnw package
+      DistProcess.copyTree(DistProcess.distDir(), built); // ./mvnw package
       try (DistProcess first =
           DistProcess.start(built, tmp, env, "run", "--runtime", rt.target(), "--http", "none")) {
         // Registered first: a dispatch waits 10 s at most, and a loaded machine starts slower.
@@ -63,7 +61,7 @@ class StateSurvivesRebuildIT {
 
       deleteTree(checkout.resolve("dist/target")); // ./mvnw clean
       assertThat(state.resolve("outbox")).isDirectory();
-      copyTree(DistProcess.distDir(), built); // and a rebuild
+      DistProcess.copyTree(DistProcess.distDir(), built); // and a rebuild
 
       rt.withholdResultAcks(false);
       rt.clearLedger(); // the runtime's record goes too: only the worker still has the result
@@ -94,25 +92,6 @@ class StateSurvivesRebuildIT {
       return dev.phrony.worker.outbox.OutboxView.read(state).find(callId).isEmpty();
     } catch (Exception e) {
       return false; // read while the worker writes: look again
-    }
-  }
-
-  private static void copyTree(Path from, Path to) throws IOException {
-    List<Path> all;
-    try (Stream<Path> s = Files.walk(from)) {
-      all = s.toList();
-    }
-    Path archives = from.resolve("var/cds"); // the launcher's class archives: a cache
-    for (Path p : all) {
-      Path target = to.resolve(from.relativize(p).toString());
-      if (p.startsWith(archives)) {
-        continue;
-      } else if (Files.isDirectory(p)) {
-        Files.createDirectories(target);
-      } else {
-        Files.copy(
-            p, target, StandardCopyOption.COPY_ATTRIBUTES, StandardCopyOption.REPLACE_EXISTING);
-      }
     }
   }
 
