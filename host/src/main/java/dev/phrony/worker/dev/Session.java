@@ -159,7 +159,13 @@ final class Session {
       subscribers.add(first);
       first.onNext(started(false));
     }
-    console.accept("session_started session_id=" + id + " agent=" + agent.agentVersionId());
+    console.accept(
+        "session_started session_id="
+            + id
+            + " agent="
+            + agent.ref()
+            + " agent_version_id="
+            + agent.agentVersionId());
     inputs.add(new UserMessage(inputJson));
     driver = Thread.ofVirtual().name("session-" + id).start(this::drive);
   }
@@ -309,7 +315,6 @@ final class Session {
       turn = turns + 1;
     }
     StringBuilder text = new StringBuilder();
-    int index = 0;
     List<List<StubScript.Event>> script = agent.script().turns();
     while (true) {
       if (completions >= script.size()) {
@@ -355,11 +360,10 @@ final class Session {
       if (toolCalls.isEmpty()) {
         throw new TurnFailed("model stopped for tool_use without tool calls");
       }
-      dispatchAll(toolCalls, turn, index);
-      // Unlike the runtime (which numbers each completion's calls from 0 within a turn), dev
-      // numbers on across the turn's completions: the embedded runtime's ledger would answer a
-      // repeated call id with the first call's result.
-      index += toolCalls.size();
+      // As the runtime's executor does, each completion numbers its calls from 0 within the turn:
+      // a later completion's call repeats an earlier call id, and the ledger answers it with that
+      // call's result, as the runtime's does.
+      dispatchAll(toolCalls, turn);
     }
   }
 
@@ -391,12 +395,12 @@ final class Session {
   }
 
   /** The completion's tool calls, concurrently; the first failure fails the turn. */
-  private void dispatchAll(List<StubScript.ToolCall> toolCalls, int turn, int base)
+  private void dispatchAll(List<StubScript.ToolCall> toolCalls, int turn)
       throws TurnFailed, Cancelled, InterruptedException {
     List<CompletableFuture<Void>> running = new ArrayList<>();
     for (int i = 0; i < toolCalls.size(); i++) {
       StubScript.ToolCall c = toolCalls.get(i);
-      int index = base + i;
+      int index = i;
       CompletableFuture<Void> done = new CompletableFuture<>();
       Thread.ofVirtual()
           .name("session-" + id + "-call-" + index)
