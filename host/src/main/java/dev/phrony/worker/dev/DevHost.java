@@ -4,8 +4,8 @@ import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.reload.Generations;
 import dev.phrony.worker.reload.LiveReload;
 import dev.phrony.worker.reload.PluginReloader;
-import dev.phrony.worker.serve.NotStartingException;
-import dev.phrony.worker.serve.WorkerPlugins;
+import dev.phrony.worker.reload.NotStartingException;
+import dev.phrony.worker.reload.WorkerPlugins;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
 import java.nio.file.Path;
@@ -14,7 +14,7 @@ import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
- * dev's worker, assembled from the pieces {@code run}'s {@link dev.phrony.worker.serve.Worker} is
+ * dev's worker, assembled from the pieces {@code run}'s {@code serve.Worker} is
  * made of: the plugins folder loaded as {@code run} loads it ({@link WorkerPlugins}), served by the
  * {@link DevServer}'s embedded host, and live ({@link LiveReload}). Unlike {@code run}'s it keeps
  * nothing on disk (no state dir: results are held in memory) and has no ops endpoint (the control
