@@ -1,20 +1,13 @@
 package dev.phrony.worker.dev;
 
-import static dev.phrony.worker.dev.SessionHub.msg;
-
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.phrony.runtime.v1.RunSessionInteractiveServerMsg;
-import dev.phrony.runtime.v1.RunSessionInteractiveTextDelta;
 import dev.phrony.worker.agent.DevAgent;
-import dev.phrony.worker.agent.StubScript;
 import dev.phrony.worker.dev.SessionCalls.Cancelled;
 import dev.phrony.worker.dev.SessionCalls.TurnFailed;
 import io.grpc.stub.StreamObserver;
-import java.time.Duration;
-import java.time.Instant;
 import java.time.InstantSource;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.function.Consumer;
@@ -22,23 +15,35 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One interactive session of a {@link DevAgent}, run as the runtime runs one ({@code
- * internal/core/run_session_interactive*.go}, {@code internal/executor}): each user turn asks the
- * scripted model for completions until one ends without {@code tool_use}; a completion's tool calls
- * run concurrently ({@link SessionCalls}: the agent's policies, perhaps a human, then a worker).
+ * One interactive session, run as the runtime runs one ({@code
+ * internal/core/run_session_interactive*.go}): each user turn is answered by its {@link Model} (an
+ * agent's scripted model, {@link ScriptModel}, or dev's one tool call, {@link CallModel}), whose
+ * events {@link SessionHub} sends to every stream of the session.
  *
- * <p>Events, in the runtime's order ({@link SessionHub} sends them): {@code session_started}; per
- * turn {@code text_delta}s, and per call {@code approval_required} (when held), {@code tool_call}
- * (right before its dispatch) and {@code tool_result}; {@code awaiting_input} after the turn. It
- * ends {@code completed} when the stream that started it closes its side after a turn, {@code
- * failed} when a turn fails (the script's {@code failed}, a dispatch the runtime fails on, a denial
- * with {@code on_reject: fail}), or {@code cancelled} by {@code CancelSession}. Streams that attach
- * see the same events from then on; closing one only unsubscribes it.
+ * <p>Events, in the runtime's order: {@code session_started}; per turn {@code text_delta}s, and per
+ * call {@code approval_required} (when held), {@code tool_call} (right before its dispatch) and
+ * {@code tool_result}; {@code awaiting_input} after the turn. It ends {@code completed} when the
+ * stream that started it closes its side after a turn, {@code failed} when a turn fails (the
+ * script's {@code failed}, a dispatch the runtime fails on, a denial with {@code on_reject: fail}),
+ * or {@code cancelled} by {@code CancelSession}. Streams that attach see the same events from then
+ * on; closing one only unsubscribes it.
  *
  * <p>Threads: one virtual thread drives the session (its turns), one per tool call.
  */
 final class Session {
   private static final Logger log = LoggerFactory.getLogger(Session.class);
+
+  /** What answers a session's user turns. */
+  interface Model {
+    /**
+     * Runs user turn {@code turn} (1, 2...) to its {@code awaiting_input}, its events sent to the
+     * session's hub.
+     *
+     * @throws TurnFailed the session fails with its message
+     * @throws Cancelled the session was cancelled meanwhile
+     */
+    void turn(String inputJson, int turn) throws TurnFailed, Cancelled, InterruptedException;
+  }
 
   /** What the driver waits for between turns. */
   private sealed interface Input {}
@@ -51,52 +56,121 @@ final class Session {
   private record Wake() implements Input {}
 
   final String id;
-  final DevAgent agent;
+  private final SessionHub hub;
+  private final Model model;
   private final CallService calls;
   private final ApprovalBook approvals;
-  private final InstantSource clock;
   private final Consumer<String> console;
-  private final SessionHub hub;
-  private final SessionCalls toolCalls;
+  private final String startedLine;
+  private final boolean completesOnClose;
   private final LinkedBlockingQueue<Input> inputs = new LinkedBlockingQueue<>();
 
-  private volatile boolean cancelled;
   private volatile Thread driver;
 
-  /** Completions the script has answered (the driver's). */
-  private int completions;
+  /** The user turns begun (the driver's; the last one's number). */
+  private volatile int turnsStarted;
 
   /**
+   * @param startedLine its {@code session_started} line on the console, or null for none
+   * @param completesOnClose whether it completes when the stream that started it closes its side
+   *     (as the runtime's do), or takes turns until it is cancelled
+   */
+  private Session(
+      String id,
+      SessionHub hub,
+      Model model,
+      CallService calls,
+      ApprovalBook approvals,
+      Consumer<String> console,
+      String startedLine,
+      boolean completesOnClose) {
+    this.id = id;
+    this.hub = hub;
+    this.model = model;
+    this.calls = calls;
+    this.approvals = approvals;
+    this.console = console;
+    this.startedLine = startedLine;
+    this.completesOnClose = completesOnClose;
+  }
+
+  /**
+   * A session of {@code agent}, its turns answered by the agent's script.
+   *
    * @param console where its lines go ({@code session_started}, approvals, denials, its end)
    */
-  Session(
+  static Session ofAgent(
       String id,
       DevAgent agent,
       CallService calls,
       ApprovalBook approvals,
       InstantSource clock,
       Consumer<String> console) {
-    this.console = console;
-    this.id = id;
-    this.agent = agent;
-    this.calls = calls;
-    this.approvals = approvals;
-    this.clock = clock;
-    this.hub = new SessionHub(id, agent, clock, console, () -> approvals.withdraw(id));
-    this.toolCalls =
-        new SessionCalls(id, agent, calls, approvals, hub, () -> cancelled, console);
-  }
-
-  /** Subscribes the starting stream, shows it {@code session_started}, and runs the first turn. */
-  void start(StreamObserver<RunSessionInteractiveServerMsg> first, String inputJson) {
-    hub.first(first);
-    console.accept(
+    SessionHub hub =
+        new SessionHub(
+            id,
+            agent.agentVersionId(),
+            DevAgent.STUB,
+            agent.modelName(),
+            clock,
+            console,
+            () -> approvals.withdraw(id));
+    SessionCalls toolCalls =
+        new SessionCalls(id, agent, calls, approvals, hub, hub::cancelling, console);
+    return new Session(
+        id,
+        hub,
+        new ScriptModel(agent, hub, toolCalls, clock),
+        calls,
+        approvals,
+        console,
         "session_started session_id="
             + id
             + " agent="
             + agent.ref()
             + " agent_version_id="
-            + agent.agentVersionId());
+            + agent.agentVersionId(),
+        true);
+  }
+
+  /**
+   * A session of dev's own calls ({@code call TOOL ARGS}): each turn one tool call, as {@link
+   * CallModel} runs it. Its only console lines are its calls' (the {@link CallService}'s).
+   *
+   * @param named whether the client named it (it then takes calls until it is cancelled)
+   * @param turnsBefore the turns of the session it replaces under the same id (0 for none): its
+   *     turns number on from there, so that its call ids are new ones, not answered from the
+   *     ledger
+   */
+  static Session ofCalls(
+      String id,
+      boolean named,
+      int turnsBefore,
+      CallService calls,
+      ApprovalBook approvals,
+      InstantSource clock) {
+    SessionHub hub =
+        new SessionHub(
+            id,
+            CallModel.AGENT_VERSION_ID,
+            CallModel.PROVIDER,
+            CallModel.NAME,
+            clock,
+            line -> {},
+            () -> calls.approvals().withdrawSession(id));
+    Session s =
+        new Session(
+            id, hub, new CallModel(id, calls, hub, clock), calls, approvals, line -> {}, null, !named);
+    s.turnsStarted = turnsBefore;
+    return s;
+  }
+
+  /** Subscribes the starting stream, shows it {@code session_started}, and runs the first turn. */
+  void start(StreamObserver<RunSessionInteractiveServerMsg> first, String inputJson) {
+    hub.first(first);
+    if (startedLine != null) {
+      console.accept(startedLine);
+    }
     inputs.add(new UserMessage(inputJson));
     driver = Thread.ofVirtual().name("session-" + id).start(this::drive);
   }
@@ -125,6 +199,25 @@ final class Session {
     return true;
   }
 
+  /** Another turn with {@code inputJson} as its input, as is; refused once it has ended. */
+  boolean input(String inputJson) {
+    if (isEnded()) {
+      return false;
+    }
+    inputs.add(new UserMessage(inputJson));
+    return true;
+  }
+
+  /** Whether it completes when the stream that started it closes its side. */
+  boolean completesOnClose() {
+    return completesOnClose;
+  }
+
+  /** The number of its last user turn (0 before the first). */
+  int turnsStarted() {
+    return turnsStarted;
+  }
+
   /** The starting stream closed its side: the session completes after the turn running now. */
   void clientClosed() {
     inputs.add(new Closed());
@@ -143,6 +236,11 @@ final class Session {
     return hub.isEnded();
   }
 
+  /** Whether its turns are dev's own calls ({@link #ofCalls}). */
+  boolean ofCalls() {
+    return model instanceof CallModel;
+  }
+
   /**
    * Cancels it as {@code CancelSession} does: its held approvals are withdrawn, its calls forgotten
    * (workers running them get {@code cancel}), and it ends {@code cancelled}.
@@ -153,7 +251,7 @@ final class Session {
     if (isEnded()) {
       return false;
     }
-    cancelled = true;
+    hub.markCancelling();
     approvals.withdraw(id);
     calls.cancelSession(id);
     inputs.add(new Wake());
@@ -170,11 +268,14 @@ final class Session {
     try {
       while (true) {
         Input next = inputs.take();
-        if (cancelled) {
+        if (hub.cancelling()) {
           throw new Cancelled();
         }
         switch (next) {
-          case UserMessage u -> turn(u.inputJson());
+          case UserMessage u -> {
+            hub.setStatus(SessionHub.RUNNING);
+            model.turn(u.inputJson(), ++turnsStarted);
+          }
           case Closed c -> {
             if (hub.hasOutput()) {
               hub.complete();
@@ -194,67 +295,8 @@ final class Session {
     }
   }
 
-  /** One user turn: completions until one ends without {@code tool_use}. */
-  private void turn(String inputJson) throws TurnFailed, Cancelled, InterruptedException {
-    Instant began = clock.instant();
-    hub.setStatus(SessionHub.RUNNING);
-    int turn = hub.nextTurn();
-    StringBuilder text = new StringBuilder();
-    List<List<StubScript.Event>> script = agent.script().turns();
-    while (true) {
-      if (completions >= script.size()) {
-        throw new TurnFailed(
-            "unexpected completion call "
-                + (completions + 1)
-                + " (script has "
-                + script.size()
-                + " turns)");
-      }
-      String stop = null;
-      List<StubScript.ToolCall> calls = new ArrayList<>();
-      for (StubScript.Event e : script.get(completions++)) {
-        if (cancelled) {
-          throw new Cancelled();
-        }
-        switch (e) {
-          case StubScript.TextDelta t -> {
-            if (!t.text().isEmpty()) {
-              text.append(t.text());
-              hub.publish(
-                  msg(
-                      b ->
-                          b.setTextDelta(
-                              RunSessionInteractiveTextDelta.newBuilder().setDelta(t.text()))));
-            }
-          }
-          case StubScript.ToolCall c -> calls.add(c);
-          case StubScript.Completed c -> stop = c.stopReason();
-          case StubScript.Failed f -> throw new TurnFailed(f.message());
-        }
-        if (stop != null) {
-          break;
-        }
-      }
-      if (stop == null) {
-        throw new TurnFailed("model completion ended without a terminal event");
-      }
-      if (!stop.equals(StubScript.TOOL_USE)) {
-        hub.finishTurn(
-            userText(inputJson), text.toString(), stop, Duration.between(began, clock.instant()));
-        return;
-      }
-      if (calls.isEmpty()) {
-        throw new TurnFailed("model stopped for tool_use without tool calls");
-      }
-      // As the runtime's executor does, each completion numbers its calls from 0 within the turn:
-      // a later completion's call repeats an earlier call id, and the ledger answers it with that
-      // call's result, as the runtime's does.
-      toolCalls.dispatchAll(calls, turn);
-    }
-  }
-
   /** What the user said: the input's {@code message}, else its {@code text}, else it whole. */
-  private static String userText(String inputJson) {
+  static String userText(String inputJson) {
     JsonNode input = SessionCalls.parse(inputJson);
     for (String key : List.of("message", "text")) {
       if (input.get(key) != null && input.get(key).isTextual()) {

@@ -12,7 +12,6 @@ import dev.phrony.runtime.v1.RunSessionInteractiveCompleted;
 import dev.phrony.runtime.v1.RunSessionInteractiveFailed;
 import dev.phrony.runtime.v1.RunSessionInteractiveServerMsg;
 import dev.phrony.runtime.v1.RunSessionInteractiveSessionStarted;
-import dev.phrony.worker.agent.DevAgent;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
 import java.time.Instant;
@@ -44,7 +43,9 @@ final class SessionHub {
   private static final Set<String> ENDED = Set.of(COMPLETED, FAILED, CANCELLED);
 
   private final String id;
-  private final DevAgent agent;
+  private final String agentVersionId;
+  private final String modelProvider;
+  private final String modelName;
   private final Instant startedAt;
   private final InstantSource clock;
   private final Consumer<String> console;
@@ -63,18 +64,26 @@ final class SessionHub {
   private String error = "";
   private Instant endedAt;
 
+  /** CancelSession asked for its end (read by the threads that run its turn). */
+  private volatile boolean cancelling;
+
   /**
+   * @param agentVersionId what {@code session_started} says, as its model's provider and name
    * @param console where the {@code session_ended} line goes
    * @param onEnd run once when it ends (its held approvals withdrawn)
    */
   SessionHub(
       String id,
-      DevAgent agent,
+      String agentVersionId,
+      String modelProvider,
+      String modelName,
       InstantSource clock,
       Consumer<String> console,
       Runnable onEnd) {
     this.id = id;
-    this.agent = agent;
+    this.agentVersionId = agentVersionId;
+    this.modelProvider = modelProvider;
+    this.modelName = modelName;
     this.clock = clock;
     this.console = console;
     this.onEnd = onEnd;
@@ -125,6 +134,15 @@ final class SessionHub {
     }
   }
 
+  /** CancelSession was asked: what runs its turn stops at the next step. */
+  void markCancelling() {
+    cancelling = true;
+  }
+
+  boolean cancelling() {
+    return cancelling;
+  }
+
   /** The approvals held now, oldest first. */
   List<String> heldApprovals() {
     synchronized (lock) {
@@ -140,13 +158,6 @@ final class SessionHub {
 
   boolean isEnded() {
     return ENDED.contains(status());
-  }
-
-  /** The number the next user turn gets. */
-  int nextTurn() {
-    synchronized (lock) {
-      return turns + 1;
-    }
   }
 
   /** Whether a turn has ended (so closing the starting stream completes the session). */
@@ -294,9 +305,9 @@ final class SessionHub {
     var b =
         RunSessionInteractiveSessionStarted.newBuilder()
             .setSessionId(id)
-            .setAgentVersionId(agent.agentVersionId())
-            .setModelProvider(DevAgent.STUB)
-            .setModelName(agent.modelName())
+            .setAgentVersionId(agentVersionId)
+            .setModelProvider(modelProvider)
+            .setModelName(modelName)
             .setSessionStartedAtUnixMs(startedAt.toEpochMilli());
     if (withHistory) {
       b.addAllHistory(history);

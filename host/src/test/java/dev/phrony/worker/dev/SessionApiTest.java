@@ -4,6 +4,7 @@ import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.APPR
 import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.AWAITING_INPUT;
 import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.CANCELLED;
 import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.COMPLETED;
+import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.FAILED;
 import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.SESSION_STARTED;
 import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.TEXT_DELTA;
 import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.TOOL_CALL;
@@ -187,6 +188,53 @@ class SessionApiTest {
       assertThat(again.getPayload().toStringUtf8()).isEqualTo(paid);
       assertThat(invoked).hasValue(1);
     }
+  }
+
+  @Test
+  void a_call_session_makes_one_call_per_turn_with_the_runtimes_events_and_completes_on_close() {
+    try (SessionClient s =
+        SessionClient.startCall(
+            channel,
+            "{\"tool\":\"payments.process-payment\",\"version\":\"1.0.0\","
+                + "\"args\":{\"amount\":5}}")) {
+      var started = s.next(SESSION_STARTED).getSessionStarted();
+      assertThat(UUID.fromString(started.getAgentVersionId())).isNotNull();
+      RunSessionInteractiveToolCall call = s.next(TOOL_CALL).getToolCall();
+      assertThat(call.getCallId())
+          .isEqualTo(started.getSessionId() + ":" + started.getAgentVersionId() + ":1:0");
+      assertThat(call.getArgs().toStringUtf8()).isEqualTo("{\"amount\":5}");
+      RunSessionInteractiveToolResult result = s.next(TOOL_RESULT).getToolResult();
+      assertThat(result.getCallId()).isEqualTo(call.getCallId());
+      assertThat(result.getPayload().toStringUtf8()).contains("\"paid\":{\"amount\":5}");
+      assertThat(s.next(AWAITING_INPUT).getAwaitingInput().getStopReason()).isEqualTo("end_turn");
+
+      s.say("{\"tool\":\"payments.process-payment\",\"version\":\"1.0.0\",\"args\":{}}");
+      assertThat(s.next(TOOL_CALL).getToolCall().getCallId()).endsWith(":2:0");
+      s.next(TOOL_RESULT);
+      s.next(AWAITING_INPUT);
+
+      s.closeSend();
+      s.next(COMPLETED);
+      assertThat(s.ended().getCode()).isEqualTo(Status.Code.OK);
+      assertThat(invoked).hasValue(2);
+    }
+    assertThat(console.toString()).doesNotContain("session_started");
+  }
+
+  @Test
+  void a_call_session_whose_tool_nobody_serves_announces_the_call_and_fails_with_a_hint() {
+    try (SessionClient s =
+        SessionClient.startCall(channel, "{\"tool\":\"no.such\",\"version\":\"1\"}")) {
+      s.next(SESSION_STARTED);
+      assertThat(s.next(TOOL_CALL).getToolCall().getTool()).isEqualTo("no.such");
+      assertThat(s.next(FAILED).getFailed().getMessage())
+          .startsWith(
+              "no_handler: no handler registered for tool\nhint: no worker serves no.such@1;"
+                  + " served: ")
+          .contains("payments.process-payment@1.0.0");
+      assertThat(s.ended().getCode()).isEqualTo(Status.Code.OK);
+    }
+    assertThat(invoked).hasValue(0);
   }
 
   @Test
