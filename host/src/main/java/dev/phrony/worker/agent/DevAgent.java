@@ -1,10 +1,10 @@
 package dev.phrony.worker.agent;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
-import java.nio.charset.StandardCharsets;
 
 /**
  * An agent {@code dev} runs: its identity, the tool bindings its model calls by wire name, its

@@ -131,7 +131,7 @@ final class CallCommand implements Callable<Integer> {
           spec.commandLine(),
           "TOOL[@VERSION] is required" + " (or --session ID --follow to print a session's events)");
     }
-    if (control.given()) {
+    if (control.flagGiven()) {
       throw new CommandLine.ParameterException(
           spec.commandLine(),
           "call makes its calls over the runtime's session API: give dev's runtime address"

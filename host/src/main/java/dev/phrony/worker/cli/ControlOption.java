@@ -24,6 +24,11 @@ final class ControlOption {
     return named().isPresent();
   }
 
+  /** Whether {@code --control} is on the command line. */
+  boolean flagGiven() {
+    return control != null;
+  }
+
   /** A client for the address given or {@code $PHRONY_WORKER_CONTROL}, if either names one. */
   java.util.Optional<ControlClient> named() {
     if (control != null) {

@@ -45,8 +45,7 @@ public final class CallClient {
    * @throws dev.phrony.worker.UserErrorException when the runtime refuses the call
    * @throws ControlUnreachableException when nothing answers at the address
    */
-  public CallReply call(
-      CallRequest request, Consumer<RunSessionInteractiveApprovalRequired> held) {
+  public CallReply call(CallRequest request, Consumer<RunSessionInteractiveApprovalRequired> held) {
     RunSessionInteractiveStart.Builder start =
         RunSessionInteractiveStart.newBuilder()
             .setAgentRef(CallModel.REF)

@@ -28,12 +28,12 @@ import java.util.concurrent.ExecutionException;
  * Duration, CallService.Watch)} dispatches it (held by {@code --require-approval}'s gate, bounded
  * by its deadline). Its events are the runtime's: {@code approval_required} when held, {@code
  * tool_call} as it is dispatched, {@code tool_result} (the payload, or the tool error's {@code
- * code: message}), {@code awaiting_input}; a dispatch error fails the session with its {@code
- * kind: message} and, on a line of its own, {@code hint: ...} when dev sees the cause.
+ * code: message}), {@code awaiting_input}; a dispatch error fails the session with its {@code kind:
+ * message} and, on a line of its own, {@code hint: ...} when dev sees the cause.
  *
- * <p>The agent ref {@link #REF} names it on {@code RunSessionInteractive}. Unlike the runtime's,
- * a start that names a {@code session_id} with this agent ref makes that session (or adds a turn
- * to it, when it runs): {@code call --session ID}.
+ * <p>The agent ref {@link #REF} names it on {@code RunSessionInteractive}. Unlike the runtime's, a
+ * start that names a {@code session_id} with this agent ref makes that session (or adds a turn to
+ * it, when it runs): {@code call --session ID}.
  */
 final class CallModel implements Session.Model {
 
@@ -46,7 +46,8 @@ final class CallModel implements Session.Model {
 
   /** Its calls' {@code agent_version_id}: a UUID, as the runtime's are. */
   static final String AGENT_VERSION_ID =
-      UUID.nameUUIDFromBytes("phrony-worker-dev:phrony-worker-dev/call".getBytes(StandardCharsets.UTF_8))
+      UUID.nameUUIDFromBytes(
+              "phrony-worker-dev:phrony-worker-dev/call".getBytes(StandardCharsets.UTF_8))
           .toString();
 
   private final String sessionId;

@@ -291,11 +291,7 @@ public final class CallService implements AutoCloseable {
    * by the dispatch wait.
    */
   private void dispatch(
-      Pending held,
-      Call call,
-      Duration deadline,
-      CompletableFuture<Completed> done,
-      Watch watch) {
+      Pending held, Call call, Duration deadline, CompletableFuture<Completed> done, Watch watch) {
     Duration bound = dispatchWait;
     if (deadline != null) {
       call = call.withDeadline(clock.instant().plus(deadline));

@@ -80,7 +80,10 @@ final class ScriptModel implements Session.Model {
       }
       if (!stop.equals(StubScript.TOOL_USE)) {
         hub.finishTurn(
-            Session.userText(inputJson), text.toString(), stop, Duration.between(began, clock.instant()));
+            Session.userText(inputJson),
+            text.toString(),
+            stop,
+            Duration.between(began, clock.instant()));
         return;
       }
       if (calls.isEmpty()) {

@@ -139,8 +139,7 @@ final class Session {
    *
    * @param named whether the client named it (it then takes calls until it is cancelled)
    * @param turnsBefore the turns of the session it replaces under the same id (0 for none): its
-   *     turns number on from there, so that its call ids are new ones, not answered from the
-   *     ledger
+   *     turns number on from there, so that its call ids are new ones, not answered from the ledger
    */
   static Session ofCalls(
       String id,
@@ -160,7 +159,14 @@ final class Session {
             () -> calls.approvals().withdrawSession(id));
     Session s =
         new Session(
-            id, hub, new CallModel(id, calls, hub, clock), calls, approvals, line -> {}, null, !named);
+            id,
+            hub,
+            new CallModel(id, calls, hub, clock),
+            calls,
+            approvals,
+            line -> {},
+            null,
+            !named);
     s.turnsStarted = turnsBefore;
     return s;
   }

@@ -241,7 +241,9 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
               approvals,
               clock);
       // A named session that ended is made anew: call --session ID goes on after a failure.
-      if (running != null ? !sessions.replace(s.id, running, s) : sessions.putIfAbsent(s.id, s) != null) {
+      if (running != null
+          ? !sessions.replace(s.id, running, s)
+          : sessions.putIfAbsent(s.id, s) != null) {
         fail(Status.ALREADY_EXISTS.withDescription("session " + s.id + " is starting"));
         return;
       }

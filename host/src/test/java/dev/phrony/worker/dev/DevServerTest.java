@@ -31,7 +31,8 @@ class DevServerTest {
           .contains("  worker   " + DevFixture.WORKER_ID + " serving 4 handlers from test-plugins")
           .contains("echo@1.0.0    echo for tests")
           .contains("text@default  text for tests")
-          .contains("  bin/phrony-worker call echo@1.0.0 '{}' --runtime " + dev.runtimeTarget() + "\n")
+          .contains(
+              "  bin/phrony-worker call echo@1.0.0 '{}' --runtime " + dev.runtimeTarget() + "\n")
           .doesNotContain("not registered");
       ExampleCall shown = new ExampleCall("echo@1.0.0", "{}");
       CallReply reply =

@@ -182,7 +182,8 @@ class SessionApiTest {
       // The runtime's executor numbers each completion's calls from 0 within the turn, so both
       // calls are SESSION:AGENT_VERSION:1:0, and its ledger answers the second with the first's
       // result: the worker sees one invoke (internal/executor, internal/tooldispatch).
-      assertThat(first).isEqualTo(started.getSessionId() + ":" + started.getAgentVersionId() + ":1:0");
+      assertThat(first)
+          .isEqualTo(started.getSessionId() + ":" + started.getAgentVersionId() + ":1:0");
       assertThat(second.getCallId()).isEqualTo(first);
       assertThat(second.getArgs().toStringUtf8()).contains("Globex");
       assertThat(again.getPayload().toStringUtf8()).isEqualTo(paid);
@@ -251,8 +252,7 @@ class SessionApiTest {
       s.say("Now Acme");
       RunSessionInteractiveApprovalRequired held = s.next(APPROVAL_REQUIRED).getApprovalRequired();
       // The second user turn's first call: SESSION:AGENT_VERSION:TURN:INDEX.
-      assertThat(held.getCallId())
-          .isEqualTo(session + ":" + started.getAgentVersionId() + ":2:0");
+      assertThat(held.getCallId()).isEqualTo(session + ":" + started.getAgentVersionId() + ":2:0");
       assertThat(held.getTool()).isEqualTo("payments.process-payment");
       assertThat(held.getArgs().toStringUtf8()).contains("1500");
       assertThat(held.getReason())
