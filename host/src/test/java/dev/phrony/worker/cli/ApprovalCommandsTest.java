@@ -59,12 +59,7 @@ class ApprovalCommandsTest {
   /** Submits an echo call in {@code session} and waits until it is held. */
   /** {@code call ARGS} on dev's runtime address. */
   static CliRun callCli(String... args) {
-    String[] full = new String[args.length + 3];
-    full[0] = "call";
-    System.arraycopy(args, 0, full, 1, args.length);
-    full[args.length + 1] = "--runtime";
-    full[args.length + 2] = dev.runtimeTarget();
-    return run(full);
+    return CliRun.call(dev.runtimeTarget(), args);
   }
 
   static Held hold(String session, String args) {

@@ -31,12 +31,7 @@ class CallCommandTest {
   }
 
   static CliRun call(String... args) {
-    String[] full = new String[args.length + 3];
-    full[0] = "call";
-    System.arraycopy(args, 0, full, 1, args.length);
-    full[args.length + 1] = "--runtime";
-    full[args.length + 2] = dev.runtimeTarget();
-    return run(full);
+    return CliRun.call(dev.runtimeTarget(), args);
   }
 
   @Test
