@@ -204,9 +204,7 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
       String input = start.getInput().toStringUtf8();
       try {
         CallModel.request(input);
-        if (!sessionId.isEmpty()) {
-          new CallRequest("t", null, null, sessionId, null); // the session id's rules
-        }
+        CallRequest.checkSessionId(sessionId);
       } catch (IllegalArgumentException e) {
         fail(Status.INVALID_ARGUMENT.withDescription("call: " + e.getMessage()));
         return;
