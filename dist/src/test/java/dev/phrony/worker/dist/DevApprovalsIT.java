@@ -32,18 +32,21 @@ class DevApprovalsIT {
   static DistProcess dev;
   static int controlPort;
   static String control;
+  static String runtime;
 
   @BeforeAll
   static void startDev() throws Exception {
     controlPort = DistProcess.freePort();
     control = "http://127.0.0.1:" + controlPort;
+    int runtimePort = DistProcess.freePort();
+    runtime = "127.0.0.1:" + runtimePort;
     dev =
         DistProcess.start(
             tmp,
             Map.of(),
             "dev",
             "--port",
-            String.valueOf(DistProcess.freePort()),
+            String.valueOf(runtimePort),
             "--control-port",
             String.valueOf(controlPort),
             "--require-approval",
@@ -65,14 +68,19 @@ class DevApprovalsIT {
     dev.close();
   }
 
-  /** {@code call ... --control}, started: it waits for the answer. */
+  /** {@code call ... --runtime}, started: it waits for the answer. */
   private static DistProcess call(String... args) throws Exception {
+    return DistProcess.start(tmp, Map.of(), callArgs(args));
+  }
+
+  /** {@code call ARGS --runtime ADDR}: calls go over dev's runtime address. */
+  private static String[] callArgs(String... args) {
     String[] full = new String[args.length + 3];
     full[0] = "call";
     System.arraycopy(args, 0, full, 1, args.length);
-    full[args.length + 1] = "--control";
-    full[args.length + 2] = control;
-    return DistProcess.start(tmp, Map.of(), full);
+    full[args.length + 1] = "--runtime";
+    full[args.length + 2] = runtime;
+    return full;
   }
 
   /** Runs {@code command args... --control} to its end. */
@@ -239,14 +247,14 @@ class DevApprovalsIT {
           approval-timeout: 2s
         """);
     int port = DistProcess.freePort();
-    String otherControl = "http://127.0.0.1:" + port;
+    int otherRuntimePort = DistProcess.freePort();
     try (DistProcess other =
         DistProcess.start(
             tmp,
             Map.of(),
             "dev",
             "--port",
-            String.valueOf(DistProcess.freePort()),
+            String.valueOf(otherRuntimePort),
             "--control-port",
             String.valueOf(port),
             "--config",
@@ -256,7 +264,8 @@ class DevApprovalsIT {
           .contains("  approval payments.* held until approved (they" + " expire after 2s)\n");
 
       DistProcess.Result done =
-          DistProcess.run(tmp, "call", PAYMENT, payment(1), "--control", otherControl);
+          DistProcess.run(
+              tmp, "call", PAYMENT, payment(1), "--runtime", "127.0.0.1:" + otherRuntimePort);
 
       assertThat(done.exit()).as(done.err()).isEqualTo(4);
       assertThat(done.err())
@@ -274,14 +283,19 @@ class DevApprovalsIT {
   void a_session_stream_shows_tool_call_approval_required_and_tool_result_in_order()
       throws Exception {
     String session = "s-it-stream";
-    try (DistProcess follow = call("--session", session, "--follow")) {
+    // --follow with --control: the control API's events, followed before the session exists.
+    try (DistProcess follow =
+        DistProcess.start(
+            tmp, Map.of(), "call", "--session", session, "--follow", "--control", control)) {
       // The follow is in place once dev knows the session (it has no call yet).
       Await.until(
           "following " + session,
           () -> DistProcess.status(controlPort, "/v1/sessions/" + session + "/events") == 200,
           DistProcess.DEADLINE);
       DistProcess.Result forecast =
-          run("call", "weather.get-forecast@1.0.0", "{\"city\":\"Oslo\"}", "--session", session);
+          DistProcess.run(
+              tmp,
+              callArgs("weather.get-forecast@1.0.0", "{\"city\":\"Oslo\"}", "--session", session));
       assertThat(forecast.exit()).as(forecast.err()).isZero();
       try (DistProcess pay = call(PAYMENT, payment(7), "--session", session)) {
         assertThat(run("approve", heldId(pay)).exit()).isZero();

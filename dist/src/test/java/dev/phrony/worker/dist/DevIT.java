@@ -22,6 +22,7 @@ class DevIT {
     int port = DistProcess.freePort();
     int controlPort = DistProcess.freePort();
     String control = "http://127.0.0.1:" + controlPort;
+    String runtime = "127.0.0.1:" + port;
     try (DistProcess dev =
         DistProcess.start(
             tmp,
@@ -40,8 +41,8 @@ class DevIT {
           .contains("echo@default")
           .contains(
               "  bin/phrony-worker call weather.get-forecast@1.0.0 '{\"city\":\"Oslo\"}'"
-                  + " --control "
-                  + control
+                  + " --runtime "
+                  + runtime
                   + "\n");
 
       // The banner's call, as typed (the shell removes the single quotes).
@@ -51,8 +52,8 @@ class DevIT {
               "call",
               "weather.get-forecast@1.0.0",
               "{\"city\":\"Oslo\"}",
-              "--control",
-              control);
+              "--runtime",
+              runtime);
       assertThat(forecast.exit()).as("stderr: %s", forecast.err()).isZero();
       assertThat(forecast.out()).startsWith("{\n  \"city\": \"Oslo\",\n  \"days\": [\n");
       JsonNode json = new ObjectMapper().readTree(forecast.out());
@@ -61,7 +62,7 @@ class DevIT {
       DistProcess.Result noCity =
           DistProcess.run(
               tmp,
-              Map.of("PHRONY_WORKER_CONTROL", control),
+              Map.of("PHRONY_RUNTIME_ADDR", runtime),
               "call",
               "weather.get-forecast@1.0.0",
               "{}");
@@ -76,8 +77,8 @@ class DevIT {
               tmp,
               "call",
               "no.such-tool@1.0.0",
-              "--control",
-              control); // answered at once: nobody serves it
+              "--runtime",
+              runtime); // answered at once: nobody serves it
       assertThat(unknown.exit()).as("stderr: %s", unknown.err()).isEqualTo(5);
       assertThat(unknown.err())
           .startsWith("no_handler: ")
@@ -124,13 +125,13 @@ class DevIT {
           .doesNotContain("\tat ");
     }
 
-    DistProcess.Result nobody = DistProcess.run(tmp, "call", "echo", "--control", control);
+    DistProcess.Result nobody = DistProcess.run(tmp, "call", "echo", "--runtime", runtime);
     assertThat(nobody.exit()).isEqualTo(6);
     assertThat(nobody.out()).isEmpty();
     assertThat(nobody.err().lines().toList())
         .singleElement()
         .asString()
-        .startsWith("phrony-worker call: cannot reach phrony-worker dev at " + control)
-        .contains("start it with 'bin/phrony-worker dev'");
+        .startsWith("phrony-worker call: no runtime answers at " + runtime)
+        .contains("start one with 'phrony-worker dev'");
   }
 }

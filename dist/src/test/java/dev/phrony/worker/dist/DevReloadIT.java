@@ -42,7 +42,8 @@ class DevReloadIT {
     Path plugins = Files.createDirectories(tmp.resolve("plugins"));
     deploy(bundled.resolve("echo"), plugins);
     int controlPort = DistProcess.freePort();
-    String control = "http://127.0.0.1:" + controlPort;
+    int runtimePort = DistProcess.freePort();
+    String runtime = "127.0.0.1:" + runtimePort;
     try (DistProcess dev =
         DistProcess.start(
             tmp,
@@ -51,7 +52,7 @@ class DevReloadIT {
             "--plugins",
             plugins.toString(),
             "--port",
-            String.valueOf(DistProcess.freePort()),
+            String.valueOf(runtimePort),
             "--control-port",
             String.valueOf(controlPort))) {
       dev.awaitStdout("Ctrl-C stops.", DistProcess.DEADLINE);
@@ -61,8 +62,8 @@ class DevReloadIT {
               "call",
               "weather.get-forecast@1.0.0",
               "{\"city\":\"Oslo\"}",
-              "--control",
-              control);
+              "--runtime",
+              runtime);
       assertThat(before.exit()).as("not served yet; stderr: %s", before.err()).isEqualTo(5);
 
       deploy(bundled.resolve("weather"), plugins);
@@ -80,12 +81,12 @@ class DevReloadIT {
               "call",
               "weather.get-forecast@1.0.0",
               "{\"city\":\"Oslo\"}",
-              "--control",
-              control);
+              "--runtime",
+              runtime);
       assertThat(after.exit()).as("stderr: %s%ndev stderr: %s", after.err(), dev.stderr()).isZero();
       assertThat(after.out()).contains("\"city\": \"Oslo\"");
       DistProcess.Result echo =
-          DistProcess.run(tmp, "call", "echo@default", "{\"a\":1}", "--control", control);
+          DistProcess.run(tmp, "call", "echo@default", "{\"a\":1}", "--runtime", runtime);
       assertThat(echo.exit()).as("the plugin that did not change is still served").isZero();
 
       dev.interrupt();

@@ -35,7 +35,9 @@ import org.junit.jupiter.api.io.TempDir;
  *   <li>{@code exit=N}: the status it must end with (default 0), for a block that shows an error;
  *   <li>{@code dev}: it needs {@code phrony-worker dev} running: this test starts one (the bundled
  *       plugins, free ports), sets {@code PHRONY_WORKER_CONTROL} to its control address and puts
- *       that address where the block says {@code 127.0.0.1:7778}.
+ *       that address where the block says {@code 127.0.0.1:7778}, and sets {@code
+ *       PHRONY_RUNTIME_ADDR} to its runtime address (where {@code call} and the approval commands
+ *       go).
  * </ul>
  *
  * <p>A fenced block with the info string {@code output} right after a runnable one (nothing but
@@ -110,6 +112,7 @@ class DocsIT {
     int ran = 0;
     int devPort = DistProcess.freePort();
     String control = "127.0.0.1:" + devPort;
+    int runtimePort = DistProcess.freePort();
     DistProcess dev = null;
     try {
       for (Path page : pages()) {
@@ -132,13 +135,14 @@ class DocsIT {
                       Map.of(),
                       "dev",
                       "--port",
-                      "0",
+                      String.valueOf(runtimePort),
                       "--control-port",
                       String.valueOf(devPort));
               dev.awaitStdout("Ctrl-C stops.", DistProcess.DEADLINE);
             }
             script = script.replace(CONTROL_IN_DOCS, control);
             env.put("PHRONY_WORKER_CONTROL", "http://" + control);
+            env.put("PHRONY_RUNTIME_ADDR", "127.0.0.1:" + runtimePort);
           }
           ran++;
           Optional<Block> output =

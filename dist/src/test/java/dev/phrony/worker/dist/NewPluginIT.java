@@ -143,7 +143,8 @@ class NewPluginIT {
     assertThat(listed.out()).contains("greet.say-hello@1.0.0").contains("read_only");
 
     int controlPort = DistProcess.freePort();
-    String control = "http://127.0.0.1:" + controlPort;
+    int runtimePort = DistProcess.freePort();
+    String runtime = "127.0.0.1:" + runtimePort;
     try (DistProcess dev =
         DistProcess.start(
             tmp,
@@ -152,7 +153,7 @@ class NewPluginIT {
             "--plugins",
             plugins.toString(),
             "--port",
-            "0",
+            String.valueOf(runtimePort),
             "--control-port",
             String.valueOf(controlPort))) {
       dev.awaitStdout("Ctrl-C stops.", DistProcess.DEADLINE);
@@ -162,13 +163,13 @@ class NewPluginIT {
 
       DistProcess.Result hello =
           DistProcess.run(
-              tmp, "call", "greet.say-hello@1.0.0", "{\"name\":\"Ada\"}", "--control", control);
+              tmp, "call", "greet.say-hello@1.0.0", "{\"name\":\"Ada\"}", "--runtime", runtime);
       assertThat(hello.exit()).as("stderr: %s", hello.err()).isZero();
       assertThat(hello.out()).isEqualTo("{\n  \"text\": \"Hello, Ada!\"\n}\n");
 
       DistProcess.Result wrong =
           DistProcess.run(
-              tmp, "call", "greet.say-hello@1.0.0", "{\"name\":42}", "--control", control);
+              tmp, "call", "greet.say-hello@1.0.0", "{\"name\":42}", "--runtime", runtime);
       assertThat(wrong.exit()).isEqualTo(4);
       assertThat(wrong.err())
           .isEqualTo(
@@ -243,6 +244,7 @@ class NewPluginIT {
     assertThat(checked.out()).contains("\"status\" : \"served\"").contains("\"schema\" : [ ]");
 
     int controlPort = DistProcess.freePort();
+    int runtimePort = DistProcess.freePort();
     try (DistProcess dev =
         DistProcess.start(
             tmp,
@@ -251,7 +253,7 @@ class NewPluginIT {
             "--plugins",
             plugins.toString(),
             "--port",
-            "0",
+            String.valueOf(runtimePort),
             "--control-port",
             String.valueOf(controlPort))) {
       dev.awaitStdout("Ctrl-C stops.", DistProcess.DEADLINE);
@@ -261,8 +263,8 @@ class NewPluginIT {
               "call",
               "payments.process-payment@1.0.0",
               "{\"amount\":12.5,\"currency\":\"EUR\",\"payee\":\"ACME\"}",
-              "--control",
-              "http://127.0.0.1:" + controlPort);
+              "--runtime",
+              "127.0.0.1:" + runtimePort);
       assertThat(paid.exit()).as("stderr: %s", paid.err()).isZero();
       assertThat(paid.out()).contains("\"status\": \"accepted\"").contains("\"payee\": \"ACME\"");
       dev.interrupt();

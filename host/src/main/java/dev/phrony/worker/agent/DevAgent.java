@@ -1,8 +1,10 @@
 package dev.phrony.worker.agent;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Optional;
+import java.util.UUID;
 
 /**
  * An agent {@code dev} runs: its identity, the tool bindings its model calls by wire name, its
@@ -49,9 +51,19 @@ public record DevAgent(
     }
   }
 
-  /** The id calls carry as {@code agent_version_id}: {@code namespace/name@version}. */
-  public String agentVersionId() {
+  /** {@code namespace/name@version}. */
+  public String ref() {
     return namespace + "/" + name + "@" + version;
+  }
+
+  /**
+   * The id its sessions and calls carry as {@code agent_version_id}: a UUID, as the runtime's (the
+   * row of the published version), derived from {@link #ref()} so that it is the same each time
+   * {@code dev} loads the agent.
+   */
+  public String agentVersionId() {
+    return UUID.nameUUIDFromBytes(("phrony-worker-dev:" + ref()).getBytes(StandardCharsets.UTF_8))
+        .toString();
   }
 
   /** The binding the model calls {@code wireName}. */

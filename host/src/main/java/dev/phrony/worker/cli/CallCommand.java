@@ -1,9 +1,10 @@
 package dev.phrony.worker.cli;
 
-import com.fasterxml.jackson.databind.JsonNode;
+import dev.phrony.runtime.v1.RunSessionInteractiveApprovalRequired;
 import dev.phrony.worker.config.DurationParser;
 import dev.phrony.worker.dev.ApprovalPrompt;
-import dev.phrony.worker.dev.ApprovalWatch;
+import dev.phrony.worker.dev.ApprovalsClient;
+import dev.phrony.worker.dev.CallClient;
 import dev.phrony.worker.dev.CallReply;
 import dev.phrony.worker.dev.CallRequest;
 import dev.phrony.worker.dev.ControlClient;
@@ -26,7 +27,9 @@ import picocli.CommandLine.Parameters;
     name = "call",
     mixinStandardHelpOptions = true,
     description = {
-      "Calls a tool through a running 'phrony-worker dev', as an agent session would.",
+      "Calls a tool through a running 'phrony-worker dev', as an agent session would: a "
+          + "client of the runtime's session API (RunSessionInteractive) on dev's runtime "
+          + "address.",
       "",
       "Prints the result as pretty JSON (as is, when it is not JSON).",
       "A tool error prints 'code: message' on stderr; so does a dispatch error (no handler, "
@@ -37,9 +40,10 @@ import picocli.CommandLine.Parameters;
           + "the approval id on stderr, for 'phrony-worker approve ID' or 'deny ID'. A "
           + "denied or expired call is a tool error (approval_denied, approval_expired).",
       "",
-      "With --session ID --follow, call makes no call: it prints that session's events "
-          + "(tool_call, approval_required, tool_result), one JSON object per line, as they "
-          + "happen, until dev stops or Ctrl-C."
+      "With --session ID --follow, call makes no call: it attaches to that session and "
+          + "prints its events (tool_call, approval_required, tool_result...), one JSON object "
+          + "per line, as they happen, until the session ends or Ctrl-C. With --control, it "
+          + "prints the control API's events of the session instead, until dev stops."
     },
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {
@@ -47,7 +51,7 @@ import picocli.CommandLine.Parameters;
       "1:usage error (bad flag, arguments that are not JSON, a request dev refused)",
       "4:the tool answered with an error (including approval_denied, approval_expired)",
       "5:no handler, no free slot, or another dispatch error",
-      "6:no phrony-worker dev at the control address (start it with 'phrony-worker dev')"
+      "6:no phrony-worker dev at the runtime address (start it with 'phrony-worker dev')"
     })
 final class CallCommand implements Callable<Integer> {
 
@@ -81,17 +85,22 @@ final class CallCommand implements Callable<Integer> {
       names = "--runtime",
       paramLabel = "ADDR",
       description =
-          "With --follow: follow a session of the runtime's session API (dev --agent, or a"
-              + " Phrony runtime) at this address, attached over RunSessionInteractive; its events"
-              + " are printed as the runtime's JSON, until the session ends.")
+          "The runtime address of 'phrony-worker dev' (or, with --follow, of a Phrony runtime):"
+              + " calls go over its session API (RunSessionInteractive), and --follow attaches to"
+              + " a session there. Default: $"
+              + ApprovalsClient.ENV_RUNTIME
+              + ", else "
+              + ApprovalsClient.DEFAULT_RUNTIME
+              + ".")
   private String runtime;
 
   @Option(
       names = "--session",
       paramLabel = "ID",
       description =
-          "Session of the call (call ids then number up within it, and "
-              + "'POST /v1/sessions/ID/cancel' cancels it). Default: a new session per call.")
+          "Session of the call: each call is a turn of it (call ids SESSION:AGENT_VERSION:TURN:0),"
+              + " it is made by its first call, and CancelSession cancels it. Default: a new"
+              + " session per call.")
   private String session;
 
   @Option(
@@ -114,11 +123,6 @@ final class CallCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    if (runtime != null && !follow) {
-      throw new CommandLine.ParameterException(
-          spec.commandLine(),
-          "--runtime is for --follow (calls go through dev's control API, --control)");
-    }
     if (follow) {
       return follow();
     }
@@ -127,23 +131,25 @@ final class CallCommand implements Callable<Integer> {
           spec.commandLine(),
           "TOOL[@VERSION] is required" + " (or --session ID --follow to print a session's events)");
     }
+    if (control.flagGiven()) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "call makes its calls over the runtime's session API: give dev's runtime address"
+              + " with --runtime ADDR (--control is for --follow of the control API's events)");
+    }
     if (timeout != null && timeout.isZero()) {
       throw new CommandLine.ParameterException(
           spec.commandLine(), "--timeout must be more than 0, e.g. 30s");
     }
     String given = ArgsFile.choose(spec, args, "ARGS_JSON", argsFile);
     String json = given != null ? given : "{}";
-    // The session is named here, so that its events can be followed before the call is made.
-    CallRequest request =
-        CallRequest.of(
-            target, json, session != null ? session : CallRequest.newSessionId(), timeout);
-    ControlClient client = control.client();
+    CallRequest request = CallRequest.of(target, json, session, timeout);
+    CallClient client = CallClient.of(runtimeAddress());
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     CallReply reply;
-    try (ApprovalWatch watch =
-        ApprovalWatch.start(client, request, session == null, held(client, err))) {
-      reply = client.call(request);
+    try (ApprovalsClient approvals = ApprovalsClient.of(client.target())) {
+      reply = client.call(request, held(approvals, err));
     }
 
     switch (reply.kind()) {
@@ -168,32 +174,47 @@ final class CallCommand implements Callable<Integer> {
     }
   }
 
+  /** {@code --runtime}, else {@code $PHRONY_RUNTIME_ADDR}, else dev's default. */
+  private String runtimeAddress() {
+    if (runtime != null) {
+      return runtime;
+    }
+    String env = System.getenv(ApprovalsClient.ENV_RUNTIME);
+    return env != null && !env.isBlank() ? env : ApprovalsClient.DEFAULT_RUNTIME;
+  }
+
   /**
    * What to do when the call is held for approval: ask on a terminal, else say on stderr which
    * approval to answer.
    */
-  private Consumer<JsonNode> held(ControlClient client, PrintWriter err) {
+  private Consumer<RunSessionInteractiveApprovalRequired> held(
+      ApprovalsClient approvals, PrintWriter err) {
     Console console = System.console();
     if (isTerminal(console)) {
       ApprovalPrompt prompt =
-          new ApprovalPrompt(new BufferedReader(console.reader()), console.writer(), client);
+          new ApprovalPrompt(
+              new BufferedReader(console.reader()),
+              console.writer(),
+              ApprovalPrompt.deciding(approvals));
       return prompt::ask;
     }
-    String control =
-        ControlClient.DEFAULT_URL.equals(client.url()) ? "" : " --control " + client.url();
+    String where =
+        ApprovalsClient.DEFAULT_RUNTIME.equals(approvals.target())
+            ? ""
+            : " --runtime " + approvals.target();
     return approval -> {
-      String id = approval.path("approval_id").asText();
+      String id = approval.getApprovalId();
       err.println(
           "call: held for approval "
               + id
               + " ("
-              + approval.path("reason").asText()
+              + approval.getReason()
               + "); answer with: bin/phrony-worker approve "
               + id
-              + control
+              + where
               + " [--args JSON] | bin/phrony-worker deny "
               + id
-              + control);
+              + where);
       err.flush();
     };
   }
@@ -228,19 +249,20 @@ final class CallCommand implements Callable<Integer> {
               + " session's events and makes no call: leave out TOOL, its arguments and --timeout");
     }
     PrintWriter out = spec.commandLine().getOut();
-    if (runtime != null) {
-      try {
-        SessionFollower.follow(runtime, session, out);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
+    if (runtime == null && control.given()) {
+      // dev's control API's events: followed before the session exists, one line each.
+      try (ControlClient.EventStream events = control.client().events(session, 0, true)) {
+        for (String line = events.next(); line != null; line = events.next()) {
+          out.println(line);
+          out.flush();
+        }
       }
       return ExitCodes.OK;
     }
-    try (ControlClient.EventStream events = control.client().events(session, 0, true)) {
-      for (String line = events.next(); line != null; line = events.next()) {
-        out.println(line);
-        out.flush();
-      }
+    try {
+      SessionFollower.follow(runtimeAddress(), session, out);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
     return ExitCodes.OK;
   }

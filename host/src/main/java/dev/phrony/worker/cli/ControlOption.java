@@ -19,6 +19,16 @@ final class ControlOption {
               + ".")
   private String control;
 
+  /** Whether the address is given, by {@code --control} or {@code $PHRONY_WORKER_CONTROL}. */
+  boolean given() {
+    return named().isPresent();
+  }
+
+  /** Whether {@code --control} is on the command line. */
+  boolean flagGiven() {
+    return control != null;
+  }
+
   /** A client for the address given or {@code $PHRONY_WORKER_CONTROL}, if either names one. */
   java.util.Optional<ControlClient> named() {
     if (control != null) {

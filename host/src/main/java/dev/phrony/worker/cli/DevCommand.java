@@ -11,7 +11,7 @@ import dev.phrony.worker.dev.ApprovalPolicy;
 import dev.phrony.worker.dev.DevHost;
 import dev.phrony.worker.dev.DevServer;
 import dev.phrony.worker.reload.LiveReload;
-import dev.phrony.worker.serve.NotStartingException;
+import dev.phrony.worker.reload.NotStartingException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -2,7 +2,7 @@ package dev.phrony.worker.cli;
 
 import dev.phrony.worker.config.WorkerConfig;
 import dev.phrony.worker.ops.LogSetup;
-import dev.phrony.worker.serve.NotStartingException;
+import dev.phrony.worker.reload.NotStartingException;
 import dev.phrony.worker.serve.Worker;
 import java.io.IOException;
 import java.util.concurrent.Callable;

@@ -1,6 +1,7 @@
 package dev.phrony.worker.dev;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.phrony.runtime.v1.RunSessionInteractiveApprovalRequired;
 import dev.phrony.worker.UserErrorException;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -16,14 +17,67 @@ import java.util.Objects;
  * approval stays waiting meanwhile.
  */
 public final class ApprovalPrompt {
+  /** Where an answer goes. */
+  public interface Answerer {
+    /**
+     * Sends a human's answer.
+     *
+     * @param args replacement arguments (JSON), or null
+     * @throws Refused when it was not taken
+     */
+    void send(String approvalId, boolean approved, String args) throws Refused;
+  }
+
+  /** An answer that was not taken: why, and whether the approval still waits (bad args). */
+  public static final class Refused extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    private final boolean stillWaiting;
+
+    public Refused(String message, boolean stillWaiting) {
+      super(message, null, false, false);
+      this.stillWaiting = stillWaiting;
+    }
+  }
+
   private final BufferedReader in;
   private final PrintWriter out;
-  private final ControlClient client;
+  private final Answerer answerer;
 
-  public ApprovalPrompt(BufferedReader in, PrintWriter out, ControlClient client) {
+  public ApprovalPrompt(BufferedReader in, PrintWriter out, Answerer answerer) {
     this.in = Objects.requireNonNull(in, "in");
     this.out = Objects.requireNonNull(out, "out");
-    this.client = Objects.requireNonNull(client, "client");
+    this.answerer = Objects.requireNonNull(answerer, "answerer");
+  }
+
+  /** Answers through dev's control API. */
+  public ApprovalPrompt(BufferedReader in, PrintWriter out, ControlClient client) {
+    this(
+        in,
+        out,
+        (id, approved, args) -> {
+          try {
+            client.answer(id, approved, null, args);
+          } catch (ControlRequestException e) {
+            throw new Refused(e.getMessage(), e.status() == 422);
+          }
+        });
+  }
+
+  /** Answers with the runtime's {@code DecideApproval}. */
+  public static Answerer deciding(ApprovalsClient client) {
+    return (id, approved, args) -> {
+      try {
+        client.decide(id, approved, null, args, null);
+      } catch (ApprovalsClient.Refused e) {
+        throw new Refused(e.getMessage(), e.code() == io.grpc.Status.Code.INVALID_ARGUMENT);
+      }
+    };
+  }
+
+  /** Asks about an {@code approval_required} event of the runtime's session stream. */
+  public void ask(RunSessionInteractiveApprovalRequired approval) {
+    ask(SessionFollower.object(approval));
   }
 
   /**
@@ -88,17 +142,17 @@ public final class ApprovalPrompt {
   /** Sends an answer; false when dev refused it but the approval still waits. */
   private boolean send(String id, boolean approved, String args) {
     try {
-      client.answer(id, approved, null, args);
+      answerer.send(id, approved, args);
       out.println(
           approved
               ? "approved " + id + (args != null ? " with the new args" : "")
               : "denied " + id);
       out.flush();
       return true;
-    } catch (ControlRequestException e) {
+    } catch (Refused e) {
       out.println(e.getMessage());
       out.flush();
-      return e.status() != 422; // bad args: ask again; otherwise it no longer waits
+      return !e.stillWaiting; // bad args: ask again; otherwise it no longer waits
     }
   }
 

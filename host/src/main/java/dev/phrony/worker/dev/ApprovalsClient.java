@@ -46,6 +46,11 @@ public final class ApprovalsClient implements AutoCloseable {
     return new ApprovalsClient(target.strip());
   }
 
+  /** The runtime address. */
+  public String target() {
+    return target;
+  }
+
   /** The approvals waiting for a decision. */
   public List<Approval> pending() {
     return call(
@@ -110,8 +115,24 @@ public final class ApprovalsClient implements AutoCloseable {
         case UNIMPLEMENTED ->
             throw new ControlUnreachableException(
                 target + " does not serve the runtime's approval API (" + why + ")");
-        default -> throw new UserErrorException(why);
+        default -> throw new Refused(why, s.getCode());
       }
+    }
+  }
+
+  /** The runtime refused a request; {@code code} says how. */
+  public static final class Refused extends UserErrorException {
+    private static final long serialVersionUID = 1L;
+
+    private final transient Status.Code code;
+
+    Refused(String message, Status.Code code) {
+      super(message);
+      this.code = code;
+    }
+
+    public Status.Code code() {
+      return code;
     }
   }
 

@@ -79,6 +79,27 @@ public final class CallReply {
     return o;
   }
 
+  /**
+   * An answer told by the runtime's session events ({@link CallClient}): a result's payload, or a
+   * tool error's or dispatch error's line ({@code code: message}) and a hint.
+   */
+  static CallReply of(Kind kind, String callId, byte[] payload, String errorLine, String hint) {
+    ObjectNode o = Json.object();
+    o.put("call_id", callId);
+    o.put("outcome", kind.wire());
+    if (kind == Kind.RESULT && Json.isJson(payload)) {
+      o.set("payload", Json.parse(payload));
+    } else if (kind == Kind.RESULT) {
+      o.put("payload_text", new String(payload, java.nio.charset.StandardCharsets.UTF_8));
+    } else {
+      o.putObject("error").put("message", errorLine);
+    }
+    if (hint != null) {
+      o.put("hint", hint);
+    }
+    return new CallReply(o, kind);
+  }
+
   /** The answer for a completed call. */
   static ObjectNode toJson(CallService.Completed c) {
     Outcome outcome = c.outcome();

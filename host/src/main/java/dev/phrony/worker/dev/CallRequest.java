@@ -79,15 +79,25 @@ public record CallRequest(
     }
     args = args == null ? "{}" : args;
     sessionId = sessionId == null || sessionId.isBlank() ? null : sessionId;
-    if (sessionId != null
-        && sessionId.chars().anyMatch(c -> c == ':' || Character.isISOControl(c))) {
-      // The runtime builds call ids as session:agent_version:turn:index.
-      throw new IllegalArgumentException(
-          "session id '" + sessionId + "' must not contain ':' or control characters");
+    if (sessionId != null) {
+      checkSessionId(sessionId);
     }
     if (deadline != null && (deadline.isNegative() || deadline.isZero())) {
       throw new IllegalArgumentException(
           "deadline must be positive, got " + deadline.toMillis() + " ms");
+    }
+  }
+
+  /**
+   * Refuses a session id that call ids cannot carry: the runtime builds them as {@code
+   * session:agent_version:turn:index}.
+   *
+   * @throws IllegalArgumentException saying why
+   */
+  static void checkSessionId(String sessionId) {
+    if (sessionId.chars().anyMatch(c -> c == ':' || Character.isISOControl(c))) {
+      throw new IllegalArgumentException(
+          "session id '" + sessionId + "' must not contain ':' or control characters");
     }
   }
 

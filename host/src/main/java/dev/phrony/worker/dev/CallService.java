@@ -63,6 +63,21 @@ public final class CallService implements AutoCloseable {
     void completed(Completed completed);
   }
 
+  /** What a session hears of its own call, besides the {@link Listener}. */
+  public interface Watch {
+    /** The call is held for a human's approval. */
+    default void held(Approvals.Pending pending) {}
+
+    /**
+     * The call goes to the runtime now, as dispatched (its replacement arguments, its deadline); or
+     * nobody serves it, and it ends at once with {@code no_handler} (the runtime announces a call
+     * before its dispatch fails, too).
+     */
+    default void dispatching(Call call) {}
+  }
+
+  private static final Watch NO_WATCH = new Watch() {};
+
   /**
    * A call and how it ended.
    *
@@ -176,7 +191,26 @@ public final class CallService implements AutoCloseable {
     return submit(call, null, false);
   }
 
+  /**
+   * Dispatches one call of dev's own call sessions ({@code call TOOL ARGS}): as {@link
+   * #submit(CallRequest)} does, held by the approval gate of {@code --require-approval} and bounded
+   * by {@code deadline} (or the dispatch wait when null), and told to {@code watch}.
+   *
+   * @throws IllegalStateException once the service is closed (dev is stopping)
+   */
+  public CompletableFuture<Completed> submit(Call call, Duration deadline, Watch watch) {
+    if (closed) {
+      throw new IllegalStateException("dev is shutting down");
+    }
+    return submit(call, deadline, true, watch);
+  }
+
   private CompletableFuture<Completed> submit(Call call, Duration deadline, boolean gated) {
+    return submit(call, deadline, gated, NO_WATCH);
+  }
+
+  private CompletableFuture<Completed> submit(
+      Call call, Duration deadline, boolean gated, Watch watch) {
     Pending p = new Pending(call, clock.instant());
     pending.put(call.callId(), p);
     listener.submitted(call);
@@ -185,6 +219,7 @@ public final class CallService implements AutoCloseable {
     if (!advertisedKeys().contains(call.key())) {
       // Nobody serves it: waiting out the dispatch for "no handler" would only cost the
       // developer the wait (a typo, a plugin that did not load), or a human an approval.
+      watch.dispatching(call);
       finish(
           p,
           new Outcome.DispatchError(
@@ -195,9 +230,16 @@ public final class CallService implements AutoCloseable {
       return done;
     }
     Optional<Approvals.Hold> hold =
-        gated ? approvals.hold(call, listener::approvalRequired) : Optional.empty();
+        gated
+            ? approvals.hold(
+                call,
+                pending -> {
+                  listener.approvalRequired(pending);
+                  watch.held(pending);
+                })
+            : Optional.empty();
     if (hold.isEmpty()) {
-      dispatch(p, call, deadline, done);
+      dispatch(p, call, deadline, done, watch);
       return done;
     }
     hold.get()
@@ -205,7 +247,7 @@ public final class CallService implements AutoCloseable {
         .thenAccept(
             verdict -> {
               switch (verdict) {
-                case Approvals.Approved a -> dispatch(p, a.call(), deadline, done);
+                case Approvals.Approved a -> dispatch(p, a.call(), deadline, done, watch);
                 case Approvals.Denied d ->
                     finish(
                         p,
@@ -249,7 +291,7 @@ public final class CallService implements AutoCloseable {
    * by the dispatch wait.
    */
   private void dispatch(
-      Pending held, Call call, Duration deadline, CompletableFuture<Completed> done) {
+      Pending held, Call call, Duration deadline, CompletableFuture<Completed> done, Watch watch) {
     Duration bound = dispatchWait;
     if (deadline != null) {
       call = call.withDeadline(clock.instant().plus(deadline));
@@ -260,6 +302,7 @@ public final class CallService implements AutoCloseable {
     if (!pending.replace(call.callId(), held, p)) {
       return; // ended meanwhile
     }
+    watch.dispatching(call);
     CompletableFuture<Outcome> dispatched = runtime.dispatch(call);
     Scheduler.Handle timer =
         scheduler.schedule(

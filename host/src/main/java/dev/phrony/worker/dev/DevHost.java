@@ -4,9 +4,9 @@ import dev.phrony.worker.plugin.LoadResult;
 import dev.phrony.worker.plugin.PluginUnloader;
 import dev.phrony.worker.reload.Generations;
 import dev.phrony.worker.reload.LiveReload;
+import dev.phrony.worker.reload.NotStartingException;
 import dev.phrony.worker.reload.PluginReloader;
-import dev.phrony.worker.serve.NotStartingException;
-import dev.phrony.worker.serve.WorkerPlugins;
+import dev.phrony.worker.reload.WorkerPlugins;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
 import java.nio.file.Path;
@@ -15,11 +15,11 @@ import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
- * dev's worker, assembled from the pieces {@code run}'s {@link dev.phrony.worker.serve.Worker} is
- * made of: the plugins folder loaded as {@code run} loads it ({@link WorkerPlugins}), served by the
- * {@link DevServer}'s embedded host, and live ({@link LiveReload}). Unlike {@code run}'s it keeps
- * nothing on disk (no state dir: results are held in memory) and has no ops endpoint (the control
- * API stands in), so an author's inner loop leaves no state behind.
+ * dev's worker, assembled from the pieces {@code run}'s {@code serve.Worker} is made of: the
+ * plugins folder loaded as {@code run} loads it ({@link WorkerPlugins}), served by the {@link
+ * DevServer}'s embedded host, and live ({@link LiveReload}). Unlike {@code run}'s it keeps nothing
+ * on disk (no state dir: results are held in memory) and has no ops endpoint (the control API
+ * stands in), so an author's inner loop leaves no state behind.
  *
  * @param dir the plugins folder
  * @param strict whether a plugin problem refuses a start or a reload

@@ -465,8 +465,8 @@ public final class DevServer implements AutoCloseable {
     b.append('\n');
     String call =
         example
-            .map(x -> x.commandLine(control.url()))
-            .orElse(new ExampleCall("TOOL@VERSION", "{}").commandLine(control.url()));
+            .map(x -> x.commandLine(runtime.target()))
+            .orElse(new ExampleCall("TOOL@VERSION", "{}").commandLine(runtime.target()));
     b.append("Call a tool from another terminal:\n\n  ").append(call).append("\n\n");
     b.append("Calls are shown below as they happen. Ctrl-C stops.\n");
     return b.toString();

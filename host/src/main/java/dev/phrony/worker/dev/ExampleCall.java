@@ -45,9 +45,9 @@ record ExampleCall(String key, String args) {
 
   /**
    * {@code bin/phrony-worker call KEY 'ARGS'} (the version left out when it is the default, the
-   * control address given when it is not the default).
+   * runtime address given when it is not the default).
    */
-  String commandLine(String controlUrl) {
+  String commandLine(String runtimeTarget) {
     String target =
         key.endsWith("@" + ToolDescriptor.DEFAULT_VERSION)
             ? key.substring(0, key.length() - ToolDescriptor.DEFAULT_VERSION.length() - 1)
@@ -56,7 +56,9 @@ record ExampleCall(String key, String args) {
         + target
         + " "
         + shellQuote(args)
-        + (ControlClient.DEFAULT_URL.equals(controlUrl) ? "" : " --control " + controlUrl);
+        + (ApprovalsClient.DEFAULT_RUNTIME.equals(runtimeTarget)
+            ? ""
+            : " --runtime " + runtimeTarget);
   }
 
   /** Single-quoted for a POSIX shell. */

@@ -138,6 +138,10 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
 
     private void open(RunSessionInteractiveStart start) {
       String sessionId = start.getSessionId().strip();
+      if (CallModel.names(start.getAgentRef())) {
+        openCalls(start, sessionId);
+        return;
+      }
       if (!sessionId.isEmpty()) {
         Session s = sessions.get(sessionId);
         if (s == null) {
@@ -179,7 +183,7 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
         return;
       }
       Session s =
-          new Session(
+          Session.ofAgent(
               UUID.randomUUID().toString(),
               agent.get(),
               c,
@@ -190,6 +194,60 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
       session = s;
       starter = true;
       s.start(out, input.get());
+    }
+
+    /**
+     * dev's call sessions ({@link CallModel}): the input is one call; with a {@code session_id},
+     * the call is the next turn of that session, made when new.
+     */
+    private void openCalls(RunSessionInteractiveStart start, String sessionId) {
+      String input = start.getInput().toStringUtf8();
+      try {
+        CallModel.request(input);
+        CallRequest.checkSessionId(sessionId);
+      } catch (IllegalArgumentException e) {
+        fail(Status.INVALID_ARGUMENT.withDescription("call: " + e.getMessage()));
+        return;
+      }
+      CallService c = calls;
+      if (c == null) {
+        fail(Status.UNAVAILABLE.withDescription("dev is starting"));
+        return;
+      }
+      Session running = sessionId.isEmpty() ? null : sessions.get(sessionId);
+      if (running != null && !running.ofCalls()) {
+        fail(
+            Status.FAILED_PRECONDITION.withDescription(
+                "session " + sessionId + " is an agent's, not one of dev's call sessions"));
+        return;
+      }
+      if (running != null && !running.isEnded()) {
+        session = running;
+        if (!running.attach(out) || !running.input(input)) {
+          done = true;
+          out.onCompleted();
+        }
+        return;
+      }
+      boolean named = !sessionId.isEmpty();
+      Session s =
+          Session.ofCalls(
+              named ? sessionId : UUID.randomUUID().toString(),
+              named,
+              running == null ? 0 : running.turnsStarted(), // its call ids stay new
+              c,
+              approvals,
+              clock);
+      // A named session that ended is made anew: call --session ID goes on after a failure.
+      if (running != null
+          ? !sessions.replace(s.id, running, s)
+          : sessions.putIfAbsent(s.id, s) != null) {
+        fail(Status.ALREADY_EXISTS.withDescription("session " + s.id + " is starting"));
+        return;
+      }
+      session = s;
+      starter = true;
+      s.start(out, input);
     }
 
     @Override
@@ -208,7 +266,7 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
         }
         return;
       }
-      if (starter) {
+      if (starter && session.completesOnClose()) {
         session.clientClosed(); // it completes after its turn, and ends this stream then
       } else if (!done) {
         done = true;
@@ -243,6 +301,11 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
     } else if (!held.contains(id)) {
       return Optional.of(
           Status.INVALID_ARGUMENT.withDescription("approval_id does not match pending approval"));
+    }
+    if (approvals.get(id).isEmpty() && held(id).isPresent()) {
+      Approvals.Answer answer =
+          answerHeld(id, a.getApproved(), a.getComment(), a.getArgs().toStringUtf8());
+      return refusal(id, answer);
     }
     try {
       approvals.decide(
@@ -399,41 +462,44 @@ final class SessionApi implements RuntimeGrpc.AsyncService {
     boolean approve = request.getDecision() == ApprovalDecision.APPROVAL_DECISION_APPROVE;
     String id = request.getApprovalId().strip();
     Approvals.Answer answer =
-        calls
-            .approvals()
-            .answer(
-                id,
-                approve,
-                request.getComment(),
-                request.getArgs().isEmpty() ? null : request.getArgs().toStringUtf8());
-    switch (answer) {
-      case Approvals.Settled settled -> {
-        boolean approved = settled.verdict() instanceof Approvals.Approved;
-        out.onNext(
-            DecideApprovalResponse.newBuilder()
-                .setStatus(approved ? ApprovalBook.APPROVED : ApprovalBook.DENIED)
-                .setApprovalsReceived(approved ? 1 : 0)
-                .build());
-        out.onCompleted();
-      }
-      case Approvals.NotPending n ->
-          out.onError(
-              Status.NOT_FOUND
-                  .withDescription("approval " + id + " not found")
-                  .asRuntimeException());
-      case Approvals.ArgsRefused r ->
-          out.onError(
-              Status.INVALID_ARGUMENT
-                  .withDescription(
-                      "the args do not fit the input schema of "
-                          + r.pending().call().key()
-                          + ": "
-                          + r.violation()
-                          + "; approval "
-                          + id
-                          + " is still waiting")
-                  .asRuntimeException());
+        answerHeld(id, approve, request.getComment(), request.getArgs().toStringUtf8());
+    Optional<Status> refused = refusal(id, answer);
+    if (refused.isPresent()) {
+      out.onError(refused.get().asRuntimeException());
+      return;
     }
+    boolean approved =
+        answer instanceof Approvals.Settled settled
+            && settled.verdict() instanceof Approvals.Approved;
+    out.onNext(
+        DecideApprovalResponse.newBuilder()
+            .setStatus(approved ? ApprovalBook.APPROVED : ApprovalBook.DENIED)
+            .setApprovalsReceived(approved ? 1 : 0)
+            .build());
+    out.onCompleted();
+  }
+
+  private Approvals.Answer answerHeld(String id, boolean approve, String comment, String args) {
+    return calls.approvals().answer(id, approve, comment, args.isEmpty() ? null : args);
+  }
+
+  /** Why an answer to a held call was refused, as the status to give; empty when it settled it. */
+  private static Optional<Status> refusal(String id, Approvals.Answer answer) {
+    return switch (answer) {
+      case Approvals.Settled settled -> Optional.empty();
+      case Approvals.NotPending n ->
+          Optional.of(Status.NOT_FOUND.withDescription("approval " + id + " not found"));
+      case Approvals.ArgsRefused r ->
+          Optional.of(
+              Status.INVALID_ARGUMENT.withDescription(
+                  "the args do not fit the input schema of "
+                      + r.pending().call().key()
+                      + ": "
+                      + r.violation()
+                      + "; approval "
+                      + id
+                      + " is still waiting"));
+    };
   }
 
   /** The runtime's resolveActor: the request's, else {@code PHRONY_ACTOR}, else the OS user. */

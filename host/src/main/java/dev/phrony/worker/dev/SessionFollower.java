@@ -7,17 +7,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.Message;
-import dev.phrony.runtime.v1.RunSessionInteractiveClientMsg;
 import dev.phrony.runtime.v1.RunSessionInteractiveServerMsg;
 import dev.phrony.runtime.v1.RunSessionInteractiveStart;
-import dev.phrony.runtime.v1.RuntimeGrpc;
 import dev.phrony.worker.UserErrorException;
-import io.grpc.ManagedChannel;
-import io.grpc.Status;
-import io.grpc.netty.NettyChannelBuilder;
-import io.grpc.stub.StreamObserver;
 import java.io.PrintWriter;
-import java.util.concurrent.LinkedBlockingQueue;
 
 /**
  * {@code call --session ID --follow --runtime ADDR}: attaches to a session of the runtime's session
@@ -29,13 +22,6 @@ import java.util.concurrent.LinkedBlockingQueue;
 public final class SessionFollower {
   private SessionFollower() {}
 
-  /** An event, or how the stream ended. */
-  private sealed interface Item {}
-
-  private record Event(RunSessionInteractiveServerMsg msg) implements Item {}
-
-  private record End(Status status) implements Item {}
-
   /**
    * Follows session {@code sessionId} at {@code target} until it ends.
    *
@@ -44,59 +30,23 @@ public final class SessionFollower {
    */
   public static void follow(String target, String sessionId, PrintWriter out)
       throws InterruptedException {
-    ManagedChannel channel = NettyChannelBuilder.forTarget(target).usePlaintext().build();
-    try {
-      LinkedBlockingQueue<Item> items = new LinkedBlockingQueue<>();
-      StreamObserver<RunSessionInteractiveClientMsg> stream =
-          RuntimeGrpc.newStub(channel)
-              .runSessionInteractive(
-                  new StreamObserver<>() {
-                    @Override
-                    public void onNext(RunSessionInteractiveServerMsg m) {
-                      items.add(new Event(m));
-                    }
-
-                    @Override
-                    public void onError(Throwable t) {
-                      items.add(new End(Status.fromThrowable(t)));
-                    }
-
-                    @Override
-                    public void onCompleted() {
-                      items.add(new End(Status.OK));
-                    }
-                  });
-      stream.onNext(
-          RunSessionInteractiveClientMsg.newBuilder()
-              .setStart(RunSessionInteractiveStart.newBuilder().setSessionId(sessionId))
-              .build());
+    try (InteractiveStream stream =
+        new InteractiveStream(
+            target, RunSessionInteractiveStart.newBuilder().setSessionId(sessionId).build())) {
       while (true) {
-        switch (items.take()) {
-          case Event e -> {
+        switch (stream.next()) {
+          case InteractiveStream.Event e -> {
             out.println(json(e.msg()));
             out.flush();
           }
-          case End end -> {
-            Status s = end.status();
-            if (s.isOk()) {
+          case InteractiveStream.End end -> {
+            if (end.status().isOk()) {
               return;
             }
-            String why = s.getDescription() == null ? s.getCode().toString() : s.getDescription();
-            if (s.getCode() == Status.Code.UNAVAILABLE) {
-              throw new ControlUnreachableException(
-                  "no runtime answers at "
-                      + target
-                      + " ("
-                      + why
-                      + "): start one with 'phrony-worker dev', or give its address with"
-                      + " --runtime");
-            }
-            throw new UserErrorException(why);
+            throw stream.failure(end.status());
           }
         }
       }
-    } finally {
-      channel.shutdownNow();
     }
   }
 
@@ -105,7 +55,7 @@ public final class SessionFollower {
   }
 
   /** A message's set fields, by their proto names. */
-  private static ObjectNode object(Message m) {
+  static ObjectNode object(Message m) {
     ObjectNode o = JsonNodeFactory.instance.objectNode();
     for (var e : m.getAllFields().entrySet()) {
       FieldDescriptor f = e.getKey();

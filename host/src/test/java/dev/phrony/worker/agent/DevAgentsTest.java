@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -34,12 +35,13 @@ class DevAgentsTest {
             .find("demo", "payment-agent-hitl", "")
             .orElseThrow();
 
-    assertThat(a.agentVersionId()).isEqualTo("demo/payment-agent-hitl@1.0.0");
+    assertThat(a.ref()).isEqualTo("demo/payment-agent-hitl@1.0.0");
+    assertThat(UUID.fromString(a.agentVersionId()).version()).isEqualTo(3);
     assertThat(a.binding("process_payment").orElseThrow().key())
         .isEqualTo("payments.process-payment@1.0.0");
     assertThat(a.binding("process_payment").orElseThrow().sideEffectClass())
         .isEqualTo("non_idempotent_write");
-    assertThat(a.script().turns()).hasSize(3);
+    assertThat(a.script().turns()).hasSize(4);
     assertThat(a.script().turns().getFirst())
         .containsExactly(
             new StubScript.ToolCall(

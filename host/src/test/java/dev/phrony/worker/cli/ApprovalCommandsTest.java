@@ -57,6 +57,11 @@ class ApprovalCommandsTest {
   }
 
   /** Submits an echo call in {@code session} and waits until it is held. */
+  /** {@code call ARGS} on dev's runtime address. */
+  static CliRun callCli(String... args) {
+    return CliRun.call(dev.runtimeTarget(), args);
+  }
+
   static Held hold(String session, String args) {
     CompletableFuture<CallReply> reply =
         CompletableFuture.supplyAsync(
@@ -248,7 +253,7 @@ class ApprovalCommandsTest {
       throws Exception {
     CompletableFuture<CliRun> call =
         CompletableFuture.supplyAsync(
-            () -> cli("call", "echo@1.0.0", "{\"n\":1}", "--session", "s-call"));
+            () -> callCli("echo@1.0.0", "{\"n\":1}", "--session", "s-call"));
     Held held = hold("s-call-other", "{}"); // another session's approval is not call's
     String id = awaitSession("s-call");
     client.answer(held.id(), false, null, null);
@@ -264,16 +269,16 @@ class ApprovalCommandsTest {
                 + " (require-approval echo@*"
                 + " (flag --require-approval)); answer with: bin/phrony-worker approve "
                 + id
-                + " --control "
-                + dev.controlUrl()
+                + " --runtime "
+                + dev.runtimeTarget()
                 + " [--args JSON] | bin/phrony-worker deny "
                 + id
-                + " --control "
-                + dev.controlUrl()
+                + " --runtime "
+                + dev.runtimeTarget()
                 + "\n");
 
     CompletableFuture<CliRun> denied =
-        CompletableFuture.supplyAsync(() -> cli("call", "echo@1.0.0", "{}"));
+        CompletableFuture.supplyAsync(() -> callCli("echo@1.0.0", "{}"));
     String second = awaitSession(null);
     client.answer(second, false, "no", null);
     CliRun d = denied.get(30, TimeUnit.SECONDS);

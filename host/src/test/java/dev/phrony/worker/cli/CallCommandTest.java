@@ -31,12 +31,7 @@ class CallCommandTest {
   }
 
   static CliRun call(String... args) {
-    String[] full = new String[args.length + 3];
-    full[0] = "call";
-    System.arraycopy(args, 0, full, 1, args.length);
-    full[args.length + 1] = "--control";
-    full[args.length + 2] = dev.controlUrl();
-    return run(full);
+    return CliRun.call(dev.runtimeTarget(), args);
   }
 
   @Test
@@ -118,7 +113,7 @@ class CallCommandTest {
 
   @Test
   void arguments_that_are_not_json_are_refused_before_sending() {
-    CliRun r = run("call", "echo", "{city:Oslo}", "--control", "http://127.0.0.1:1");
+    CliRun r = run("call", "echo", "{city:Oslo}", "--runtime", "127.0.0.1:1");
 
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err().lines().toList())
@@ -141,20 +136,37 @@ class CallCommandTest {
   }
 
   @Test
-  void no_dev_at_the_control_address_exits_6_saying_to_start_it() throws Exception {
+  void no_dev_at_the_runtime_address_exits_6_saying_to_start_it() throws Exception {
     int port;
     try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
       port = probe.getLocalPort();
     }
 
-    CliRun r = run("call", "echo", "--control", "http://127.0.0.1:" + port);
+    CliRun r = run("call", "echo", "--runtime", "127.0.0.1:" + port);
 
     assertThat(r.exit()).isEqualTo(6);
     assertThat(r.err().lines().toList())
         .singleElement()
         .asString()
-        .startsWith(
-            "phrony-worker call: cannot reach phrony-worker dev at http://127.0.0.1:" + port)
-        .contains("start it with 'bin/phrony-worker dev'");
+        .startsWith("phrony-worker call: no runtime answers at 127.0.0.1:" + port)
+        .contains("start one with 'phrony-worker dev'");
+  }
+
+  @Test
+  void calls_go_over_the_runtime_address_not_the_control_api() {
+    CliRun r = run("call", "echo@1.0.0", "--control", dev.controlUrl());
+
+    assertThat(r.exit()).isEqualTo(1);
+    assertThat(r.err()).contains("give dev's runtime address with --runtime ADDR");
+  }
+
+  @Test
+  void calls_of_one_named_session_are_its_turns_and_go_on_after_a_failed_one() {
+    assertThat(call("echo@1.0.0", "{\"n\":1}", "--session", "cli-turns").exit()).isZero();
+    assertThat(call("nope@1", "--session", "cli-turns").exit()).isEqualTo(5);
+    CliRun third = call("echo@1.0.0", "{\"n\":3}", "--session", "cli-turns");
+
+    assertThat(third.exit()).as(third.err()).isZero();
+    assertThat(third.out()).isEqualTo("{\n  \"n\": 3\n}\n");
   }
 }

@@ -25,6 +25,16 @@ record CliRun(int exit, String out, String err) {
     return execute(PhronyWorkerCommand.newCommandLine(args), args);
   }
 
+  /** {@code call ARGS --runtime RUNTIME}: a call on a dev's runtime address. */
+  static CliRun call(String runtime, String... args) {
+    String[] full = new String[args.length + 3];
+    full[0] = "call";
+    System.arraycopy(args, 0, full, 1, args.length);
+    full[args.length + 1] = "--runtime";
+    full[args.length + 2] = runtime;
+    return run(full);
+  }
+
   JsonNode json() throws IOException {
     return new ObjectMapper().readTree(out);
   }

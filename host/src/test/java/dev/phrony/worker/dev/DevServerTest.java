@@ -31,12 +31,13 @@ class DevServerTest {
           .contains("  worker   " + DevFixture.WORKER_ID + " serving 4 handlers from test-plugins")
           .contains("echo@1.0.0    echo for tests")
           .contains("text@default  text for tests")
-          .contains("  bin/phrony-worker call echo@1.0.0 '{}' --control " + dev.controlUrl() + "\n")
+          .contains(
+              "  bin/phrony-worker call echo@1.0.0 '{}' --runtime " + dev.runtimeTarget() + "\n")
           .doesNotContain("not registered");
       ExampleCall shown = new ExampleCall("echo@1.0.0", "{}");
       CallReply reply =
-          ControlClient.of(dev.controlUrl())
-              .call(CallRequest.of(shown.key(), shown.args(), null, null));
+          CallClient.of(dev.runtimeTarget())
+              .call(CallRequest.of(shown.key(), shown.args(), null, null), held -> {});
       assertThat(reply.kind()).isEqualTo(CallReply.Kind.RESULT);
     }
   }
@@ -50,7 +51,7 @@ class DevServerTest {
       assertThat(dev.banner())
           .contains("worker   none (--no-host)")
           .contains("bin/phrony-worker run --runtime " + dev.runtimeTarget())
-          .contains("bin/phrony-worker call TOOL@VERSION '{}' --control " + dev.controlUrl());
+          .contains("bin/phrony-worker call TOOL@VERSION '{}' --runtime " + dev.runtimeTarget());
 
       try (WorkClient outside =
           new WorkClient(

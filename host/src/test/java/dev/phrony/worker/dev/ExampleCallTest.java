@@ -36,7 +36,7 @@ class ExampleCallTest {
     ExampleCall example = ExampleCall.pick(catalog).orElseThrow();
 
     assertThat(example).isEqualTo(new ExampleCall("c.shown@2", "{\"city\":\"O'Hare\"}"));
-    assertThat(example.commandLine(ControlClient.DEFAULT_URL))
+    assertThat(example.commandLine(ApprovalsClient.DEFAULT_RUNTIME))
         .isEqualTo("bin/phrony-worker call c.shown@2 '{\"city\":\"O'\\''Hare\"}'");
   }
 
@@ -50,8 +50,8 @@ class ExampleCallTest {
 
     ExampleCall example = ExampleCall.pick(catalog).orElseThrow();
 
-    assertThat(example.commandLine("http://127.0.0.1:9000"))
-        .isEqualTo("bin/phrony-worker call b.free '{}' --control http://127.0.0.1:9000");
+    assertThat(example.commandLine("127.0.0.1:9000"))
+        .isEqualTo("bin/phrony-worker call b.free '{}' --runtime 127.0.0.1:9000");
     assertThat(ExampleCall.pick(HandlerCatalog.of(List.of()))).isEmpty();
   }
 }

@@ -4,6 +4,7 @@ import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.APPR
 import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.AWAITING_INPUT;
 import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.CANCELLED;
 import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.COMPLETED;
+import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.FAILED;
 import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.SESSION_STARTED;
 import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.TEXT_DELTA;
 import static dev.phrony.runtime.v1.RunSessionInteractiveServerMsg.BodyCase.TOOL_CALL;
@@ -45,6 +46,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
+import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -100,7 +102,8 @@ class SessionApiTest {
                 scenario("01-auto-dispatch"),
                 scenario("02-approval-threshold"),
                 scenario("03-deny-high"),
-                scenario("04-slow-payment")));
+                scenario("04-slow-payment"),
+                scenario("05-two-completions")));
     dev =
         DevServer.start(
             new DevServer.Options(
@@ -129,13 +132,18 @@ class SessionApiTest {
     try (SessionClient s =
         SessionClient.start(channel, "demo", "payment-agent-auto", "{\"message\":\"Pay Acme\"}")) {
       var started = s.next(SESSION_STARTED).getSessionStarted();
-      assertThat(started.getAgentVersionId()).isEqualTo("demo/payment-agent-auto@1.0.0");
+      assertThat(UUID.fromString(started.getAgentVersionId()))
+          .as("a UUID, as the runtime's agent_version_id")
+          .isEqualTo(
+              UUID.nameUUIDFromBytes(
+                  "phrony-worker-dev:demo/payment-agent-auto@1.0.0"
+                      .getBytes(StandardCharsets.UTF_8)));
       assertThat(started.getModelProvider()).isEqualTo("stub");
       assertThat(started.getModelName()).isEqualTo("scripted");
       assertThat(s.next(TEXT_DELTA).getTextDelta().getDelta()).isEqualTo("Paying Acme Corp. ");
       RunSessionInteractiveToolCall call = s.next(TOOL_CALL).getToolCall();
       assertThat(call.getCallId())
-          .isEqualTo(started.getSessionId() + ":demo/payment-agent-auto@1.0.0:1:0");
+          .isEqualTo(started.getSessionId() + ":" + started.getAgentVersionId() + ":1:0");
       assertThat(call.getTool()).isEqualTo("payments.process-payment");
       assertThat(call.getVersion()).isEqualTo("1.0.0");
       assertThat(call.getArgs().toStringUtf8()).contains("\"payee\":\"Acme Corp\"");
@@ -160,15 +168,91 @@ class SessionApiTest {
   }
 
   @Test
+  void calls_of_a_turns_later_completion_number_from_0_as_the_runtime_does_so_its_ledger_answers() {
+    try (SessionClient s =
+        SessionClient.start(channel, "demo", "payment-agent-twice", "{\"message\":\"Pay\"}")) {
+      var started = s.next(SESSION_STARTED).getSessionStarted();
+      String first = s.next(TOOL_CALL).getToolCall().getCallId();
+      String paid = s.next(TOOL_RESULT).getToolResult().getPayload().toStringUtf8();
+      RunSessionInteractiveToolCall second = s.next(TOOL_CALL).getToolCall();
+      RunSessionInteractiveToolResult again = s.next(TOOL_RESULT).getToolResult();
+      s.next(TEXT_DELTA);
+      s.next(AWAITING_INPUT);
+
+      // The runtime's executor numbers each completion's calls from 0 within the turn, so both
+      // calls are SESSION:AGENT_VERSION:1:0, and its ledger answers the second with the first's
+      // result: the worker sees one invoke (internal/executor, internal/tooldispatch).
+      assertThat(first)
+          .isEqualTo(started.getSessionId() + ":" + started.getAgentVersionId() + ":1:0");
+      assertThat(second.getCallId()).isEqualTo(first);
+      assertThat(second.getArgs().toStringUtf8()).contains("Globex");
+      assertThat(again.getPayload().toStringUtf8()).isEqualTo(paid);
+      assertThat(invoked).hasValue(1);
+    }
+  }
+
+  @Test
+  void a_call_session_makes_one_call_per_turn_with_the_runtimes_events_and_completes_on_close() {
+    try (SessionClient s =
+        SessionClient.startCall(
+            channel,
+            "{\"tool\":\"payments.process-payment\",\"version\":\"1.0.0\","
+                + "\"args\":{\"amount\":5}}")) {
+      var started = s.next(SESSION_STARTED).getSessionStarted();
+      assertThat(UUID.fromString(started.getAgentVersionId())).isNotNull();
+      RunSessionInteractiveToolCall call = s.next(TOOL_CALL).getToolCall();
+      assertThat(call.getCallId())
+          .isEqualTo(started.getSessionId() + ":" + started.getAgentVersionId() + ":1:0");
+      assertThat(call.getArgs().toStringUtf8()).isEqualTo("{\"amount\":5}");
+      RunSessionInteractiveToolResult result = s.next(TOOL_RESULT).getToolResult();
+      assertThat(result.getCallId()).isEqualTo(call.getCallId());
+      assertThat(result.getPayload().toStringUtf8()).contains("\"paid\":{\"amount\":5}");
+      assertThat(s.next(AWAITING_INPUT).getAwaitingInput().getStopReason()).isEqualTo("end_turn");
+
+      s.say("{\"tool\":\"payments.process-payment\",\"version\":\"1.0.0\",\"args\":{}}");
+      assertThat(s.next(TOOL_CALL).getToolCall().getCallId()).endsWith(":2:0");
+      s.next(TOOL_RESULT);
+      s.next(AWAITING_INPUT);
+
+      s.closeSend();
+      s.next(COMPLETED);
+      assertThat(s.ended().getCode()).isEqualTo(Status.Code.OK);
+      assertThat(invoked).hasValue(2);
+    }
+    assertThat(console.toString()).doesNotContain("session_started");
+  }
+
+  @Test
+  void a_call_session_whose_tool_nobody_serves_announces_the_call_and_fails_with_a_hint() {
+    try (SessionClient s =
+        SessionClient.startCall(channel, "{\"tool\":\"no.such\",\"version\":\"1\"}")) {
+      s.next(SESSION_STARTED);
+      assertThat(s.next(TOOL_CALL).getToolCall().getTool()).isEqualTo("no.such");
+      assertThat(s.next(FAILED).getFailed().getMessage())
+          .startsWith(
+              "no_handler: no handler registered for tool\nhint: no worker serves no.such@1;"
+                  + " served: ")
+          .contains("payments.process-payment@1.0.0");
+      assertThat(s.ended().getCode()).isEqualTo(Status.Code.OK);
+    }
+    assertThat(invoked).hasValue(0);
+  }
+
+  @Test
   void a_call_above_the_threshold_waits_for_DecideApproval_and_then_reaches_the_worker() {
     var rpc = RuntimeGrpc.newBlockingStub(channel);
     try (SessionClient s =
         SessionClient.start(channel, "demo", "payment-agent-hitl", "{\"message\":\"Pay\"}")) {
-      String session = s.next(SESSION_STARTED).getSessionStarted().getSessionId();
+      var started = s.next(SESSION_STARTED).getSessionStarted();
+      String session = started.getSessionId();
       s.next(TOOL_CALL); // 200: under the threshold, not held
       s.next(TOOL_RESULT);
+      s.next(TEXT_DELTA);
+      s.next(AWAITING_INPUT);
+      s.say("Now Acme");
       RunSessionInteractiveApprovalRequired held = s.next(APPROVAL_REQUIRED).getApprovalRequired();
-      assertThat(held.getCallId()).isEqualTo(session + ":demo/payment-agent-hitl@1.0.0:1:1");
+      // The second user turn's first call: SESSION:AGENT_VERSION:TURN:INDEX.
+      assertThat(held.getCallId()).isEqualTo(session + ":" + started.getAgentVersionId() + ":2:0");
       assertThat(held.getTool()).isEqualTo("payments.process-payment");
       assertThat(held.getArgs().toStringUtf8()).contains("1500");
       assertThat(held.getReason())
@@ -238,6 +322,9 @@ class SessionApiTest {
       s.next(SESSION_STARTED);
       s.next(TOOL_CALL);
       s.next(TOOL_RESULT);
+      s.next(TEXT_DELTA);
+      s.next(AWAITING_INPUT);
+      s.say("Now Acme");
       RunSessionInteractiveApprovalRequired held = s.next(APPROVAL_REQUIRED).getApprovalRequired();
 
       s.decide(held.getApprovalId(), false, "too much");
@@ -264,7 +351,7 @@ class SessionApiTest {
       String session = s.next(SESSION_STARTED).getSessionStarted().getSessionId();
       // No tool_call: the runtime announces only calls it dispatches.
       RunSessionInteractiveToolResult result = s.next(TOOL_RESULT).getToolResult();
-      assertThat(result.getCallId()).isEqualTo(session + ":demo/payment-agent-deny@1.0.0:1:0");
+      assertThat(result.getCallId()).endsWith(":1:0").startsWith(session + ":");
       assertThat(result.getErrorMessage()).isEqualTo("Payment amount exceeds 500.");
       assertThat(s.next(TEXT_DELTA).getTextDelta().getDelta())
           .isEqualTo("Could not process payment.");

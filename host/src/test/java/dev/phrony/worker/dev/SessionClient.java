@@ -69,6 +69,20 @@ final class SessionClient implements AutoCloseable {
     return c;
   }
 
+  /** Starts one of dev's call sessions ({@code call TOOL ARGS}) with {@code callJson}. */
+  static SessionClient startCall(ManagedChannel channel, String callJson) {
+    SessionClient c = new SessionClient(channel);
+    c.requests.onNext(
+        RunSessionInteractiveClientMsg.newBuilder()
+            .setStart(
+                RunSessionInteractiveStart.newBuilder()
+                    .setAgentRef(
+                        AgentRef.newBuilder().setNamespace("phrony-worker-dev").setName("call"))
+                    .setInput(ByteString.copyFromUtf8(callJson)))
+            .build());
+    return c;
+  }
+
   /** Attaches to session {@code id}. */
   static SessionClient attach(ManagedChannel channel, String id) {
     SessionClient c = new SessionClient(channel);

@@ -15,6 +15,7 @@ import dev.phrony.worker.ops.OpsHttpServer;
 import dev.phrony.worker.outbox.Durability;
 import dev.phrony.worker.plugin.PluginUnloader;
 import dev.phrony.worker.plugin.TestPlugins;
+import dev.phrony.worker.reload.NotStartingException;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;

@@ -1,4 +1,4 @@
-package dev.phrony.worker.serve;
+package dev.phrony.worker.reload;
 
 import dev.phrony.worker.config.DurationParser;
 import dev.phrony.worker.config.HandlerOverrides;

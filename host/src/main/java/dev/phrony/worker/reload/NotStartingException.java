@@ -1,4 +1,4 @@
-package dev.phrony.worker.serve;
+package dev.phrony.worker.reload;
 
 /**
  * A worker that will not start with the plugins it found: {@code --strict} and a plugin problem, or
@@ -8,7 +8,7 @@ package dev.phrony.worker.serve;
 public final class NotStartingException extends Exception {
   private static final long serialVersionUID = 1L;
 
-  NotStartingException(String message) {
+  public NotStartingException(String message) {
     super(message);
   }
 }
