@@ -120,8 +120,8 @@ public final class Dispatcher {
    * With metrics (the meters of every {@code tool@version} are resolved here, once), the test of
    * the thread on which an {@code AsyncToolHandler} may start inline (the stream's I/O thread,
    * where the invoke arrived; anywhere else its calls start on a virtual thread), and {@code loop},
-   * that thread's executor: every transition runs there (see {@link #execute}); null runs each where
-   * it is posted.
+   * that thread's executor: every transition runs there (see {@link #execute}); null runs each
+   * where it is posted.
    */
   public Dispatcher(
       HandlerCatalog catalog,
@@ -222,11 +222,11 @@ public final class Dispatcher {
 
   /**
    * Runs {@code task} in the context that owns the calls (after what is queued there). Every
-   * transition is posted here, from any thread. In the worker the context runs on the
-   * stream's event loop only: there the inbound path has already read every cancel that came
-   * before, so no decision to send is made on a thread that cannot see one (a handler's thread or
-   * the outbox writer draining the context would decide ahead of a cancel the I/O thread holds).
-   * Tests without a loop run it where it is posted.
+   * transition is posted here, from any thread. In the worker the context runs on the stream's
+   * event loop only: there the inbound path has already read every cancel that came before, so no
+   * decision to send is made on a thread that cannot see one (a handler's thread or the outbox
+   * writer draining the context would decide ahead of a cancel the I/O thread holds). Tests without
+   * a loop run it where it is posted.
    */
   void execute(Runnable task) {
     if (loop == null || onIoThread.getAsBoolean()) {

@@ -205,10 +205,10 @@ final class Registrations {
   // ---- ends ----
 
   /**
-   * From {@code s}'s gRPC callback, as its end is read (see {@link WorkSession.Killed}): the runtime
-   * killed it and keeps a dead entry that fails every call routed to it, so the one that takes calls
-   * is replaced in the next task of the context (at once when it is free), ahead of the stream's
-   * earlier messages; its end is taken in with them, in order ({@link Rescues#takeIn}).
+   * From {@code s}'s gRPC callback, as its end is read (see {@link WorkSession.Killed}): the
+   * runtime killed it and keeps a dead entry that fails every call routed to it, so the one that
+   * takes calls is replaced in the next task of the context (at once when it is free), ahead of the
+   * stream's earlier messages; its end is taken in with them, in order ({@link Rescues#takeIn}).
    */
   private void killed(WorkSession s, Status status, Set<String> calls, long endedNanos) {
     dispatcher.execute(
@@ -245,8 +245,7 @@ final class Registrations {
       return;
     }
     Rescue rescue = rescues.rescue(s, end);
-    Kill kill =
-        new Kill(s, endedNanos, rescue == null ? 0 : rescue.handOver().calls().size());
+    Kill kill = new Kill(s, endedNanos, rescue == null ? 0 : rescue.handOver().calls().size());
     afterEnd(s, o, end, kill, rescue); // first: every millisecond before the replacement costs
     Rescues.logKill(
         s,

@@ -17,15 +17,15 @@ import org.slf4j.LoggerFactory;
  * would remove the entry but make those calls indeterminate first.
  *
  * <p>So the replacement stream opens at once, with no backoff, and sends two registers back to
- * back: a hand-over ({@code <id>.h<n>}, no handlers) whose {@code in_flight} moves the calls off the
- * dead entry, then the killed id's own, which replaces the entry. The runtime reads one stream's
- * messages in order, so the calls are safe before the entry goes, one round trip sooner than if the
- * hand-over had its own stream: every call routed in that window is lost. For the stream that takes
- * calls this starts on the gRPC callback that reads the end ({@link #early}), ahead of the stream's
- * earlier messages, which may still wait to be handled: the hand-over lists what the stream read
- * (invokes that no ack or cancel read since took off it), and its end is taken in later, in order
- * ({@link #takeIn}). Listing a call the runtime already forgot costs nothing (it ignores an unknown
- * {@code in_flight} id, and acks one it has recorded).
+ * back: a hand-over ({@code <id>.h<n>}, no handlers) whose {@code in_flight} moves the calls off
+ * the dead entry, then the killed id's own, which replaces the entry. The runtime reads one
+ * stream's messages in order, so the calls are safe before the entry goes, one round trip sooner
+ * than if the hand-over had its own stream: every call routed in that window is lost. For the
+ * stream that takes calls this starts on the gRPC callback that reads the end ({@link #early}),
+ * ahead of the stream's earlier messages, which may still wait to be handled: the hand-over lists
+ * what the stream read (invokes that no ack or cancel read since took off it), and its end is taken
+ * in later, in order ({@link #takeIn}). Listing a call the runtime already forgot costs nothing (it
+ * ignores an unknown {@code in_flight} id, and acks one it has recorded).
  *
  * <p>Once the hand-over is answered and the end taken in, a rescue ({@code <id>.r<n>}, no handlers,
  * a stream of its own) takes the calls the worker still runs or holds over in its {@code in_flight}
@@ -44,15 +44,13 @@ final class Rescues {
   record Kill(WorkSession killed, long endedNanos, int handedOver) {}
 
   /**
-   * A killed stream's calls on their way to {@code stream}, a rescue not opened yet. The stream that
-   * replaces the dead entry first moves them off it with {@code handOver}'s register (null: nothing
-   * to move); {@code taken} completes with the calls the rescue lists, once the killed stream's end
-   * is taken in.
+   * A killed stream's calls on their way to {@code stream}, a rescue not opened yet. The stream
+   * that replaces the dead entry first moves them off it with {@code handOver}'s register (null:
+   * nothing to move); {@code taken} completes with the calls the rescue lists, once the killed
+   * stream's end is taken in.
    */
   record Rescue(
-      WorkSession stream,
-      WorkSession.HandOver handOver,
-      CompletableFuture<Set<String>> taken) {}
+      WorkSession stream, WorkSession.HandOver handOver, CompletableFuture<Set<String>> taken) {}
 
   private final Registrations owner;
   private final WorkOptions options;
@@ -140,7 +138,9 @@ final class Rescues {
     return true;
   }
 
-  /** Says that {@code s} was killed, how many calls went to {@code rescue} and when it was replaced. */
+  /**
+   * Says that {@code s} was killed, how many calls went to {@code rescue} and when it was replaced.
+   */
   static void logKill(
       WorkSession s, WorkSession.End end, int handed, WorkSession rescue, String replaced) {
     log.info(

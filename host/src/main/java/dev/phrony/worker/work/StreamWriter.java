@@ -35,10 +35,12 @@ final class StreamWriter {
   /**
    * Messages at the head of the queue that are written without waiting for gRPC's {@code onReady}:
    * a new stream's registers. gRPC buffers them behind the stream's creation and they leave in the
-   * same flush, where waiting for {@code onReady} costs another turn of the I/O thread (milliseconds
-   * when it is busy, and a kill's dead entry fails every call routed to it meanwhile).
+   * same flush, where waiting for {@code onReady} costs another turn of the I/O thread
+   * (milliseconds when it is busy, and a kill's dead entry fails every call routed to it
+   * meanwhile).
    */
   private final AtomicInteger unpaced = new AtomicInteger();
+
   private final Runnable drainLoop = this::drainLoop;
   private volatile boolean closed;
 

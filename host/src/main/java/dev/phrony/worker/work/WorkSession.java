@@ -52,8 +52,7 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
 
   /**
    * How a stream ended: the status, why in words and as a class, how far it got, and, for an end
-   * the runtime chose with an error status (it then keeps the registration), why it did; null for
-   * any other end.
+   * the runtime chose with an error status (it keeps the registration), why; else null.
    */
   record End(
       Status status,
@@ -170,7 +169,8 @@ final class WorkSession implements CallSink, ClientResponseObserver<Outbound, In
   /**
    * Told, on the gRPC callback that reads the end, that the runtime killed this registered stream
    * (it keeps a dead entry): {@code calls} may still be tracked on it (invoked here, no ack or
-   * cancel read since, not the one it named). Runs ahead of the earlier messages and {@link #ended}.
+   * cancel read since, not the one it named). Runs ahead of the earlier messages and {@link
+   * #ended}.
    */
   interface Killed {
     void killed(WorkSession s, Status status, Set<String> calls);

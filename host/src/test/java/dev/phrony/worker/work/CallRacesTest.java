@@ -193,7 +193,8 @@ class CallRacesTest {
     d.onInvoke(TestInvokes.invoke("s:av:1:12", "t", "{}", 0), sink);
     Await.until("both sent", () -> sink.sent.size() == 2);
     sink.live = false;
-    d.execute(() -> d.detach(sink, Status.NOT_FOUND.withDescription("unknown call_id \"s:av:1:12\"")));
+    d.execute(
+        () -> d.detach(sink, Status.NOT_FOUND.withDescription("unknown call_id \"s:av:1:12\"")));
     TestDispatchers.settle(d);
     assertThat(durable.isOrphaned("s:av:1:12")).isTrue();
     assertThat(durable.isOrphaned("s:av:1:1")).as("a prefix of the unknown id").isFalse();

@@ -74,8 +74,8 @@ class CancelWinsTest {
   }
 
   /**
-   * The outbound side of the call as gRPC gives it: always ready, records what is written (from
-   * any thread).
+   * The outbound side of the call as gRPC gives it: always ready, records what is written (from any
+   * thread).
    */
   static final class RecordingCall extends ClientCallStreamObserver<Outbound> {
     final List<Outbound> written = new java.util.concurrent.CopyOnWriteArrayList<>();

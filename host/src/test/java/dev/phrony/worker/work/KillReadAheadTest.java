@@ -2,9 +2,9 @@ package dev.phrony.worker.work;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.phrony.runtime.v1.WorkToolCancel;
 import dev.phrony.runtime.v1.WorkRegistered;
 import dev.phrony.runtime.v1.WorkServerMsg;
+import dev.phrony.runtime.v1.WorkToolCancel;
 import dev.phrony.worker.call.CallPipeline;
 import dev.phrony.worker.call.JsonCodec;
 import dev.phrony.worker.ops.WorkerMetrics;
@@ -12,7 +12,6 @@ import dev.phrony.worker.outbox.MemoryOutbox;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.FakeScheduler;
 import io.grpc.Status;
-import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -88,8 +87,9 @@ class KillReadAheadTest {
         .hasSize(3);
     assertThat(sent(wires.get(1)))
         .as("its hand-over lists what the stream read (no acked, cancelled or unknown call)")
-        .containsExactly("register w1.h1 handlers=0 in_flight=[a, b, c]", "register w1 handlers=1"
-            + " in_flight=[]");
+        .containsExactly(
+            "register w1.h1 handlers=0 in_flight=[a, b, c]",
+            "register w1 handlers=1" + " in_flight=[]");
     assertThat(s1.live()).as("its end not taken in yet").isTrue();
 
     runIoThread(); // the read is handled, then the end: a, b and c go to the rescue
