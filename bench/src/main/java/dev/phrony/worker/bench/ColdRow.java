@@ -29,8 +29,11 @@ final class ColdRow implements Scenario {
   static final int BATCH = 20_000;
   private static final int CONCURRENCY = 64;
 
-  /** One worker's first batches in one run: calls/s of each, and all of them as one figure. */
-  record Curve(List<Double> perSecond, double firstCalls, String load) {}
+  /**
+   * One worker's first batches in one run: calls/s of each, all of them as one figure, and the
+   * seconds from its process's start to the last batch's last answer (start-up and warm-up in).
+   */
+  record Curve(List<Double> perSecond, double firstCalls, double startToLastS, String load) {}
 
   @Override
   public void run(Sitting s) throws Exception {
@@ -84,6 +87,8 @@ final class ColdRow implements Scenario {
             .mapToObj(r -> host.get(r).firstCalls() / peer.get(r).firstCalls())
             .toList();
     double firstRatio = Stats.median(firstRatios);
+    double hostWhole = Stats.median(host.stream().map(Curve::startToLastS).toList());
+    double peerWhole = Stats.median(peer.stream().map(Curve::startToLastS).toList());
     Map<String, Object> f = new LinkedHashMap<>();
     f.put("batch_calls", BATCH);
     f.put("concurrency", CONCURRENCY);
@@ -95,6 +100,8 @@ final class ColdRow implements Scenario {
     f.put("peer_first_per_s", peerFirst);
     f.put("first_ratio", firstRatio);
     f.put("first_ratios", firstRatios);
+    f.put("host_start_to_last_s", hostWhole);
+    f.put("peer_start_to_last_s", peerWhole);
     f.put("host_runs", host);
     f.put("peer_runs", peer);
     String first = Format.rate(hostFirst) + " vs " + Format.rate(peerFirst);
@@ -115,7 +122,13 @@ final class ColdRow implements Scenario {
                     + " calls/s; first "
                     + BATCHES * BATCH
                     + " calls "
-                    + first,
+                    + first
+                    + String.format(
+                        Locale.ROOT,
+                        "; process start to answer %d: host %.1f s, peer %.1f s",
+                        BATCHES * BATCH,
+                        hostWhole,
+                        peerWhole),
                 String.format(
                     Locale.ROOT,
                     "batch 1 %.2fx, first %d %.2fx peer%s",
@@ -136,40 +149,49 @@ final class ColdRow implements Scenario {
   /** One side's run: a runtime and a worker of their own, the batches, both stopped. */
   private static Curve curve(Sitting s, String side, int run, Starter starter) throws Exception {
     String load = Bench.loadavg();
-    try (RealRuntime rt = RealRuntimeRows.startRuntime(s, "realrt-cold-" + side + run + ".log");
-        AutoCloseable worker = starter.start(rt)) {
-      ToolCall noop = RealRuntimeRows.echo("s-bench-cold", Calls.ARGS);
-      List<Double> rates = new ArrayList<>();
-      double ms = 0;
-      long ok = 0;
-      for (int b = 0; b < BATCHES; b++) {
-        RealRuntime.Batch batch =
-            rt.dispatchBatch(
-                noop,
-                BATCH,
-                CONCURRENCY,
-                "cold-" + side + run + "-" + b + "-",
-                Duration.ofSeconds(120));
-        if (batch.ok() != BATCH) {
-          throw new IllegalStateException(
-              side + " cold batch " + (b + 1) + ": " + batch.ok() + " of " + BATCH + " ok");
-        }
-        rates.add(batch.perSecond());
-        ms += batch.elapsedMs();
-        ok += batch.ok();
+    try (RealRuntime rt = RealRuntimeRows.startRuntime(s, "realrt-cold-" + side + run + ".log")) {
+      long started = System.nanoTime();
+      try (AutoCloseable worker = starter.start(rt)) {
+        return batches(side, run, rt, started, load);
       }
-      Curve c = new Curve(rates, ok / (ms / 1e3), load);
-      System.err.printf(
-          Locale.ROOT,
-          "bench: cold %s run %d (load %s): %s, first %d %s%n",
-          side,
-          run + 1,
-          load,
-          rates.stream().map(Format::rate).toList(),
-          ok,
-          Format.rate(c.firstCalls()));
-      return c;
     }
+  }
+
+  private static Curve batches(String side, int run, RealRuntime rt, long started, String load)
+      throws Exception {
+    ToolCall noop = RealRuntimeRows.echo("s-bench-cold", Calls.ARGS);
+    List<Double> rates = new ArrayList<>();
+    double ms = 0;
+    long ok = 0;
+    for (int b = 0; b < BATCHES; b++) {
+      RealRuntime.Batch batch =
+          rt.dispatchBatch(
+              noop,
+              BATCH,
+              CONCURRENCY,
+              "cold-" + side + run + "-" + b + "-",
+              Duration.ofSeconds(120));
+      if (batch.ok() != BATCH) {
+        throw new IllegalStateException(
+            side + " cold batch " + (b + 1) + ": " + batch.ok() + " of " + BATCH + " ok");
+      }
+      rates.add(batch.perSecond());
+      ms += batch.elapsedMs();
+      ok += batch.ok();
+    }
+    Curve c = new Curve(rates, ok / (ms / 1e3), (System.nanoTime() - started) / 1e9, load);
+    System.err.printf(
+        Locale.ROOT,
+        "bench: cold %s run %d (load %s): %s, first %d %s; process start to last answer %.1f"
+            + " s%n",
+        side,
+        run + 1,
+        load,
+        rates.stream().map(Format::rate).toList(),
+        ok,
+        Format.rate(c.firstCalls()),
+        c.startToLastS());
+    return c;
   }
 
   /**

@@ -8,6 +8,7 @@ import dev.phrony.worker.ops.LogFormat;
 import dev.phrony.worker.ops.LogLevel;
 import dev.phrony.worker.outbox.Durability;
 import dev.phrony.worker.plugin.PluginUnloader;
+import dev.phrony.worker.warmup.WarmUpBudget;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
 import java.nio.file.Path;
@@ -158,6 +159,18 @@ final class RunOptions {
   int maxLeakedLoaders;
 
   @Option(
+      names = "--warm-up",
+      paramLabel = "off|CALLS|DURATION",
+      defaultValue = WarmUpBudget.DEFAULT,
+      converter = WarmUpConverter.class,
+      description =
+          "Before it registers, serve this many calls (or for this long, at most 60s) of "
+              + "built-in no-op handlers through the worker's own call path over loopback, so "
+              + "that the JIT has compiled it before the runtime's load arrives; never a "
+              + "plugin's handler. off registers at once (default: ${DEFAULT-VALUE}).")
+  WarmUpBudget warmUp;
+
+  @Option(
       names = "--keepalive",
       paramLabel = "DURATION",
       converter = DurationParser.class,
@@ -244,6 +257,38 @@ final class RunOptions {
       } catch (IllegalArgumentException e) {
         throw new CommandLine.TypeConversionException(e.getMessage());
       }
+    }
+  }
+
+  /** {@code --warm-up}: off, a number of calls or a duration. */
+  static final class WarmUpConverter implements CommandLine.ITypeConverter<WarmUpBudget> {
+    private static final String FORMS =
+        "use off, a number of calls (e.g. " + WarmUpBudget.DEFAULT + ") or a duration (e.g. 10s)";
+
+    @Override
+    public WarmUpBudget convert(String value) {
+      String s = value.strip().toLowerCase(java.util.Locale.ROOT);
+      if (s.equals("off")) {
+        return WarmUpBudget.OFF;
+      }
+      if (s.matches("\\d{1,9}")) {
+        return WarmUpBudget.ofCalls(Long.parseLong(s));
+      }
+      Duration d;
+      try {
+        d = DurationParser.parse(s);
+      } catch (IllegalArgumentException e) {
+        throw new CommandLine.TypeConversionException("'" + value + "' is not a warm-up: " + FORMS);
+      }
+      if (d.compareTo(WarmUpBudget.MAX_TIME) > 0) {
+        throw new CommandLine.TypeConversionException(
+            "'"
+                + value
+                + "' is too long a warm-up: at most "
+                + WarmUpBudget.MAX_TIME.toSeconds()
+                + "s, or off");
+      }
+      return WarmUpBudget.ofTime(d);
     }
   }
 

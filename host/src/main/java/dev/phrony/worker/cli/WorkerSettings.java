@@ -223,6 +223,7 @@ final class WorkerSettings {
         o.exposeInternalErrors,
         o.maxRunawayHandlers,
         o.maxLeakedLoaders,
+        o.warmUp,
         Optional.ofNullable(o.keepalive),
         ListenAddress.parse(o.http),
         o.logFormat,

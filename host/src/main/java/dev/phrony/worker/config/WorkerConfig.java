@@ -5,6 +5,7 @@ import dev.phrony.worker.ops.LogFormat;
 import dev.phrony.worker.ops.LogLevel;
 import dev.phrony.worker.outbox.Durability;
 import dev.phrony.worker.transport.Transport;
+import dev.phrony.worker.warmup.WarmUpBudget;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -32,6 +33,7 @@ import java.util.Optional;
  * @param maxRunawayHandlers handlers still running after a cancel or deadline above which the
  *     worker is not ready
  * @param maxLeakedLoaders leaked class loaders of one plugin at which its reloads are refused
+ * @param warmUp how much the call path is warmed before the worker registers
  * @param keepalive HTTP/2 keepalive interval, when on
  * @param http where the probe and metrics endpoint listens, when on
  * @param logFormat log line format
@@ -58,6 +60,7 @@ public record WorkerConfig(
     boolean exposeInternalErrors,
     int maxRunawayHandlers,
     int maxLeakedLoaders,
+    WarmUpBudget warmUp,
     Optional<Duration> keepalive,
     Optional<ListenAddress> http,
     LogFormat logFormat,

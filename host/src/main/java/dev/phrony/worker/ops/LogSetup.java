@@ -40,6 +40,24 @@ public final class LogSetup {
 
   private LogSetup() {}
 
+  /**
+   * Until the returned handle is closed, {@code logger}'s INFO lines (and those of the loggers
+   * under it) are dropped, WARN and ERROR kept: for work whose routine lines would read as the
+   * worker's own (a warm-up's connect and register). Only while nothing else logs there.
+   */
+  public static AutoCloseable warnOnly(String logger) {
+    if (!(LoggerFactory.getILoggerFactory() instanceof LoggerContext ctx)) {
+      return () -> {};
+    }
+    ch.qos.logback.classic.Logger l = ctx.getLogger(logger);
+    Level before = l.getLevel();
+    if (l.getEffectiveLevel().isGreaterOrEqual(Level.WARN)) {
+      return () -> {};
+    }
+    l.setLevel(Level.WARN);
+    return () -> l.setLevel(before);
+  }
+
   /** Switches format and level; returns the configuration file it loaded, if any. */
   public static URL apply(LogFormat format, LogLevel level) {
     ILoggerFactory factory = LoggerFactory.getILoggerFactory();

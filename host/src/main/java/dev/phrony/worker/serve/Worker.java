@@ -16,6 +16,7 @@ import dev.phrony.worker.reload.WorkerPlugins;
 import dev.phrony.worker.state.StateDir;
 import dev.phrony.worker.state.StateDirLockedException;
 import dev.phrony.worker.state.StateDirRefusedException;
+import dev.phrony.worker.warmup.WarmUp;
 import dev.phrony.worker.work.WorkClient;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
@@ -28,6 +29,7 @@ import java.time.InstantSource;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -61,6 +63,10 @@ public final class Worker implements AutoCloseable {
   private WorkClient client;
   private LiveReload live;
   private OpsHttpServer http;
+  private WorkOptions workOptions;
+  private WarmUp warmUp; // while start() warms the call path
+  private boolean stopping;
+  private WarmUp.Result warmedUp; // tests
 
   private Worker(WorkerConfig config) {
     this.config = config;
@@ -106,8 +112,7 @@ public final class Worker implements AutoCloseable {
     stateDir = keep(openStateDir());
     outbox = keep(openOutbox());
     MicrometerMetrics metrics = keep(new MicrometerMetrics(registry));
-    WorkOptions workOptions =
-        workOptions().withGeneration(stateDir.generation()).withLeaveRoutingOnDrain(true);
+    workOptions = workOptions().withGeneration(stateDir.generation()).withLeaveRoutingOnDrain(true);
     identity = workOptions.identity();
     client = keep(newClient(workOptions, metrics));
     metrics.bindRegistered(client::registered);
@@ -144,8 +149,9 @@ public final class Worker implements AutoCloseable {
   }
 
   /**
-   * Serves: connects to the runtime, watches the plugins folder (when the settings say so) and
-   * prunes the outbox on its timer, until {@link #drain} or {@link #close}. Returns at once.
+   * Serves: warms the call path ({@code --warm-up}), then connects to the runtime, watches the
+   * plugins folder (when the settings say so) and prunes the outbox on its timer, until {@link
+   * #drain} or {@link #close}. Returns once the warm-up is over (a drain ends it).
    */
   public void start() {
     log.info(
@@ -160,11 +166,44 @@ public final class Worker implements AutoCloseable {
     if (http != null) {
       log.info("http endpoint on http://{}/ (/metrics, /healthz, /readyz)", hostPort(http));
     }
-    client.start();
+    warmUp();
+    synchronized (this) {
+      if (stopping) {
+        return; // a signal came during the warm-up: the drain has closed the client
+      }
+      client.start();
+    }
     if (config.watchPlugins()) {
       live.watch();
     }
     outbox.pruneEvery(DurableOutbox.PRUNE_PERIOD); // on the outbox's timer, until it closes
+  }
+
+  /**
+   * Before the first register: the runtime sends a new worker its full share of calls at once, and
+   * a cold JVM serves them at a fraction of its speed while the JIT compiles on the same cores.
+   */
+  private void warmUp() {
+    if (config.warmUp().off()) {
+      return;
+    }
+    WarmUp w;
+    synchronized (this) {
+      if (stopping) {
+        return;
+      }
+      w = warmUp = new WarmUp(config.warmUp(), workOptions, outboxOptions(), stateDir.path());
+    }
+    WarmUp.Result r = w.run();
+    synchronized (this) {
+      warmUp = null;
+      warmedUp = r;
+    }
+  }
+
+  /** What {@link #start}'s warm-up did, if it ran (tests). */
+  synchronized Optional<WarmUp.Result> warmedUp() {
+    return Optional.ofNullable(warmedUp);
   }
 
   /** Reloads the plugins folder now (SIGHUP); {@code trigger} names what asked, for the log. */
@@ -177,6 +216,12 @@ public final class Worker implements AutoCloseable {
    * until the stream is closed.
    */
   public void drain() throws InterruptedException {
+    synchronized (this) {
+      stopping = true;
+      if (warmUp != null) {
+        warmUp.stop();
+      }
+    }
     live.refuse(); // no reload while the worker leaves (the watcher's end comes with close)
     client.drain();
   }
@@ -268,13 +313,15 @@ public final class Worker implements AutoCloseable {
 
   private DurableOutbox openOutbox() {
     try {
-      return DurableOutbox.open(
-          stateDir,
-          new DurableOutbox.Options(
-              config.durability(), config.orphanRetention(), InstantSource.system()));
+      return DurableOutbox.open(stateDir, outboxOptions());
     } catch (IOException e) {
       throw unwritable(e);
     }
+  }
+
+  private DurableOutbox.Options outboxOptions() {
+    return new DurableOutbox.Options(
+        config.durability(), config.orphanRetention(), InstantSource.system());
   }
 
   /** A state dir the worker cannot write (a full disk, a read-only mount), named with its fix. */

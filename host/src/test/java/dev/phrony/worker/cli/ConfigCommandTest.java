@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import dev.phrony.worker.config.Settings;
+import dev.phrony.worker.warmup.WarmUpBudget;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -260,6 +261,25 @@ class ConfigCommandTest {
     CliRun r = run("config", "--max-leaked-loaders", "0");
     assertThat(r.exit()).isEqualTo(1);
     assertThat(r.err()).contains("--max-leaked-loaders: 0 is too small: use 1 or more");
+  }
+
+  @Test
+  void the_warm_up_is_off_a_number_of_calls_or_a_duration() {
+    CliRun def = run("config");
+    assertThat(def.exit()).as("stderr: %s", def.err()).isZero();
+    assertThat(def.out()).contains("warm-up").contains(WarmUpBudget.DEFAULT);
+    env.put("PHRONY_WORKER_WARM_UP", "off");
+    CliRun off = run("config");
+    assertThat(off.exit()).as("stderr: %s", off.err()).isZero();
+    assertThat(off.out()).contains("warm-up").contains("off");
+    CliRun bad = run("config", "--warm-up", "soon");
+    assertThat(bad.exit()).isEqualTo(1);
+    assertThat(bad.err())
+        .contains("--warm-up")
+        .contains("'soon' is not a warm-up: use off, a number of calls (e.g. 60000) or a duration");
+    CliRun tooLong = run("config", "--warm-up", "5m");
+    assertThat(tooLong.exit()).isEqualTo(1);
+    assertThat(tooLong.err()).contains("'5m' is too long a warm-up: at most 60s, or off");
   }
 
   @Test

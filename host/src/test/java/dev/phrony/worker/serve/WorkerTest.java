@@ -1,9 +1,14 @@
 package dev.phrony.worker.serve;
 
 import static dev.phrony.worker.plugin.TestPlugins.descriptor;
+import static org.assertj.core.api.Assertions.as;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.InstanceOfAssertFactories.STRING;
 
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import dev.phrony.worker.UserErrorException;
 import dev.phrony.worker.config.HandlerOverrides;
 import dev.phrony.worker.config.Source;
@@ -16,22 +21,28 @@ import dev.phrony.worker.outbox.Durability;
 import dev.phrony.worker.plugin.PluginUnloader;
 import dev.phrony.worker.plugin.TestPlugins;
 import dev.phrony.worker.reload.NotStartingException;
+import dev.phrony.worker.state.StateDir;
 import dev.phrony.worker.testkit.Await;
 import dev.phrony.worker.testkit.Call;
 import dev.phrony.worker.testkit.LocalRuntime;
 import dev.phrony.worker.testkit.Outcome;
 import dev.phrony.worker.transport.Transport;
+import dev.phrony.worker.warmup.WarmUp;
+import dev.phrony.worker.warmup.WarmUpBudget;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.function.Function;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.LoggerFactory;
 
 /**
  * The worker {@code run} serves, assembled from a {@link WorkerConfig} in this JVM: what it refuses
@@ -140,11 +151,123 @@ class WorkerTest {
     }
   }
 
+  @Test
+  void a_worker_warms_up_before_it_registers_and_leaves_nothing_of_it() throws Exception {
+    Logger logger = (Logger) LoggerFactory.getLogger(WarmUp.class);
+    ListAppender<ILoggingEvent> lines = new ListAppender<>();
+    lines.start();
+    logger.addAppender(lines);
+    Path warmUpState = tmp.resolve("state").resolve("warm-up");
+    try (LocalRuntime rt = LocalRuntime.builder().port(0).start()) {
+      // Whatever reaches the runtime comes after the warm-up is over and gone.
+      List<String> atFirstMessage = new ArrayList<>();
+      rt.onEvent(
+          e -> {
+            synchronized (atFirstMessage) {
+              if (atFirstMessage.isEmpty()) {
+                atFirstMessage.add(e.type());
+                atFirstMessage.add(Files.exists(warmUpState) ? "state left" : "no state");
+                atFirstMessage.add(warmUpThreads().isEmpty() ? "no server" : "server left");
+              }
+            }
+          });
+      WorkerConfig config =
+          config(false, List.of(), Optional.empty(), rt.target(), WarmUpBudget.ofCalls(3_000));
+      try (Worker worker = Worker.open(config, NO_ROUTES)) {
+        Set<Thread> before = Thread.getAllStackTraces().keySet();
+        worker.start();
+        assertThat(worker.warmedUp()).get().extracting(WarmUp.Result::calls).isEqualTo(3_000L);
+        // The warm-up's client, outbox and runtime threads end: what is new since is the real
+        // client's, one of each kind (its threads start lazily; handler threads are a shared pool).
+        Await.until(
+            "the warm-up's threads ended",
+            () -> {
+              List<String> kinds =
+                  Thread.getAllStackTraces().keySet().stream()
+                      .filter(t -> !before.contains(t) && t.getName().startsWith("phrony-"))
+                      .filter(t -> !isHandler(t))
+                      .map(t -> t.getName().replaceAll("(-\\d+)+$", ""))
+                      .toList();
+              return kinds.stream().distinct().count() == kinds.size()
+                  && kinds.stream().noneMatch(k -> k.contains("warm-up"));
+            });
+        Await.until(
+            "worker registered", () -> rt.worker(WORKER_ID).filter(w -> w.connected()).isPresent());
+        assertThat(rt.dispatchAndWait(Call.of("hello", "1.0.0", "{}")).text()).isEqualTo("w.Hello");
+
+        synchronized (atFirstMessage) {
+          assertThat(atFirstMessage).containsExactly("register", "no state", "no server");
+        }
+        assertThat(rt.events())
+            .filteredOn(e -> e.type().equals("invoke"))
+            .extracting(e -> e.serverMsg().getInvoke().getTool())
+            .containsOnly("hello");
+        assertThat(rt.workers()).extracting(w -> w.workerId()).containsExactly(WORKER_ID);
+        worker.drain();
+      }
+    } finally {
+      logger.detachAppender(lines);
+    }
+    assertThat(lines.list)
+        .extracting(ILoggingEvent::getFormattedMessage)
+        .singleElement(as(STRING))
+        .matches("warm-up: 3000 calls in [0-9.]+ s before registering \\(--warm-up 3000\\)");
+  }
+
+  @Test
+  void a_failed_warm_up_logs_one_line_and_the_worker_registers() throws Exception {
+    Logger logger = (Logger) LoggerFactory.getLogger(WarmUp.class);
+    ListAppender<ILoggingEvent> lines = new ListAppender<>();
+    lines.start();
+    logger.addAppender(lines);
+    try (LocalRuntime rt = LocalRuntime.builder().port(0).start()) {
+      WorkerConfig config =
+          config(false, List.of(), Optional.empty(), rt.target(), WarmUpBudget.ofCalls(1_000));
+      try (Worker worker = Worker.open(config, NO_ROUTES);
+          // The warm-up's own state dir already open in this JVM: it cannot open it.
+          StateDir held = StateDir.open(config.stateDir().resolve("warm-up"))) {
+        worker.start();
+        assertThat(worker.warmedUp()).get().extracting(WarmUp.Result::ok).isEqualTo(false);
+        Await.until(
+            "worker registered", () -> rt.worker(WORKER_ID).filter(w -> w.connected()).isPresent());
+        assertThat(rt.dispatchAndWait(Call.of("hello", "1.0.0", "{}")).text()).isEqualTo("w.Hello");
+        Await.until("no warm-up thread left", () -> warmUpThreads().isEmpty());
+        worker.drain();
+      }
+    } finally {
+      logger.detachAppender(lines);
+    }
+    assertThat(lines.list)
+        .extracting(ILoggingEvent::getFormattedMessage)
+        .singleElement(as(STRING))
+        .startsWith("warm-up failed, registering without it: state dir ");
+  }
+
+  private static List<String> warmUpThreads() {
+    return Thread.getAllStackTraces().keySet().stream()
+        .map(Thread::getName)
+        .filter(n -> n.startsWith("phrony-warm-up"))
+        .toList();
+  }
+
+  private static boolean isHandler(Thread t) {
+    return t.getName().startsWith("phrony-handler") || t.getName().startsWith("call-");
+  }
+
   private WorkerConfig config(
       boolean strict,
       List<HandlerOverrides.Rule> handlers,
       Optional<ListenAddress> http,
       String runtime) {
+    return config(strict, handlers, http, runtime, WarmUpBudget.OFF);
+  }
+
+  private WorkerConfig config(
+      boolean strict,
+      List<HandlerOverrides.Rule> handlers,
+      Optional<ListenAddress> http,
+      String runtime,
+      WarmUpBudget warmUp) {
     return new WorkerConfig(
         plugins,
         strict,
@@ -162,6 +285,7 @@ class WorkerTest {
         false,
         0,
         PluginUnloader.DEFAULT_MAX_LEAKED,
+        warmUp,
         Optional.empty(),
         http,
         LogFormat.text,

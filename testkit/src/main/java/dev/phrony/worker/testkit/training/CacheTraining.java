@@ -93,7 +93,8 @@ public final class CacheTraining {
               }
               return rt.worker(WORKER_ID).filter(WorkerView::connected).isPresent();
             },
-            Duration.ofSeconds(60));
+            // run's warm-up (at most 60 s) comes first: the cache holds its profiles too
+            Duration.ofSeconds(150));
         long[] served = new long[2];
         serve(rt, 1, load.dividedBy(6), served);
         serve(rt, CONCURRENCY, load.minus(load.dividedBy(6)), served);

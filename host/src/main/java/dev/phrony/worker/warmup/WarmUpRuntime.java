@@ -1,0 +1,215 @@
+package dev.phrony.worker.warmup;
+
+import com.google.protobuf.ByteString;
+import dev.phrony.runtime.v1.RuntimeGrpc;
+import dev.phrony.runtime.v1.WorkClientMsg;
+import dev.phrony.runtime.v1.WorkHeartbeatAck;
+import dev.phrony.runtime.v1.WorkInvoke;
+import dev.phrony.runtime.v1.WorkRegistered;
+import dev.phrony.runtime.v1.WorkResultAck;
+import dev.phrony.runtime.v1.WorkServerMsg;
+import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.StreamObserver;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The runtime a warm-up serves: {@code Runtime.Work} on {@code 127.0.0.1:0}, on one I/O thread of
+ * its own (every callback runs there, so its counters need no lock). It answers the register, keeps
+ * {@link WarmUpTools#SLOTS} invokes in flight, acks every result and every heartbeat, and stops
+ * sending once the budget is spent; {@link #done} completes when every invoke sent has been
+ * answered. Its own code is JIT-compiled for nothing, so it does as little as a runtime can.
+ */
+final class WarmUpRuntime implements AutoCloseable {
+  /** ~64 bytes of JSON, as a no-op call under load carries. */
+  private static final ByteString ARGS =
+      ByteString.copyFrom(
+          "{\"city\":\"Oslo\",\"days\":3,\"units\":\"metric\",\"lang\":\"en-GB\",\"x\":1}",
+          StandardCharsets.UTF_8);
+
+  private static final ByteString TYPED_ARGS =
+      ByteString.copyFrom("{\"city\":\"Oslo\",\"days\":3}", StandardCharsets.UTF_8);
+
+  private final EventLoopGroup io;
+  private final Server server;
+  private final long budgetCalls;
+  private final long endNanos;
+  private final CompletableFuture<Long> done = new CompletableFuture<>();
+  private long sent; // on the I/O thread
+  private long answered;
+  private long failed;
+
+  private WarmUpRuntime(WarmUpBudget budget) throws IOException {
+    this.budgetCalls = budget.calls() > 0 ? budget.calls() : Long.MAX_VALUE;
+    this.endNanos = System.nanoTime() + budget.time().toNanos();
+    boolean epoll = Epoll.isAvailable();
+    this.io =
+        new MultiThreadIoEventLoopGroup(
+            1,
+            new DefaultThreadFactory("phrony-warm-up-runtime", true),
+            epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
+    Class<? extends ServerChannel> type =
+        epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+    try {
+      this.server =
+          NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
+              .channelType(type)
+              .bossEventLoopGroup(io)
+              .workerEventLoopGroup(io)
+              .directExecutor()
+              .addService(new Service())
+              .build()
+              .start();
+    } catch (IOException | RuntimeException e) {
+      io.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
+      throw e;
+    }
+  }
+
+  /** Listening on a loopback port of its own. */
+  static WarmUpRuntime start(WarmUpBudget budget) throws IOException {
+    return new WarmUpRuntime(budget);
+  }
+
+  String target() {
+    return "127.0.0.1:" + server.getPort();
+  }
+
+  /** Completes with the calls answered once the budget is spent and every invoke answered. */
+  CompletableFuture<Long> done() {
+    return done;
+  }
+
+  /** Calls answered with an error or refused (a warm-up's handlers never fail: a bug if not 0). */
+  long failed() {
+    return failed;
+  }
+
+  /** Stops listening and ends its I/O thread, waiting at most {@code wait}. */
+  @Override
+  public void close() {
+    close(Duration.ofSeconds(5));
+  }
+
+  void close(Duration wait) {
+    server.shutdownNow();
+    try {
+      server.awaitTermination(wait.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    io.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS).awaitUninterruptibly(wait.toMillis());
+  }
+
+  private final class Service extends RuntimeGrpc.RuntimeImplBase {
+    @Override
+    public StreamObserver<WorkClientMsg> work(StreamObserver<WorkServerMsg> out) {
+      return new StreamObserver<>() {
+        @Override
+        public void onNext(WorkClientMsg m) {
+          switch (m.getBodyCase()) {
+            case REGISTER -> {
+              out.onNext(
+                  WorkServerMsg.newBuilder()
+                      .setRegistered(
+                          WorkRegistered.newBuilder()
+                              .setWorkerId(m.getRegister().getWorkerId())
+                              .setLeaseTtlMs(30_000))
+                      .build());
+              for (int i = 0; i < WarmUpTools.SLOTS; i++) {
+                sendNext(out);
+              }
+            }
+            case HEARTBEAT ->
+                out.onNext(
+                    WorkServerMsg.newBuilder()
+                        .setHeartbeatAck(WorkHeartbeatAck.getDefaultInstance())
+                        .build());
+            case RESULT -> {
+              if (m.getResult().hasError()) {
+                failed++;
+              }
+              out.onNext(
+                  WorkServerMsg.newBuilder()
+                      .setResultAck(WorkResultAck.newBuilder().setCallId(m.getResult().getCallId()))
+                      .build());
+              answered(out);
+            }
+            case NACK -> {
+              failed++;
+              answered(out);
+            }
+            default -> {}
+          }
+        }
+
+        @Override
+        public void onError(Throwable t) {
+          done.completeExceptionally(t);
+        }
+
+        @Override
+        public void onCompleted() {
+          out.onCompleted();
+        }
+      };
+    }
+
+    private void answered(StreamObserver<WorkServerMsg> out) {
+      answered++;
+      sendNext(out);
+      if (answered == sent && spent()) {
+        done.complete(answered);
+      }
+    }
+
+    private boolean spent() {
+      return sent >= budgetCalls || System.nanoTime() - endNanos >= 0;
+    }
+
+    private void sendNext(StreamObserver<WorkServerMsg> out) {
+      if (spent()) {
+        return;
+      }
+      long n = sent++;
+      out.onNext(WorkServerMsg.newBuilder().setInvoke(invoke(n)).build());
+    }
+  }
+
+  /**
+   * The n-th call: mostly the no-op, as under load, and every other kind of call path among it
+   * (typed, durable write, non-idempotent write with its intent).
+   */
+  private static WorkInvoke invoke(long n) {
+    WorkInvoke.Builder b =
+        WorkInvoke.newBuilder()
+            .setCallId("warm-up-" + n)
+            .setSessionId("s-warm-up")
+            .setAgentVersionId("warm-up")
+            .setTurn(1)
+            .setVersion("default")
+            .setArgs(ARGS)
+            .setSideEffectClass("read_only");
+    return switch ((int) (n & 31)) {
+      case 1, 17 -> b.setTool(WarmUpTools.TYPED).setArgs(TYPED_ARGS).build();
+      case 9 -> b.setTool(WarmUpTools.WRITE).setSideEffectClass("idempotent_write").build();
+      case 25 -> b.setTool(WarmUpTools.INTENT).setSideEffectClass("non_idempotent_write").build();
+      default -> b.setTool(WarmUpTools.ECHO).build();
+    };
+  }
+}
