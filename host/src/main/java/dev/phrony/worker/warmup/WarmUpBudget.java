@@ -18,7 +18,7 @@ public record WarmUpBudget(long calls, Duration time) {
   public static final WarmUpBudget OFF = new WarmUpBudget(0, Duration.ZERO);
 
   /** {@code run}'s default (measured with {@code bin/bench --only cold}, row 8e). */
-  public static final String DEFAULT = "60000";
+  public static final String DEFAULT = "200000";
 
   public WarmUpBudget {
     if (calls < 0 || time.isNegative() || time.compareTo(MAX_TIME) > 0) {

@@ -209,7 +209,7 @@ final class WarmUpRuntime implements AutoCloseable {
       case 1, 17 -> b.setTool(WarmUpTools.TYPED).setArgs(TYPED_ARGS).build();
       case 9 -> b.setTool(WarmUpTools.WRITE).setSideEffectClass("idempotent_write").build();
       case 25 -> b.setTool(WarmUpTools.INTENT).setSideEffectClass("non_idempotent_write").build();
-      default -> b.setTool(WarmUpTools.ECHO).build();
+      default -> b.setTool((n & 1) == 0 ? WarmUpTools.ECHO : WarmUpTools.ECHO_TOO).build();
     };
   }
 }

@@ -22,6 +22,7 @@ final class WarmUpTools {
   static final int SLOTS = 64;
 
   static final String ECHO = "phrony.warm-up.echo";
+  static final String ECHO_TOO = "phrony.warm-up.echo-too";
   static final String TYPED = "phrony.warm-up.typed";
   static final String WRITE = "phrony.warm-up.write";
   static final String INTENT = "phrony.warm-up.intent";
@@ -32,9 +33,10 @@ final class WarmUpTools {
     return HandlerCatalog.of(
         List.of(
             entry(new Echo(ECHO, SideEffectClass.READ_ONLY)),
+            entry(new EchoToo(ECHO_TOO, SideEffectClass.READ_ONLY)),
             entry(new Typed()),
-            entry(new Echo(WRITE, SideEffectClass.IDEMPOTENT_WRITE)),
-            entry(new Echo(INTENT, SideEffectClass.NON_IDEMPOTENT_WRITE))));
+            entry(new Write(WRITE, SideEffectClass.IDEMPOTENT_WRITE)),
+            entry(new Write(INTENT, SideEffectClass.NON_IDEMPOTENT_WRITE))));
   }
 
   private static HandlerCatalog.Entry entry(ToolHandler h) {
@@ -42,15 +44,44 @@ final class WarmUpTools {
   }
 
   /** Answers with its arguments, as the no-op of a benchmark does. */
-  private record Echo(String tool, SideEffectClass sideEffect) implements AsyncToolHandler {
+  private abstract static class NoOp implements AsyncToolHandler {
+    private final ToolDescriptor descriptor;
+
+    NoOp(String tool, SideEffectClass sideEffect) {
+      descriptor =
+          ToolDescriptor.builder(tool).sideEffectClass(sideEffect).maxConcurrency(SLOTS).build();
+    }
+
     @Override
     public ToolDescriptor descriptor() {
-      return ToolDescriptor.builder(tool).sideEffectClass(sideEffect).maxConcurrency(SLOTS).build();
+      return descriptor;
     }
 
     @Override
     public CompletionStage<ToolResult> handleAsync(ToolCall call) {
       return CompletableFuture.completedFuture(ToolResult.json(call.argsBytes()));
+    }
+  }
+
+  // Three classes, none of them most of the calls: the JIT then compiles the worker's call to a
+  // handler as a call to any class, not inlined for one of these with a guard that the plugin's
+  // own class would fail (a deoptimisation and a recompile under the real load).
+
+  private static final class Echo extends NoOp {
+    Echo(String tool, SideEffectClass sideEffect) {
+      super(tool, sideEffect);
+    }
+  }
+
+  private static final class EchoToo extends NoOp {
+    EchoToo(String tool, SideEffectClass sideEffect) {
+      super(tool, sideEffect);
+    }
+  }
+
+  private static final class Write extends NoOp {
+    Write(String tool, SideEffectClass sideEffect) {
+      super(tool, sideEffect);
     }
   }
 
