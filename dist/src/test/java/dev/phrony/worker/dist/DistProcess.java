@@ -79,6 +79,9 @@ final class DistProcess implements AutoCloseable {
     pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
     pb.environment().remove("PHRONY_WORKER_JAVA_OPTS");
     pb.environment().remove("PHRONY_RUNTIME_ADDR");
+    // run's warm-up (some seconds of CPU before it registers) is for load, not for these tests;
+    // a test of it sets its own
+    pb.environment().put("PHRONY_WORKER_WARM_UP", "off");
     pb.environment().putAll(env);
     return new DistProcess(command, pb.start(), out, err);
   }
