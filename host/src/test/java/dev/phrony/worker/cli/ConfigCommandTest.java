@@ -276,7 +276,8 @@ class ConfigCommandTest {
     assertThat(bad.exit()).isEqualTo(1);
     assertThat(bad.err())
         .contains("--warm-up")
-        .contains("'soon' is not a warm-up: use off, a number of calls (e.g. 200000) or a duration");
+        .contains(
+            "'soon' is not a warm-up: use off, a number of calls (e.g. 200000) or a duration");
     CliRun tooLong = run("config", "--warm-up", "5m");
     assertThat(tooLong.exit()).isEqualTo(1);
     assertThat(tooLong.err()).contains("'5m' is too long a warm-up: at most 60s, or off");
