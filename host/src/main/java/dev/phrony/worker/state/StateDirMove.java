@@ -87,7 +87,11 @@ public final class StateDirMove {
     }
   }
 
-  private static void deleteTree(Path dir) throws IOException {
+  /** Deletes {@code dir} and everything under it; nothing when it does not exist. */
+  public static void deleteTree(Path dir) throws IOException {
+    if (!Files.exists(dir)) {
+      return;
+    }
     List<Path> all;
     try (Stream<Path> s = Files.walk(dir)) {
       all = s.sorted(Comparator.reverseOrder()).toList();

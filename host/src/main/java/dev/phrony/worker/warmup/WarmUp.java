@@ -4,22 +4,19 @@ import dev.phrony.worker.ops.LogSetup;
 import dev.phrony.worker.ops.MicrometerMetrics;
 import dev.phrony.worker.outbox.DurableOutbox;
 import dev.phrony.worker.state.StateDir;
+import dev.phrony.worker.state.StateDirMove;
 import dev.phrony.worker.work.WorkClient;
 import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -102,7 +99,7 @@ public final class WarmUp {
 
   private long serve() throws Exception {
     Path dir = stateDir.resolve(STATE_SUBDIR);
-    deleteTree(dir); // one a killed worker left behind
+    StateDirMove.deleteTree(dir); // one a killed worker left behind
     // Its connect, register and state dir lines would read as the worker's own; nothing else runs
     // in the worker yet (the plugins folder is watched once it is registered).
     try (AutoCloseable quiet = LogSetup.warnOnly("dev.phrony.worker");
@@ -120,7 +117,7 @@ public final class WarmUp {
       }
       return calls;
     } finally {
-      deleteTree(dir);
+      StateDirMove.deleteTree(dir);
     }
   }
 
@@ -149,16 +146,5 @@ public final class WarmUp {
         .withMaxInboundBytes(worker.maxInboundBytes())
         .withExposeInternalErrors(worker.exposeInternalErrors())
         .withDrainTimeout(Duration.ofSeconds(1));
-  }
-
-  private static void deleteTree(Path dir) throws IOException {
-    if (!Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(dir)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
   }
 }
