@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.InstanceOfAssertFactories.STRING;
 
+import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
@@ -153,12 +154,9 @@ class WorkerTest {
 
   @Test
   void a_worker_warms_up_before_it_registers_and_leaves_nothing_of_it() throws Exception {
-    Logger logger = (Logger) LoggerFactory.getLogger(WarmUp.class);
-    ListAppender<ILoggingEvent> lines = new ListAppender<>();
-    lines.start();
-    logger.addAppender(lines);
     Path warmUpState = tmp.resolve("state").resolve("warm-up");
-    try (LocalRuntime rt = LocalRuntime.builder().port(0).start()) {
+    try (Logged logged = new Logged(WarmUp.class.getName());
+        LocalRuntime rt = LocalRuntime.builder().port(0).leaseTtl(Duration.ofSeconds(1)).start()) {
       // Whatever reaches the runtime comes after the warm-up is over and gone.
       List<String> atFirstMessage = new ArrayList<>();
       rt.onEvent(
@@ -205,22 +203,16 @@ class WorkerTest {
         assertThat(rt.workers()).extracting(w -> w.workerId()).containsExactly(WORKER_ID);
         worker.drain();
       }
-    } finally {
-      logger.detachAppender(lines);
+      assertThat(logged.messages(Level.ALL))
+          .singleElement(as(STRING))
+          .matches("warm-up: 3000 calls in [0-9.]+ s before registering \\(--warm-up 3000\\)");
     }
-    assertThat(lines.list)
-        .extracting(ILoggingEvent::getFormattedMessage)
-        .singleElement(as(STRING))
-        .matches("warm-up: 3000 calls in [0-9.]+ s before registering \\(--warm-up 3000\\)");
   }
 
   @Test
   void a_failed_warm_up_logs_one_line_and_the_worker_registers() throws Exception {
-    Logger logger = (Logger) LoggerFactory.getLogger(WarmUp.class);
-    ListAppender<ILoggingEvent> lines = new ListAppender<>();
-    lines.start();
-    logger.addAppender(lines);
-    try (LocalRuntime rt = LocalRuntime.builder().port(0).start()) {
+    try (Logged logged = new Logged(WarmUp.class.getName());
+        LocalRuntime rt = LocalRuntime.builder().port(0).leaseTtl(Duration.ofSeconds(1)).start()) {
       WorkerConfig config =
           config(false, List.of(), Optional.empty(), rt.target(), WarmUpBudget.ofCalls(1_000));
       try (Worker worker = Worker.open(config, NO_ROUTES);
@@ -234,13 +226,37 @@ class WorkerTest {
         Await.until("no warm-up thread left", () -> warmUpThreads().isEmpty());
         worker.drain();
       }
-    } finally {
-      logger.detachAppender(lines);
+      assertThat(logged.messages(Level.ALL))
+          .singleElement(as(STRING))
+          .startsWith("warm-up failed, registering without it: state dir ");
     }
-    assertThat(lines.list)
-        .extracting(ILoggingEvent::getFormattedMessage)
-        .singleElement(as(STRING))
-        .startsWith("warm-up failed, registering without it: state dir ");
+  }
+
+  /** What a logger and those under it log while it is open (the lines stay after). */
+  private static final class Logged implements AutoCloseable {
+    private final Logger logger;
+    private final ListAppender<ILoggingEvent> appender = new ListAppender<>();
+
+    Logged(String logger) {
+      this.logger = (Logger) LoggerFactory.getLogger(logger);
+      appender.start();
+      this.logger.addAppender(appender);
+    }
+
+    /** The messages logged at {@code level} or above, in order. */
+    List<String> messages(Level level) {
+      synchronized (appender) { // its appends hold this lock
+        return appender.list.stream()
+            .filter(e -> e.getLevel().isGreaterOrEqual(level))
+            .map(ILoggingEvent::getFormattedMessage)
+            .toList();
+      }
+    }
+
+    @Override
+    public void close() {
+      logger.detachAppender(appender);
+    }
   }
 
   private static List<String> warmUpThreads() {
