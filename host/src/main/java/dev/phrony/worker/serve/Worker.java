@@ -25,6 +25,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.BindException;
+import java.net.InetSocketAddress;
 import java.time.InstantSource;
 import java.util.ArrayDeque;
 import java.util.Deque;
@@ -52,6 +53,7 @@ public final class Worker implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Worker.class);
 
   private final WorkerConfig config;
+  private final InetSocketAddress warmUpAt; // where the warm-up's runtime listens
 
   /** What was opened, the latest first: closed in that order. */
   private final Deque<AutoCloseable> opened = new ArrayDeque<>();
@@ -68,8 +70,9 @@ public final class Worker implements AutoCloseable {
   private boolean stopping;
   private WarmUp.Result warmedUp; // tests
 
-  private Worker(WorkerConfig config) {
+  private Worker(WorkerConfig config, InetSocketAddress warmUpAt) {
     this.config = config;
+    this.warmUpAt = warmUpAt;
   }
 
   /**
@@ -84,6 +87,15 @@ public final class Worker implements AutoCloseable {
   public static Worker open(
       WorkerConfig config, Function<PluginReloader, OpsHttpServer.Plugins> pluginRoutes)
       throws IOException, NotStartingException {
+    return open(config, pluginRoutes, WarmUp.LOOPBACK);
+  }
+
+  /** The same, with the warm-up's runtime listening on {@code warmUpAt} (tests: a taken port). */
+  static Worker open(
+      WorkerConfig config,
+      Function<PluginReloader, OpsHttpServer.Plugins> pluginRoutes,
+      InetSocketAddress warmUpAt)
+      throws IOException, NotStartingException {
     WorkerPlugins plugins =
         WorkerPlugins.load(config.plugins(), config.strict(), config.handlers());
     if (plugins.applied().served().size() == 0) {
@@ -93,7 +105,7 @@ public final class Worker implements AutoCloseable {
               + (plugins.loaded().catalog().size() > 0 ? " (every one is disabled)" : "")
               + " (see 'list-handlers')");
     }
-    Worker worker = new Worker(config);
+    Worker worker = new Worker(config, warmUpAt);
     try {
       worker.assemble(plugins, pluginRoutes);
       return worker;
@@ -192,7 +204,9 @@ public final class Worker implements AutoCloseable {
       if (stopping) {
         return;
       }
-      w = warmUp = new WarmUp(config.warmUp(), workOptions, outboxOptions(), stateDir.path());
+      w =
+          warmUp =
+              new WarmUp(config.warmUp(), workOptions, outboxOptions(), stateDir.path(), warmUpAt);
     }
     WarmUp.Result r = w.run();
     synchronized (this) {

@@ -10,6 +10,8 @@ import dev.phrony.worker.work.WorkOptions;
 import dev.phrony.worker.work.WorkerIdentity;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Locale;
@@ -37,6 +39,10 @@ public final class WarmUp {
   /** The folder of the worker's state dir that holds the warm-up's own, while it runs. */
   static final String STATE_SUBDIR = "warm-up";
 
+  /** Where a warm-up's runtime listens: a free loopback port. */
+  public static final InetSocketAddress LOOPBACK =
+      new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
+
   /** How long after its budget a warm-up may still wait for its last answers. */
   private static final Duration LATE = Duration.ofSeconds(10);
 
@@ -51,6 +57,7 @@ public final class WarmUp {
   private final WorkOptions worker;
   private final DurableOutbox.Options outbox;
   private final Path stateDir;
+  private final InetSocketAddress runtimeAt;
   private final CompletableFuture<Void> stopped = new CompletableFuture<>();
 
   /**
@@ -58,13 +65,19 @@ public final class WarmUp {
    *     identity or transport
    * @param outbox the worker's outbox options (its durability)
    * @param stateDir the worker's state dir, which holds the warm-up's own while it runs
+   * @param runtimeAt where its runtime listens: {@link #LOOPBACK} (a test's may be taken)
    */
   public WarmUp(
-      WarmUpBudget budget, WorkOptions worker, DurableOutbox.Options outbox, Path stateDir) {
+      WarmUpBudget budget,
+      WorkOptions worker,
+      DurableOutbox.Options outbox,
+      Path stateDir,
+      InetSocketAddress runtimeAt) {
     this.budget = budget;
     this.worker = worker;
     this.outbox = outbox;
     this.stateDir = stateDir;
+    this.runtimeAt = runtimeAt;
   }
 
   /** Ends a warm-up that runs now (the worker is stopping); it then returns at once. */
@@ -103,7 +116,7 @@ public final class WarmUp {
     // Its connect, register and state dir lines would read as the worker's own; nothing else runs
     // in the worker yet (the plugins folder is watched once it is registered).
     try (AutoCloseable quiet = LogSetup.warnOnly("dev.phrony.worker");
-        WarmUpRuntime runtime = WarmUpRuntime.start(budget);
+        WarmUpRuntime runtime = WarmUpRuntime.start(budget, runtimeAt);
         StateDir state = StateDir.open(dir);
         DurableOutbox box = DurableOutbox.open(state, outbox);
         MicrometerMetrics metrics =

@@ -21,7 +21,6 @@ import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.IOException;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -54,7 +53,7 @@ final class WarmUpRuntime implements AutoCloseable {
   private long answered;
   private long failed;
 
-  private WarmUpRuntime(WarmUpBudget budget) throws IOException {
+  private WarmUpRuntime(WarmUpBudget budget, InetSocketAddress address) throws IOException {
     this.budgetCalls = budget.calls() > 0 ? budget.calls() : Long.MAX_VALUE;
     this.endNanos = System.nanoTime() + budget.time().toNanos();
     boolean epoll = Epoll.isAvailable();
@@ -67,7 +66,7 @@ final class WarmUpRuntime implements AutoCloseable {
         epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
     try {
       this.server =
-          NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
+          NettyServerBuilder.forAddress(address)
               .channelType(type)
               .bossEventLoopGroup(io)
               .workerEventLoopGroup(io)
@@ -81,9 +80,9 @@ final class WarmUpRuntime implements AutoCloseable {
     }
   }
 
-  /** Listening on a loopback port of its own. */
-  static WarmUpRuntime start(WarmUpBudget budget) throws IOException {
-    return new WarmUpRuntime(budget);
+  /** Listening on {@code address} ({@link WarmUp#LOOPBACK}: a loopback port of its own). */
+  static WarmUpRuntime start(WarmUpBudget budget, InetSocketAddress address) throws IOException {
+    return new WarmUpRuntime(budget, address);
   }
 
   String target() {

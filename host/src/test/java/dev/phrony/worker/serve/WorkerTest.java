@@ -30,8 +30,15 @@ import dev.phrony.worker.testkit.Outcome;
 import dev.phrony.worker.transport.Transport;
 import dev.phrony.worker.warmup.WarmUp;
 import dev.phrony.worker.warmup.WarmUpBudget;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -40,6 +47,8 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -230,6 +239,99 @@ class WorkerTest {
           .singleElement(as(STRING))
           .startsWith("warm-up failed, registering without it: state dir ");
     }
+  }
+
+  @Test
+  void a_warm_up_whose_runtime_cannot_bind_warns_once_and_the_worker_registers() throws Exception {
+    try (Logged logged = new Logged("dev.phrony.worker");
+        ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+        LocalRuntime rt = LocalRuntime.builder().port(0).leaseTtl(Duration.ofSeconds(1)).start()) {
+      WorkerConfig config =
+          config(false, List.of(), Optional.empty(), rt.target(), WarmUpBudget.ofCalls(300));
+      var takenAt = (InetSocketAddress) taken.getLocalSocketAddress();
+      try (Worker worker = Worker.open(config, NO_ROUTES, takenAt)) {
+        worker.start(); // a warm-up's failure thrown on would end the test here
+        assertThat(worker.warmedUp()).get().extracting(WarmUp.Result::ok).isEqualTo(false);
+        Await.until(
+            "worker registered", () -> rt.worker(WORKER_ID).filter(w -> w.connected()).isPresent());
+        assertThat(rt.dispatchAndWait(Call.of("hello", "1.0.0", "{}")).text()).isEqualTo("w.Hello");
+        // Its I/O thread, started before the bind, is ended with it.
+        Await.until("no warm-up thread left", () -> warmUpThreads().isEmpty());
+        worker.drain();
+      }
+      assertThat(logged.messages(Level.WARN))
+          .singleElement(as(STRING))
+          .startsWith("warm-up failed, registering without it: ")
+          .contains(":" + takenAt.getPort());
+    }
+  }
+
+  @Test
+  void the_warm_ups_calls_are_not_in_the_workers_metrics() throws Exception {
+    try (Logged logged = new Logged(Worker.class.getName());
+        LocalRuntime rt = LocalRuntime.builder().port(0).leaseTtl(Duration.ofSeconds(1)).start()) {
+      WorkerConfig config =
+          config(
+              false,
+              List.of(),
+              ListenAddress.parse("127.0.0.1:0"),
+              rt.target(),
+              WarmUpBudget.ofCalls(500));
+      try (Worker worker = Worker.open(config, NO_ROUTES)) {
+        worker.start();
+        assertThat(worker.warmedUp()).get().extracting(WarmUp.Result::calls).isEqualTo(500L);
+        Await.until(
+            "worker registered", () -> rt.worker(WORKER_ID).filter(w -> w.connected()).isPresent());
+        for (int i = 0; i < 3; i++) {
+          assertThat(rt.dispatchAndWait(Call.of("hello", "1.0.0", "{}")).text())
+              .isEqualTo("w.Hello");
+        }
+        URI metrics = URI.create(httpEndpoint(logged) + "metrics");
+        // An invoke is counted once answered: wait for the 3, then there must be no more.
+        Await.until("3 calls counted", () -> invocations(get(metrics)) >= 3);
+        String text = get(metrics);
+        assertThat(invocations(text)).isEqualTo(3);
+        assertThat(text)
+            .contains(
+                "phrony_worker_invocations_total{code=\"\",outcome=\"result\",tool=\"hello@1.0.0\"} 3")
+            .doesNotContain("phrony.warm-up");
+        worker.drain();
+      }
+    }
+  }
+
+  /** The worker's HTTP endpoint, as its start line names it. */
+  private static String httpEndpoint(Logged logged) {
+    Pattern url = Pattern.compile("http endpoint on (http://\\S+/) ");
+    return logged.messages(Level.INFO).stream()
+        .map(url::matcher)
+        .filter(Matcher::find)
+        .map(m -> m.group(1))
+        .findFirst()
+        .orElseThrow();
+  }
+
+  private static String get(URI uri) {
+    try (HttpClient http = HttpClient.newHttpClient()) {
+      HttpResponse<String> r =
+          http.send(HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(r.statusCode()).isEqualTo(200);
+      return r.body();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** Every invoke counted, whatever its tool and outcome. */
+  private static double invocations(String metrics) {
+    return metrics
+        .lines()
+        .filter(l -> l.startsWith("phrony_worker_invocations_total{"))
+        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1)))
+        .sum();
   }
 
   /** What a logger and those under it log while it is open (the lines stay after). */
