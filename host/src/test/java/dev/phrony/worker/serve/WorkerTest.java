@@ -227,13 +227,7 @@ class WorkerTest {
       try (Worker worker = Worker.open(config, NO_ROUTES);
           // The warm-up's own state dir already open in this JVM: it cannot open it.
           StateDir held = StateDir.open(config.stateDir().resolve("warm-up"))) {
-        worker.start();
-        assertThat(worker.warmedUp()).get().extracting(WarmUp.Result::ok).isEqualTo(false);
-        Await.until(
-            "worker registered", () -> rt.worker(WORKER_ID).filter(w -> w.connected()).isPresent());
-        assertThat(rt.dispatchAndWait(Call.of("hello", "1.0.0", "{}")).text()).isEqualTo("w.Hello");
-        Await.until("no warm-up thread left", () -> warmUpThreads().isEmpty());
-        worker.drain();
+        servesWithoutWarmUp(worker, rt);
       }
       assertThat(logged.messages(Level.ALL))
           .singleElement(as(STRING))
@@ -250,20 +244,28 @@ class WorkerTest {
           config(false, List.of(), Optional.empty(), rt.target(), WarmUpBudget.ofCalls(300));
       var takenAt = (InetSocketAddress) taken.getLocalSocketAddress();
       try (Worker worker = Worker.open(config, NO_ROUTES, takenAt)) {
-        worker.start(); // a warm-up's failure thrown on would end the test here
-        assertThat(worker.warmedUp()).get().extracting(WarmUp.Result::ok).isEqualTo(false);
-        Await.until(
-            "worker registered", () -> rt.worker(WORKER_ID).filter(w -> w.connected()).isPresent());
-        assertThat(rt.dispatchAndWait(Call.of("hello", "1.0.0", "{}")).text()).isEqualTo("w.Hello");
-        // Its I/O thread, started before the bind, is ended with it.
-        Await.until("no warm-up thread left", () -> warmUpThreads().isEmpty());
-        worker.drain();
+        servesWithoutWarmUp(worker, rt); // a failure thrown on would end the test here
       }
       assertThat(logged.messages(Level.WARN))
           .singleElement(as(STRING))
           .startsWith("warm-up failed, registering without it: ")
           .contains(":" + takenAt.getPort());
     }
+  }
+
+  /**
+   * Starts {@code worker}, whose warm-up fails, and checks that it registers and serves all the
+   * same, and that the warm-up left no thread (its I/O thread too, when it started before the
+   * failure).
+   */
+  private static void servesWithoutWarmUp(Worker worker, LocalRuntime rt) throws Exception {
+    worker.start();
+    assertThat(worker.warmedUp()).get().extracting(WarmUp.Result::ok).isEqualTo(false);
+    Await.until(
+        "worker registered", () -> rt.worker(WORKER_ID).filter(w -> w.connected()).isPresent());
+    assertThat(rt.dispatchAndWait(Call.of("hello", "1.0.0", "{}")).text()).isEqualTo("w.Hello");
+    Await.until("no warm-up thread left", () -> warmUpThreads().isEmpty());
+    worker.drain();
   }
 
   @Test
