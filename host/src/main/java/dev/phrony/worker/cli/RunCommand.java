@@ -4,6 +4,7 @@ import dev.phrony.worker.config.WorkerConfig;
 import dev.phrony.worker.ops.LogSetup;
 import dev.phrony.worker.reload.NotStartingException;
 import dev.phrony.worker.serve.Worker;
+import dev.phrony.worker.transport.LeakDetection;
 import java.io.IOException;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -55,6 +56,7 @@ final class RunCommand implements Callable<Integer> {
     WorkerConfig config = WorkerSettings.resolveForRun(options, spec);
     // Before anything logs: the format and level are settings like any other.
     LogSetup.apply(config.logFormat(), config.logLevel());
+    LeakDetection.offUnlessSet(); // before the first buffer: see why there
     try (Worker worker = Worker.open(config, ReloadReport::routes)) {
       CountDownLatch stopped = ShutdownSignals.install(worker::drain);
       worker.start();
