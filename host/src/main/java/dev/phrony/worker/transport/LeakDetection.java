@@ -12,8 +12,8 @@ import io.netty.util.ResourceLeakDetector;
  * holds type checks, and the wrapper's first visit to a site the warm-up compiled without it
  * deoptimises that code under the real load. A fresh worker's first 20 000 calls at c=64 ran at a
  * median 54.1k calls/s over 18 runs with it off, 48.6k over 9 with it on ({@code bin/bench --only
- * cold}, row 8e in docs/benchmarks.md); warm rows 8a-8c unchanged. The worker's own code never
- * holds a Netty buffer past a call; the test suite keeps the detector at its default.
+ * cold}, row 8e in docs/benchmarks.md); warm rows 8a-8c unchanged. The test suite keeps the
+ * detector at its default, so a leak in the worker's own code still shows there.
  */
 public final class LeakDetection {
   private static final String LEVEL = "io.netty.leakDetection.level";
