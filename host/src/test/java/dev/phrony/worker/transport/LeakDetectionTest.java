@@ -8,17 +8,27 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 class LeakDetectionTest {
-  private ResourceLeakDetector.Level before;
+  private static final String LEVEL = "io.netty.leakDetection.level";
 
+  private ResourceLeakDetector.Level before;
+  private String levelGiven;
+
+  /** Each test starts with no level given and the detector at Netty's default. */
   @BeforeEach
   void remember() {
     before = ResourceLeakDetector.getLevel();
+    levelGiven = System.clearProperty(LEVEL);
     ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.SIMPLE);
   }
 
+  /** The level and property as they were: this JVM's other tests keep theirs. */
   @AfterEach
   void restore() {
-    System.clearProperty("io.netty.leakDetection.level");
+    if (levelGiven == null) {
+      System.clearProperty(LEVEL);
+    } else {
+      System.setProperty(LEVEL, levelGiven);
+    }
     ResourceLeakDetector.setLevel(before);
   }
 
@@ -31,7 +41,7 @@ class LeakDetectionTest {
 
   @Test
   void a_level_the_operator_set_is_kept() {
-    System.setProperty("io.netty.leakDetection.level", "simple");
+    System.setProperty(LEVEL, "simple");
 
     LeakDetection.offUnlessSet();
 
