@@ -72,17 +72,22 @@ class CancelCrossingTest {
           .contains("unknown call_id \"crossed\"");
       // The replacement stream first moves the killed stream's other call off the dead entry
       // (w1.h1, no handlers), then registers w1 again on the same stream, read in that order.
-      WorkRegister handOver = registers(rt).get(1).clientMsg().getRegister();
-      assertThat(handOver.getWorkerId()).isEqualTo("w1.h1");
+      List<Event> registers = registers(rt);
+      Event handOverEvent = registersAs(registers, "w1.h1").getFirst();
+      WorkRegister handOver = handOverEvent.clientMsg().getRegister();
       assertThat(handOver.getHandlersList()).isEmpty();
       assertThat(inFlight(handOver)).containsExactly("other");
-      WorkRegister again = registers(rt).get(2).clientMsg().getRegister();
-      assertThat(again.getWorkerId()).isEqualTo("w1");
-      assertThat(again.getInFlightList()).isEmpty();
-      assertThat(registers(rt).get(1).streamId()).isEqualTo(registers(rt).get(2).streamId());
-      // Then a rescue on a stream of its own takes the call over and will answer it.
-      WorkRegister rescue = registers(rt).get(3).clientMsg().getRegister();
-      assertThat(rescue.getWorkerId()).isEqualTo("w1.r1");
+      Event againEvent = registersAs(registers, "w1").get(1); // the first is the killed stream's
+      assertThat(againEvent.streamId()).isEqualTo(handOverEvent.streamId());
+      assertThat(registers.indexOf(againEvent)).isGreaterThan(registers.indexOf(handOverEvent));
+      assertThat(againEvent.clientMsg().getRegister().getInFlightList()).isEmpty();
+      // Then a rescue on a stream of its own takes the call over and will answer it. It opens once
+      // the hand-over is answered, so the runtime may read it before or after the w1 register
+      // behind the hand-over on the other stream: only its place after the hand-over is fixed.
+      Event rescueEvent = registersAs(registers, "w1.r1").getFirst();
+      WorkRegister rescue = rescueEvent.clientMsg().getRegister();
+      assertThat(rescueEvent.streamId()).isNotEqualTo(handOverEvent.streamId());
+      assertThat(registers.indexOf(rescueEvent)).isGreaterThan(registers.indexOf(handOverEvent));
       assertThat(rescue.getHandlersList()).isEmpty();
       assertThat(inFlight(rescue)).containsExactly("other");
       // And the hand-over's registration, with no stream left, is evicted.
@@ -99,6 +104,16 @@ class CancelCrossingTest {
 
   private static List<String> inFlight(WorkRegister r) {
     return r.getInFlightList().stream().map(WorkInFlightCall::getCallId).toList();
+  }
+
+  /** The registers in {@code registers} as {@code workerId}, in the order the runtime read them. */
+  private static List<Event> registersAs(List<Event> registers, String workerId) {
+    List<Event> as =
+        registers.stream()
+            .filter(e -> e.clientMsg().getRegister().getWorkerId().equals(workerId))
+            .toList();
+    assertThat(as).as("registers as %s in %s", workerId, registers).isNotEmpty();
+    return as;
   }
 
   private static List<Event> registers(LocalRuntime rt) {
