@@ -166,8 +166,9 @@ final class RunOptions {
       description =
           "Before it registers, serve this many calls (or for this long, at most 60s) of "
               + "built-in no-op handlers through the worker's own call path over loopback, so "
-              + "that the JIT has compiled it before the runtime's load arrives; never a "
-              + "plugin's handler. off registers at once (default: ${DEFAULT-VALUE}).")
+              + "that the JIT has compiled it before the runtime's load arrives, then one at a "
+              + "time until the JIT is idle (at most 3s more); never a plugin's handler. off "
+              + "registers at once (default: ${DEFAULT-VALUE}).")
   WarmUpBudget warmUp;
 
   @Option(

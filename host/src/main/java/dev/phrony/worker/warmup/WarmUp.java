@@ -28,8 +28,11 @@ import org.slf4j.LoggerFactory;
  * from {@code registered} (an autoscaler's new pod, a restart) would start slow. It serves {@link
  * WarmUpTools}' built-in handlers through the worker's own classes, a {@link WorkClient} with its
  * channel, dispatcher and outbox, over real gRPC on loopback to a {@link WarmUpRuntime} in this
- * JVM; then closes all of it. Nothing is left: not its port, threads, metrics (a registry of its
- * own) nor outbox records (a state dir of its own, under the worker's, deleted after).
+ * JVM, on a stream that ends and opens again every few thousand calls (so that registering and a
+ * stream's first and last frames are in the JIT's profiles too); once the budget is spent it goes
+ * on with one call at a time until the JIT has caught up ({@link JitSettle}); then closes all of
+ * it. Nothing is left: not its port, threads, metrics (a registry of its own) nor outbox records (a
+ * state dir of its own, under the worker's, deleted after).
  *
  * <p>A failure never stops the worker: it is logged on one line, and the worker registers.
  */
@@ -46,8 +49,14 @@ public final class WarmUp {
   /** How long after its budget a warm-up may still wait for its last answers. */
   private static final Duration LATE = Duration.ofSeconds(10);
 
-  /** What a warm-up did: its calls and how long it took, or why it did not finish. */
-  public record Result(long calls, Duration took, String failure) {
+  /** At most how long a warm-up waits, after its budget, for the JIT to catch up. */
+  static final Duration SETTLE_MAX = Duration.ofSeconds(3);
+
+  /**
+   * What a warm-up did: its calls, on how many streams (each one registered), how long it took and
+   * how much of that was spent waiting for the JIT at the end, or why it did not finish.
+   */
+  public record Result(long calls, int streams, Duration took, Duration settled, String failure) {
     public boolean ok() {
       return failure == null;
     }
@@ -90,18 +99,33 @@ public final class WarmUp {
     long t0 = System.nanoTime();
     Result r;
     try {
-      long calls = serve();
-      r = new Result(calls, Duration.ofNanos(System.nanoTime() - t0), null);
+      Served served = serve();
+      r =
+          new Result(
+              served.calls(),
+              served.streams(),
+              Duration.ofNanos(System.nanoTime() - t0),
+              served.settled(),
+              null);
       log.info(
-          "warm-up: {} calls in {} s before registering (--warm-up {})",
-          calls,
-          String.format(Locale.ROOT, "%.1f", r.took().toMillis() / 1e3),
+          "warm-up: {} calls on {} streams in {} s ({} s of it for the JIT to catch up) before"
+              + " registering (--warm-up {})",
+          r.calls(),
+          r.streams(),
+          seconds(r.took()),
+          seconds(r.settled()),
           budget);
     } catch (Exception e) {
       if (e instanceof InterruptedException) {
         Thread.currentThread().interrupt();
       }
-      r = new Result(0, Duration.ofNanos(System.nanoTime() - t0), String.valueOf(e.getMessage()));
+      r =
+          new Result(
+              0,
+              0,
+              Duration.ofNanos(System.nanoTime() - t0),
+              Duration.ZERO,
+              String.valueOf(e.getMessage()));
       log.warn(
           "warm-up failed, registering without it: {} ({})",
           e.getMessage(),
@@ -110,7 +134,13 @@ public final class WarmUp {
     return r;
   }
 
-  private long serve() throws Exception {
+  private static String seconds(Duration d) {
+    return String.format(Locale.ROOT, "%.1f", d.toMillis() / 1e3);
+  }
+
+  private record Served(long calls, int streams, Duration settled) {}
+
+  private Served serve() throws Exception {
     Path dir = stateDir.resolve(STATE_SUBDIR);
     StateDirMove.deleteTree(dir); // one a killed worker left behind
     // Its connect, register and state dir lines would read as the worker's own; nothing else runs
@@ -124,33 +154,46 @@ public final class WarmUp {
         WorkClient client =
             new WorkClient(options(runtime.target()), WarmUpTools.catalog(), box, metrics)) {
       client.start();
-      long calls = await(runtime.done(), budget.time().plus(LATE));
+      await(runtime.budgetSpent(), runtime, budget.time().plus(LATE));
+      // A trickle of calls goes on meanwhile (WarmUpRuntime.SETTLE_SLOTS).
+      JitSettle jit = JitSettle.ofThisJvm();
+      Duration settled = jit == null ? Duration.ZERO : jit.await(SETTLE_MAX, stopped);
+      runtime.finish();
+      long calls = await(runtime.done(), runtime, LATE);
       if (runtime.failed() > 0) {
         throw new IllegalStateException(runtime.failed() + " warm-up calls failed");
       }
-      return calls;
+      return new Served(calls, runtime.streams(), settled);
     } finally {
       StateDirMove.deleteTree(dir);
     }
   }
 
-  /** The answer of {@code done}, unless the worker stops or it takes longer than {@code bound}. */
-  private long await(CompletableFuture<Long> done, Duration bound) throws Exception {
+  /**
+   * The answer of {@code f}, unless {@code runtime}'s stream fails, the worker stops or it takes
+   * longer than {@code bound}.
+   */
+  private <T> T await(CompletableFuture<T> f, WarmUpRuntime runtime, Duration bound)
+      throws Exception {
     try {
-      CompletableFuture.anyOf(done, stopped).get(bound.toMillis(), TimeUnit.MILLISECONDS);
+      CompletableFuture.anyOf(f, runtime.done(), stopped)
+          .get(bound.toMillis(), TimeUnit.MILLISECONDS);
     } catch (TimeoutException e) {
       throw new IllegalStateException("not done in " + bound.toSeconds() + " s");
     } catch (ExecutionException e) {
       // the runtime's stream failed: done has its cause
     }
-    if (!done.isDone()) {
+    if (runtime.done().isCompletedExceptionally()) {
+      try {
+        runtime.done().get();
+      } catch (ExecutionException e) {
+        throw e.getCause() instanceof Exception x ? x : e;
+      }
+    }
+    if (!f.isDone()) {
       throw new IllegalStateException("the worker is stopping");
     }
-    try {
-      return done.get();
-    } catch (ExecutionException e) {
-      throw e.getCause() instanceof Exception x ? x : e;
-    }
+    return f.get();
   }
 
   private WorkOptions options(String target) {

@@ -30,9 +30,11 @@ import java.util.concurrent.TimeUnit;
 /**
  * The runtime a warm-up serves: {@code Runtime.Work} on {@code 127.0.0.1:0}, on one I/O thread of
  * its own (every callback runs there, so its counters need no lock). It answers the register, keeps
- * {@link WarmUpTools#SLOTS} invokes in flight, acks every result and every heartbeat, and stops
- * sending once the budget is spent; {@link #done} completes when every invoke sent has been
- * answered. Its own code is JIT-compiled for nothing, so it does as little as a runtime can.
+ * {@link WarmUpTools#SLOTS} invokes in flight until the budget is spent ({@link #budgetSpent}),
+ * then {@link #SETTLE_SLOTS} until {@link #finish}, acks every result and every heartbeat, and ends
+ * the worker's stream every {@link #streamCalls} invokes (the worker opens the next at once);
+ * {@link #done} completes when it is finished and every invoke sent has been answered. Its own code
+ * is JIT-compiled for nothing, so it does as little as a runtime can.
  */
 final class WarmUpRuntime implements AutoCloseable {
   /** ~64 bytes of JSON, as a no-op call under load carries. */
@@ -44,17 +46,34 @@ final class WarmUpRuntime implements AutoCloseable {
   private static final ByteString TYPED_ARGS =
       ByteString.copyFrom("{\"city\":\"Oslo\",\"days\":3}", StandardCharsets.UTF_8);
 
+  /**
+   * Calls in flight once the budget is spent, while the JIT catches up (see {@link WarmUp}): few,
+   * so that the compiler threads have the cores, but never none, as a method not run for 50 ms
+   * loses its place in the compile queue ({@code TieredCompileTaskTimeout}).
+   */
+  static final int SETTLE_SLOTS = 1;
+
+  /**
+   * Invokes on one stream before it ends and the worker opens the next (see {@link Stream}): an
+   * eighth of a call budget, in 500 to 20 000.
+   */
+  private final long streamCalls;
+
   private final EventLoopGroup io;
   private final Server server;
   private final long budgetCalls;
   private final long endNanos;
   private final CompletableFuture<Long> done = new CompletableFuture<>();
+  private final CompletableFuture<Void> budgetSpent = new CompletableFuture<>();
   private long sent; // on the I/O thread
+  private boolean finished; // no invoke sent any more (see #finish)
   private long answered;
   private long failed;
+  private int streams;
 
   private WarmUpRuntime(WarmUpBudget budget, InetSocketAddress address) throws IOException {
     this.budgetCalls = budget.calls() > 0 ? budget.calls() : Long.MAX_VALUE;
+    this.streamCalls = Math.clamp(budgetCalls / 8, 500, 20_000);
     this.endNanos = System.nanoTime() + budget.time().toNanos();
     boolean epoll = Epoll.isAvailable();
     this.io =
@@ -89,9 +108,33 @@ final class WarmUpRuntime implements AutoCloseable {
     return "127.0.0.1:" + server.getPort();
   }
 
-  /** Completes with the calls answered once the budget is spent and every invoke answered. */
+  /**
+   * Completes once the budget's calls are sent: from then on the worker's stream carries only
+   * {@link #SETTLE_SLOTS} calls at a time, until {@link #finish}.
+   */
+  CompletableFuture<Void> budgetSpent() {
+    return budgetSpent;
+  }
+
+  /** Sends no more invokes: {@link #done} completes once those sent are answered. */
+  void finish() {
+    io.execute(
+        () -> {
+          finished = true;
+          if (answered == sent) {
+            done.complete(answered);
+          }
+        });
+  }
+
+  /** Completes with the calls answered once {@link #finish}ed and every invoke answered. */
   CompletableFuture<Long> done() {
     return done;
+  }
+
+  /** The worker's streams that registered (the worker's stream ends each {@link #streamCalls}). */
+  int streams() {
+    return streams;
   }
 
   /** Calls answered with an error or refused (a warm-up's handlers never fail: a bug if not 0). */
@@ -118,76 +161,116 @@ final class WarmUpRuntime implements AutoCloseable {
   private final class Service extends RuntimeGrpc.RuntimeImplBase {
     @Override
     public StreamObserver<WorkClientMsg> work(StreamObserver<WorkServerMsg> out) {
-      return new StreamObserver<>() {
-        @Override
-        public void onNext(WorkClientMsg m) {
-          switch (m.getBodyCase()) {
-            case REGISTER -> {
-              out.onNext(
-                  WorkServerMsg.newBuilder()
-                      .setRegistered(
-                          WorkRegistered.newBuilder()
-                              .setWorkerId(m.getRegister().getWorkerId())
-                              .setLeaseTtlMs(30_000))
-                      .build());
-              for (int i = 0; i < WarmUpTools.SLOTS; i++) {
-                sendNext(out);
-              }
-            }
-            case HEARTBEAT ->
-                out.onNext(
-                    WorkServerMsg.newBuilder()
-                        .setHeartbeatAck(WorkHeartbeatAck.getDefaultInstance())
-                        .build());
-            case RESULT -> {
-              if (m.getResult().hasError()) {
-                failed++;
-              }
-              out.onNext(
-                  WorkServerMsg.newBuilder()
-                      .setResultAck(WorkResultAck.newBuilder().setCallId(m.getResult().getCallId()))
-                      .build());
-              answered(out);
-            }
-            case NACK -> {
-              failed++;
-              answered(out);
-            }
-            default -> {}
-          }
-        }
+      return new Stream(out);
+    }
+  }
 
-        @Override
-        public void onError(Throwable t) {
-          done.completeExceptionally(t);
-        }
+  /**
+   * One stream of the worker's. It ends, once {@link #streamCalls} of its invokes are answered, and
+   * the worker opens the next at once: a worker meets {@code registered}, a new stream's first
+   * frames and a stream's end on the real runtime, and met them only at the warm-up's start, before
+   * anything was compiled, the code compiled under load would be compiled without them (profiled
+   * never to happen) and thrown away on the first {@code registered} after the warm-up, in the
+   * first seconds under load (JIT deoptimisation log, row 8e). Met every {@link #streamCalls}
+   * calls, they are in every profile.
+   */
+  private final class Stream implements StreamObserver<WorkClientMsg> {
+    private final StreamObserver<WorkServerMsg> out;
+    private long sentHere;
+    private long openHere;
+    private boolean ended;
 
-        @Override
-        public void onCompleted() {
-          out.onCompleted();
-        }
-      };
+    Stream(StreamObserver<WorkServerMsg> out) {
+      this.out = out;
     }
 
-    private void answered(StreamObserver<WorkServerMsg> out) {
-      answered++;
-      sendNext(out);
-      if (answered == sent && spent()) {
-        done.complete(answered);
+    @Override
+    public void onNext(WorkClientMsg m) {
+      switch (m.getBodyCase()) {
+        case REGISTER -> {
+          streams++;
+          out.onNext(
+              WorkServerMsg.newBuilder()
+                  .setRegistered(
+                      WorkRegistered.newBuilder()
+                          .setWorkerId(m.getRegister().getWorkerId())
+                          .setLeaseTtlMs(30_000))
+                  .build());
+          for (int i = 0; i < WarmUpTools.SLOTS; i++) {
+            sendNext();
+          }
+        }
+        case HEARTBEAT ->
+            out.onNext(
+                WorkServerMsg.newBuilder()
+                    .setHeartbeatAck(WorkHeartbeatAck.getDefaultInstance())
+                    .build());
+        case RESULT -> {
+          if (m.getResult().hasError()) {
+            failed++;
+          }
+          out.onNext(
+              WorkServerMsg.newBuilder()
+                  .setResultAck(WorkResultAck.newBuilder().setCallId(m.getResult().getCallId()))
+                  .build());
+          answered();
+        }
+        case NACK -> {
+          failed++;
+          answered();
+        }
+        default -> {}
       }
     }
 
-    private boolean spent() {
-      return sent >= budgetCalls || System.nanoTime() - endNanos >= 0;
+    @Override
+    public void onError(Throwable t) {
+      if (!ended) {
+        done.completeExceptionally(t);
+      }
     }
 
-    private void sendNext(StreamObserver<WorkServerMsg> out) {
-      if (spent()) {
+    @Override
+    public void onCompleted() {
+      if (!ended) {
+        ended = true;
+        out.onCompleted();
+      }
+    }
+
+    private void answered() {
+      answered++;
+      openHere--;
+      sendNext();
+      if (answered == sent && finished) {
+        done.complete(answered);
+      } else if (openHere == 0 && sentHere >= streamCalls && !ended) {
+        ended = true; // every result acked: the worker holds nothing for this stream
+        out.onCompleted();
+      }
+    }
+
+    private void sendNext() {
+      if (finished || sentHere >= streamCalls || (spent() && openHere >= SETTLE_SLOTS)) {
         return;
       }
       long n = sent++;
+      sentHere++;
+      openHere++;
       out.onNext(WorkServerMsg.newBuilder().setInvoke(invoke(n)).build());
     }
+  }
+
+  /** Whether the budget's calls are all sent (says so once, to {@link #budgetSpent}). */
+  private boolean spent() {
+    if (budgetSpent.isDone()) {
+      return true;
+    }
+    if (sent >= budgetCalls || System.nanoTime() - endNanos >= 0) {
+      budgetSpent.complete(null);
+      return true;
+    }
+    return false;
   }
 
   /**

@@ -183,7 +183,13 @@ class WorkerTest {
       try (Worker worker = Worker.open(config, NO_ROUTES)) {
         Set<Thread> before = Thread.getAllStackTraces().keySet();
         worker.start();
-        assertThat(worker.warmedUp()).get().extracting(WarmUp.Result::calls).isEqualTo(3_000L);
+        // The budget, then a trickle while the JIT catches up (300 ms at least): more calls.
+        assertThat(worker.warmedUp().orElseThrow().calls()).isGreaterThan(3_000L);
+        assertThat(worker.warmedUp().orElseThrow().settled())
+            .isGreaterThanOrEqualTo(Duration.ofMillis(300));
+        // 500 calls a stream (an eighth of the budget, at least 500): registered, served, ended
+        // and opened again six times or more, so that its paths are warm too.
+        assertThat(worker.warmedUp().orElseThrow().streams()).isGreaterThanOrEqualTo(6);
         // The warm-up's client, outbox and runtime threads end: what is new since is the real
         // client's, one of each kind (its threads start lazily; handler threads are a shared pool).
         Await.until(
@@ -214,7 +220,9 @@ class WorkerTest {
       }
       assertThat(logged.messages(Level.ALL))
           .singleElement(as(STRING))
-          .matches("warm-up: 3000 calls in [0-9.]+ s before registering \\(--warm-up 3000\\)");
+          .matches(
+              "warm-up: [0-9]+ calls on [0-9]+ streams in [0-9.]+ s \\([0-9.]+ s of it for the JIT"
+                  + " to catch up\\) before registering \\(--warm-up 3000\\)");
     }
   }
 
@@ -281,7 +289,7 @@ class WorkerTest {
               WarmUpBudget.ofCalls(500));
       try (Worker worker = Worker.open(config, NO_ROUTES)) {
         worker.start();
-        assertThat(worker.warmedUp()).get().extracting(WarmUp.Result::calls).isEqualTo(500L);
+        assertThat(worker.warmedUp().orElseThrow().calls()).isGreaterThanOrEqualTo(500L);
         Await.until(
             "worker registered", () -> rt.worker(WORKER_ID).filter(w -> w.connected()).isPresent());
         for (int i = 0; i < 3; i++) {
