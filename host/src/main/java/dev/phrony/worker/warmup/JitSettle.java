@@ -14,13 +14,13 @@ import java.util.function.LongSupplier;
  * compiler threads get a fraction of two cores: the C2 queue was seen 4 s behind at the end of a
  * 200 000-call warm-up (JIT log, row 8e), and the worker then compiled its hottest paths (the frame
  * reader, the deframer, the stream's listener) under the runtime's first load. It is caught up when
- * the JIT's compile time grows by less than a tenth of the time for {@link #QUIET_WINDOWS} windows
- * in a row (the JIT adds a compile's time once it is done, so one long compile looks busy until it
- * ends, and a queue of them never looks quiet).
+ * the JIT's compile time grows by less than 2% of the time for {@link #QUIET_WINDOWS} windows in a
+ * row: the JIT adds a compile's time when the compile ends, so a long one looks quiet until then
+ * (hence several windows), while a queue of them never does.
  */
 final class JitSettle {
   static final Duration WINDOW = Duration.ofMillis(100);
-  static final int QUIET_WINDOWS = 3;
+  static final int QUIET_WINDOWS = 5;
 
   private final LongSupplier compileMillis;
   private final Duration window;
@@ -36,7 +36,7 @@ final class JitSettle {
 
   /**
    * @param compileMillis the JIT's compile time so far, in milliseconds
-   * @param window how often it is read (quiet: it grew by less than a tenth of this)
+   * @param window how often it is read (quiet: it grew by less than 2% of this)
    */
   JitSettle(LongSupplier compileMillis, Duration window) {
     this.compileMillis = compileMillis;
@@ -61,7 +61,7 @@ final class JitSettle {
         break;
       }
       long now = compileMillis.getAsLong();
-      quiet = (now - last) * 10 < window.toMillis() ? quiet + 1 : 0;
+      quiet = (now - last) * 50 < window.toMillis() ? quiet + 1 : 0;
       last = now;
     }
     return Duration.ofNanos(System.nanoTime() - t0);
