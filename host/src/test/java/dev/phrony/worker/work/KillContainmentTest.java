@@ -131,11 +131,11 @@ class KillContainmentTest {
           .containsExactlyInAnyOrderElementsOf(concat(held, running));
       // The killed id again, behind the hand-over on the same stream. (The rescue's own register,
       // on another stream, may be read before or after it.)
+      List<Event> registerEvents =
+          rt.events().stream().filter(Event.in(WorkClientMsg.BodyCase.REGISTER)).toList();
+      long handOverStream = registerEvents.get(1).streamId(); // its first register: the hand-over
       List<Event> onHandOverStream =
-          rt.events().stream()
-              .filter(Event.in(WorkClientMsg.BodyCase.REGISTER))
-              .filter(e -> e.streamId() == handOverStream(rt))
-              .toList();
+          registerEvents.stream().filter(e -> e.streamId() == handOverStream).toList();
       assertThat(onHandOverStream)
           .extracting(e -> e.clientMsg().getRegister().getWorkerId())
           .containsExactly(rescue.getWorkerId(), "w1");
@@ -195,16 +195,6 @@ class KillContainmentTest {
     return ids.stream()
         .map(id -> rt.dispatch(Call.of(id, "s-" + id, "pay", "1.0.0", "{}")))
         .toList();
-  }
-
-  /** The stream whose first register took the killed stream's calls over. */
-  private static long handOverStream(LocalRuntime rt) {
-    return rt.events().stream()
-        .filter(Event.in(WorkClientMsg.BodyCase.REGISTER))
-        .skip(1)
-        .findFirst()
-        .orElseThrow()
-        .streamId();
   }
 
   private static List<WorkRegister> registers(LocalRuntime rt) {
